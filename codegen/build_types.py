@@ -1,0 +1,533 @@
+"""Stage 2a — build the IR definitions from the raw `$defs`.
+
+Every decision about shape and naming is made here, from the schema's structure (never from
+one release's accidents): how `$ref` is wrapped, whether a union is tagged by a `const`
+property (with or without a `discriminator` keyword), which variant is the untagged fallback,
+whether an enum is open (has a catch-all), and what a variant class is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .classmodel import ClassModel
+from .errors import CodegenError, Problem
+from .ir import (
+    AliasDef,
+    DefaultList,
+    DefaultMap,
+    Definition,
+    EnumDef,
+    EnumValue,
+    Field,
+    JsonType,
+    ListOf,
+    LiteralOf,
+    MapOf,
+    Named,
+    ObjectDef,
+    ObjectDispatch,
+    Scalar,
+    Tag,
+    TypeExpr,
+    UnionDef,
+    Variant,
+)
+from .load import LoadedSchema
+from .naming import RESERVED_TYPE_NAMES, is_identifier, pascal, snake, upper_snake
+from .shapes import (
+    alternatives,
+    build_default,
+    collect_props,
+    count_refs,
+    enum_alternatives,
+    json_type_of,
+    ptr_escape,
+    unwrap_ref,
+)
+
+_SCALARS: dict[str, TypeExpr] = {
+    "string": Scalar("str"),
+    "integer": Scalar("int"),
+    "number": Scalar("float"),
+    "boolean": Scalar("bool"),
+    "null": Scalar("null"),
+}
+_METHOD_NAMES = frozenset({"to_dict", "from_dict", "to_json", "from_json"})
+
+
+class TypeBuilder:
+    """Turns `$defs` into IR definitions; collects problems instead of stopping at the first."""
+
+    def __init__(self, schema: LoadedSchema, model: ClassModel) -> None:
+        self.s = schema
+        self.model = model
+        self.file = schema.schema_file
+        self.problems: list[Problem] = []
+        self.out: dict[str, Definition] = {}
+        self.py: dict[str, str] = {}  # $defs name -> Python name
+        self.kinds: dict[str, str] = {}  # $defs name -> object|union|enum|alias
+        self.refs = count_refs(schema.defs)
+        self.tags: dict[str, Tag] = {}  # $defs objects reused as a tagged variant
+        self.method_types: dict[str, tuple[str, str]] = {}  # Python name -> (x-side, x-method)
+        self._building: set[str] = set()
+
+    # -- entry -------------------------------------------------------------------------
+    def build(self) -> tuple[Definition, ...]:
+        for name, node in self.s.defs.items():
+            self.py[name] = self._type_name(name)
+            self.kinds[name] = self._classify(node)
+        self._check_collisions()
+        for name, node in self.s.defs.items():
+            if self.kinds[name] == "union":
+                self._plan_reuse(name, node)
+        for name in self.s.defs:
+            self._build_def(name)
+        if self.problems:
+            raise CodegenError(self.problems)
+        return tuple(self.out.values())
+
+    def problem(self, what: str, pointer: str, fix: str = "") -> None:
+        self.problems.append(Problem(what, self.file, pointer, fix))
+
+    # -- naming ------------------------------------------------------------------------
+    def _type_name(self, name: str) -> str:
+        py = name if is_identifier(name) else pascal(name)
+        if not is_identifier(py):
+            py = "T" + py
+        return py + "_" if py in RESERVED_TYPE_NAMES else py
+
+    def _check_collisions(self) -> None:
+        seen: dict[str, str] = {}
+        for name, py in self.py.items():
+            if py in seen:
+                self.problem(
+                    f"types {seen[py]!r} and {name!r} both map to the Python name {py!r}",
+                    f"/$defs/{ptr_escape(name)}",
+                    "rename one of them in the schema",
+                )
+            seen[py] = name
+
+    def _fresh(self, base: str, pointer: str) -> str:
+        """A new class name for an inline type; never ends in a digit, never collides."""
+        name = base
+        if name in self.out or name in self.py.values() or name in RESERVED_TYPE_NAMES:
+            name = base + "Variant"
+        if name in self.out or name in self.py.values():
+            self.problem(f"cannot find a free Python name for {base!r}", pointer, "add a title to the variant")
+        return name
+
+    # -- classification ----------------------------------------------------------------
+    def _classify(self, node: dict[str, Any]) -> str:
+        alts = alternatives(node)
+        if alts is not None and "properties" not in node:
+            return "enum" if enum_alternatives(alts[1]) is not None else "union"
+        if alts is not None:
+            return "union" if self._find_tag(alts[1]) is not None else "object"
+        if node.get("type") == "object" or "properties" in node:
+            if "properties" in node or "additionalProperties" not in node:
+                return "object"
+        if isinstance(node.get("enum"), list):
+            return "enum"
+        return "alias"
+
+    def named(self, def_name: str) -> Named:
+        kind = self.kinds[def_name]
+        return Named(self.py[def_name], kind)  # type: ignore[arg-type]
+
+    # -- variant class reuse -------------------------------------------------------------
+    def _plan_reuse(self, name: str, node: dict[str, Any]) -> None:
+        """A $defs object used only as one tagged variant becomes that variant itself."""
+        alts = alternatives(node)
+        assert alts is not None
+        tag = self._find_tag(alts[1])
+        if tag is None or "properties" in node:
+            return
+        for alt in alts[1]:
+            value = _const_of(alt, tag)
+            own = [p for p in alt.get("properties", {}) if p != tag]
+            ref = unwrap_ref(alt, allow_props=True)
+            if value is None or own or ref is None or ref not in self.s.defs:
+                continue
+            target = self.s.defs[ref]
+            if (
+                self.refs.get(ref, 0) == 1
+                and self.kinds.get(ref) == "object"
+                and tag not in target.get("properties", {})
+                and ref not in self.tags
+            ):
+                self.tags[ref] = Tag(tag, value)
+
+    def _find_tag(self, alts: list[Any]) -> str | None:
+        found: list[str] = []
+        for alt in alts:
+            if not isinstance(alt, dict):
+                continue
+            for prop, pnode in alt.get("properties", {}).items():
+                if isinstance(pnode, dict) and isinstance(pnode.get("const"), str) and prop not in found:
+                    found.append(prop)
+        return found[0] if len(found) == 1 else None
+
+    # -- definitions -------------------------------------------------------------------
+    def _build_def(self, name: str) -> None:
+        py = self.py[name]
+        if py in self.out or py in self._building:
+            return
+        self._building.add(py)
+        node = self.s.defs[name]
+        pointer = f"/$defs/{ptr_escape(name)}"
+        doc = str(node.get("description", ""))
+        unstable = name not in self.s.stable_defs
+        if "x-method" in node or "x-side" in node:
+            self.method_types[py] = (str(node.get("x-side", "")), str(node.get("x-method", "")))
+        kind = self.kinds[name]
+        if kind == "object":
+            self.out[py] = self.object_def(py, node, pointer, doc, unstable, def_name=name)
+        elif kind == "enum":
+            self.out[py] = self._enum_def(py, node, pointer, doc, unstable)
+        elif kind == "union":
+            union = self.union_def(py, node, pointer, doc, unstable, common=None)
+            opaque = union.objects is None and not union.arrays and not union.scalars
+            # Shapes that cannot be told apart (JSON-RPC results, ext payloads) stay raw JSON.
+            self.out[py] = AliasDef(py, pointer, doc, Scalar("json"), unstable) if opaque else union
+        else:
+            target, nullable = self.type_expr(node, pointer, py)
+            if nullable:
+                self.problem("a named type cannot be nullable by itself", pointer, "make the uses nullable")
+            self.out[py] = AliasDef(py, pointer, doc, target, unstable)
+        self._building.discard(py)
+
+    def object_def(
+        self,
+        py: str,
+        node: dict[str, Any],
+        pointer: str,
+        doc: str,
+        unstable: bool,
+        def_name: str | None = None,
+        tag: Tag | None = None,
+        extra: list[tuple[str, Any, bool, str]] | None = None,
+    ) -> ObjectDef:
+        props = (extra or []) + collect_props(self.s, node, pointer, self.problems)
+        if tag is None and def_name is not None:
+            tag = self.tags.get(def_name)
+        fields: list[Field] = []
+        used = set(_METHOD_NAMES)
+        for wire, pnode, required, ptr in props:
+            if tag is not None and wire == tag.wire:
+                continue
+            if any(f.wire == wire for f in fields):
+                continue
+            fields.append(self._field(py, def_name, wire, pnode, required, ptr, used))
+        extra_attr = "extra"
+        while extra_attr in used:
+            extra_attr += "_"
+        # Required fields first: dataclass fields without defaults must precede the others.
+        ordered = tuple(sorted(fields, key=lambda f: not f.required))
+        return ObjectDef(py, pointer, doc, ordered, tag, extra_attr, unstable)
+
+    def _field(
+        self,
+        owner: str,
+        def_name: str | None,
+        wire: str,
+        pnode: Any,
+        required: bool,
+        ptr: str,
+        used: set[str],
+    ) -> Field:
+        if not isinstance(pnode, dict):
+            pnode = {}
+        texpr, nullable = self.type_expr(pnode, ptr, owner + pascal(wire))
+        if pnode.get("x-deserialize-skip-invalid-items") and isinstance(texpr, ListOf):
+            texpr = ListOf(texpr.item, True)
+        if wire == "_meta":
+            py = "meta"
+        else:
+            py = self.model.field_name(def_name, wire) or snake(wire)
+            if not is_identifier(py):
+                py = snake(wire)
+        while py in used:
+            py += "_"
+        used.add(py)
+        default = None
+        if "default" in pnode:
+            default = build_default(self, texpr, pnode["default"], f"{ptr}/default")
+        lenient = bool(pnode.get("x-deserialize-default-on-error"))
+        on_error = default
+        if on_error is None and required and lenient:
+            if isinstance(texpr, ListOf):
+                on_error = DefaultList(())
+            elif isinstance(texpr, MapOf):
+                on_error = DefaultMap(())
+            else:
+                lenient = False  # a required scalar has no value to fall back to
+        return Field(
+            wire=wire,
+            py=py,
+            type=texpr,
+            required=required,
+            nullable=nullable,
+            default=default,
+            lenient=lenient,
+            doc=str(pnode.get("description", "")),
+            on_error=on_error,
+        )
+
+    def _enum_def(self, py: str, node: dict[str, Any], pointer: str, doc: str, unstable: bool) -> EnumDef:
+        alts = alternatives(node)
+        if alts is None:  # {"type": "string", "enum": [...]}
+            found = [(v, "") for v in node.get("enum", [])]
+            is_open, base = False, "str"
+        else:
+            parsed = enum_alternatives(alts[1])
+            assert parsed is not None
+            found, is_open, base = parsed
+        values: list[EnumValue] = []
+        consts: set[str] = set()
+        for value, vdoc in found:
+            const = f"{upper_snake(py)}_{upper_snake(str(value))}"
+            if isinstance(value, int):
+                title = next((str(a.get("title")) for a in alts[1] if a.get("const") == value), "") if alts else ""
+                const = f"{upper_snake(py)}_{upper_snake(title or str(abs(value)))}"
+            while const in consts:
+                const += "_"
+            consts.add(const)
+            values.append(EnumValue(value, const, vdoc))
+        return EnumDef(py, pointer, doc, base, tuple(values), is_open, unstable)  # type: ignore[arg-type]
+
+    # -- type expressions ----------------------------------------------------------------
+    def type_expr(self, node: Any, pointer: str, hint: str) -> tuple[TypeExpr, bool]:
+        """The type of a property/item schema and whether it is nullable."""
+        if not isinstance(node, dict):
+            return Scalar("json"), False
+        ref = unwrap_ref(node)
+        if ref is not None:
+            if ref not in self.s.defs:
+                self.problem(f"dangling $ref: no $defs entry {ref!r}", pointer, "add the type or fix the $ref")
+                return Scalar("json"), False
+            return self.named(ref), False
+        alts = alternatives(node)
+        if alts is not None:
+            non_null = [a for a in alts[1] if not (isinstance(a, dict) and a.get("type") == "null")]
+            nullable = len(non_null) < len(alts[1])
+            if len(non_null) == 1:
+                inner, inner_null = self.type_expr(non_null[0], f"{pointer}/{alts[0]}/0", hint)
+                return inner, nullable or inner_null
+            if enum_alternatives(non_null) is not None:
+                return self._inline_enum(node, pointer, hint), nullable
+            union = self.union_def(self._fresh(hint, pointer), {alts[0]: non_null}, pointer, "", False, None)
+            if union.objects is None and not union.arrays and not union.scalars:
+                return Scalar("json"), nullable
+            self.out[union.name] = union
+            return Named(union.name, "union"), nullable
+        if "const" in node and isinstance(node["const"], str):
+            return LiteralOf((node["const"],)), False
+        if isinstance(node.get("enum"), list) and all(isinstance(v, str) for v in node["enum"]):
+            return LiteralOf(tuple(node["enum"])), False
+        types = node.get("type")
+        if types is None:
+            return Scalar("json"), False
+        if isinstance(types, str):
+            types = [types]
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            self.problem(f"invalid JSON-schema type {types!r}", pointer, "use a type name or a list of them")
+            return Scalar("json"), False
+        nullable = "null" in types
+        rest = [t for t in types if t != "null"]
+        if not rest:
+            return Scalar("null"), False
+        if len(rest) > 1:
+            return Scalar("json"), nullable
+        kind = rest[0]
+        if kind in _SCALARS:
+            return _SCALARS[kind], nullable
+        if kind == "array":
+            item, _ = self.type_expr(node.get("items"), f"{pointer}/items", hint + "Item")
+            return ListOf(item), nullable
+        if kind == "object":
+            if "properties" in node:
+                py = self._fresh(hint, pointer)
+                self.out[py] = self.object_def(py, node, pointer, str(node.get("description", "")), False)
+                return Named(py, "object"), nullable
+            addl = node.get("additionalProperties")
+            if isinstance(addl, dict) and addl:
+                value, _ = self.type_expr(addl, f"{pointer}/additionalProperties", hint + "Value")
+                return MapOf(value), nullable
+            return Scalar("object"), nullable
+        self.problem(
+            f"unknown JSON-schema type {kind!r}",
+            f"{pointer}/type",
+            "use one of string, integer, number, boolean, array, object, null",
+        )
+        return Scalar("json"), nullable
+
+    def _inline_enum(self, node: dict[str, Any], pointer: str, hint: str) -> TypeExpr:
+        py = self._fresh(hint, pointer)
+        self.out[py] = self._enum_def(py, node, pointer, str(node.get("description", "")), False)
+        return Named(py, "enum")
+
+    # -- unions ------------------------------------------------------------------------
+    def union_def(
+        self,
+        py: str,
+        node: dict[str, Any],
+        pointer: str,
+        doc: str,
+        unstable: bool,
+        common: None,
+    ) -> UnionDef:
+        alts = alternatives(node)
+        assert alts is not None
+        key, items = alts
+        tag = self._find_tag(items)
+        common_props = collect_props(self.s, {k: v for k, v in node.items() if k != key}, pointer, self.problems)
+        variants: list[Variant] = []
+        unknown = False
+        for i, alt in enumerate(items):
+            aptr = f"{pointer}/{key}/{i}"
+            if not isinstance(alt, dict):
+                self.problem("union variant must be an object", aptr)
+                continue
+            value = _const_of(alt, tag) if tag else None
+            title = str(alt.get("title", ""))
+            if tag and value is None and tag in alt.get("properties", {}):
+                unknown = True  # catch-all: `{"tag": {"type": "string"}}`, unknown values kept raw
+                continue
+            ref = unwrap_ref(alt, allow_props=True)
+            own = [p for p in alt.get("properties", {}) if p != tag]
+            jtype = json_type_of(self.s, alt)
+            vdoc = str(alt.get("description", ""))
+            if value is not None:
+                cls = self._variant_class(py, alt, aptr, tag, value, ref, own, common_props, unstable)
+                variants.append(Variant(Named(cls, "object"), "object", tag_value=value, doc=vdoc))
+            elif jtype == "object" and ref is not None and not own and not common_props:
+                variants.append(Variant(self.named(ref), "object", doc=vdoc))
+            elif jtype == "object":
+                base = py + pascal(title or (own[0] if own else "Object"))
+                cls = self._fresh(base, aptr)
+                self.out[cls] = self.object_def(cls, alt, aptr, vdoc, unstable, extra=common_props)
+                variants.append(Variant(Named(cls, "object"), "object", doc=vdoc))
+            elif jtype is None:
+                texpr, _ = self.type_expr(alt, aptr, py + pascal(title or "Value"))
+                if self._is_any(texpr):
+                    # A variant that admits any JSON value (e.g. ExtRequest) makes the union opaque.
+                    return UnionDef(py, pointer, doc, tuple(variants), None, (), (), unstable)
+                self.problem("cannot tell what JSON type this union variant has", aptr, "give it a type or $ref")
+            else:
+                texpr, _ = self.type_expr(alt, aptr, py + pascal(title or jtype))
+                variants.append(Variant(texpr, jtype, doc=vdoc))
+        return self._dispatch(py, pointer, doc, variants, tag, unknown, unstable)
+
+    def _variant_class(
+        self,
+        union: str,
+        alt: dict[str, Any],
+        pointer: str,
+        tag: str | None,
+        value: str,
+        ref: str | None,
+        own: list[str],
+        common: list[tuple[str, Any, bool, str]],
+        unstable: bool,
+    ) -> str:
+        assert tag is not None
+        if ref is not None and self.tags.get(ref) == Tag(tag, value) and not own and not common:
+            return self.py[ref]
+        cls = self._fresh(union + pascal(value), pointer)
+        self.out[cls] = self.object_def(
+            cls, alt, pointer, str(alt.get("description", "")), unstable, tag=Tag(tag, value), extra=common
+        )
+        return cls
+
+    def _dispatch(
+        self,
+        py: str,
+        pointer: str,
+        doc: str,
+        variants: list[Variant],
+        tag: str | None,
+        unknown: bool,
+        unstable: bool,
+    ) -> UnionDef:
+        objects = [v for v in variants if v.json_type == "object"]
+        arrays = [v for v in variants if v.json_type == "array"]
+        scalars = [v for v in variants if v.json_type not in ("object", "array")]
+        seen_types: set[str] = set()
+        for v in scalars:
+            if v.json_type in seen_types:
+                self.problem(f"two union variants of JSON type {v.json_type}", pointer, "merge them")
+            seen_types.add(v.json_type)
+        dispatch: ObjectDispatch | None = None
+        if objects or (tag and unknown):
+            tagged = tuple(v for v in objects if v.tag_value is not None)
+            untagged = [v for v in objects if v.tag_value is None]
+            keyed, fallback = self._keyed(untagged, pointer)
+            if keyed is None:
+                # Shapes cannot be told apart (e.g. JSON-RPC results): keep the raw JSON.
+                return UnionDef(py, pointer, doc, tuple(variants), None, (), (), unstable)
+            unknown_class = self._fresh("Unknown" + py, pointer) if tag else None
+            dispatch = ObjectDispatch(tag, tagged, tuple(keyed), fallback, unknown_class)
+        if len(arrays) > 1:
+            keyed_items, _ = self._keyed([replace(v, type=_item(v.type)) for v in arrays], pointer)
+            if keyed_items is None:
+                self.problem("array variants cannot be told apart by their items", pointer)
+                keyed_items = []
+            item_keys = {k.type: k.key for k in keyed_items}
+            arrays = [replace(a, key=item_keys.get(_item(a.type))) for a in arrays]
+        return UnionDef(py, pointer, doc, tuple(variants), dispatch, tuple(arrays), tuple(scalars), unstable)
+
+    def _keyed(self, untagged: list[Variant], pointer: str) -> tuple[list[Variant] | None, Variant | None]:
+        """Give each untagged object variant a required key no sibling has; one may be the fallback."""
+        if len(untagged) <= 1:
+            return [], (untagged[0] if untagged else None)
+        required = [self._required_keys(v.type) for v in untagged]
+        keyed: list[Variant] = []
+        fallback: list[Variant] = []
+        for i, v in enumerate(untagged):
+            others = set().union(*(r for j, r in enumerate(required) if j != i))
+            unique = [k for k in required[i] if k not in others]
+            if unique:
+                keyed.append(replace(v, key=unique[0]))
+            else:
+                fallback.append(v)
+        if len(fallback) > 1:
+            return None, None
+        return keyed, (fallback[0] if fallback else None)
+
+    def _required_keys(self, texpr: TypeExpr) -> list[str]:
+        if isinstance(texpr, Named):
+            self._ensure(texpr.name)
+            target = self.out.get(texpr.name)
+            if isinstance(target, ObjectDef):
+                return [f.wire for f in target.fields if f.required] + ([target.tag.wire] if target.tag else [])
+        return []
+
+    def _is_any(self, texpr: TypeExpr) -> bool:
+        if isinstance(texpr, Named) and texpr.kind == "alias":
+            self._ensure(texpr.name)
+            target = self.out.get(texpr.name)
+            return isinstance(target, AliasDef) and self._is_any(target.target)
+        return texpr == Scalar("json")
+
+    def _ensure(self, py: str) -> None:
+        for name, p in self.py.items():
+            if p == py and py not in self.out:
+                self._build_def(name)
+
+
+def _const_of(alt: Any, tag: str | None) -> str | None:
+    if not tag or not isinstance(alt, dict):
+        return None
+    pnode = alt.get("properties", {}).get(tag)
+    value = pnode.get("const") if isinstance(pnode, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _item(texpr: TypeExpr) -> TypeExpr:
+    return texpr.item if isinstance(texpr, ListOf) else texpr
+
+
+def json_type_name(v: Variant) -> JsonType:
+    return v.json_type

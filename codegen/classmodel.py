@@ -1,0 +1,77 @@
+"""The class model from datamodel-code-generator, run in-process.
+
+datamodel-code-generator (pinned in pyproject.toml) parses the schema into its own data
+models; we keep what it decides well — the Python field name of every wire property of every
+`$defs` object and which fields are required — and let the IR fix what it gets wrong for ACP
+(numbered class names, dict-literal defaults, `_meta` -> `field_meta` without a wire alias,
+ErrorCode as a bare int union). Its own code output is never used.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelField:
+    py: str
+    wire: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class ClassModel:
+    """`$defs` name -> the fields datamodel-code-generator gives that class."""
+
+    classes: dict[str, tuple[ModelField, ...]]
+
+    def field_name(self, def_name: str | None, wire: str) -> str | None:
+        if def_name is None:
+            return None
+        for f in self.classes.get(def_name, ()):
+            if f.wire == wire:
+                return f.py
+        return None
+
+
+_DEFS_PREFIX = "#/$defs/"
+
+
+def build_class_model(schema_doc: dict[str, Any]) -> ClassModel:
+    # Imported lazily: it pulls in pydantic and its own templates (~0.2 s).
+    from datamodel_code_generator._shared_types import LiteralType
+    from datamodel_code_generator.enums import DataModelType
+    from datamodel_code_generator.format import PythonVersion
+    from datamodel_code_generator.model import get_data_model_types
+    from datamodel_code_generator.parser.jsonschema import JsonSchemaParser
+
+    types = get_data_model_types(DataModelType.DataclassesDataclass, target_python_version=PythonVersion.PY_310)
+    parser = JsonSchemaParser(
+        json.dumps(schema_doc),
+        data_model_type=types.data_model,
+        data_model_root_type=types.root_model,
+        data_model_field_type=types.field_model,
+        data_type_manager_type=types.data_type_manager,
+        dump_resolve_reference_action=types.dump_resolve_reference_action,
+        snake_case_field=True,
+        use_tag_as_union_variant_name=True,
+        enum_field_as_literal=LiteralType.All,
+        target_python_version=PythonVersion.PY_310,
+    )
+    with warnings.catch_warnings():
+        # It warns about integer formats it does not know (uint32, ...); they are plain ints.
+        warnings.simplefilter("ignore")
+        parser.parse_raw()
+    classes: dict[str, tuple[ModelField, ...]] = {}
+    for model in parser.results:
+        path = model.reference.path
+        if not path.startswith(_DEFS_PREFIX) or "#" in path[len(_DEFS_PREFIX) :]:
+            continue  # inline helper classes: the IR names and shapes those itself
+        fields = tuple(
+            ModelField(f.name or "", f.original_name or f.name or "", bool(f.required)) for f in model.fields if f.name
+        )
+        classes[path[len(_DEFS_PREFIX) :]] = fields
+    return ClassModel(classes)

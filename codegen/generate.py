@@ -1,0 +1,84 @@
+"""The pipeline in one place: locate -> load -> IR -> render -> format (-> write or check)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .build import build_package
+from .errors import fail
+from .format import format_files
+from .load import load, locate
+from .render import render
+from .write import WriteResult, diff_tree, write_tree
+
+
+@dataclass(frozen=True)
+class Target:
+    """One package to generate (a CLI invocation or a [tool.acp-codegen] target)."""
+
+    role: Literal["agent", "client"]
+    out: Path
+    schema: str | None = None
+    unstable: bool = False
+    package: str | None = None
+    from_config: bool = False
+
+    def command(self) -> str:
+        """The command that regenerates this target, as written into every file header."""
+        if self.from_config:
+            return "acp-codegen generate"
+        parts = ["acp-codegen", self.role, "--out", self.out.as_posix()]
+        if self.schema is not None:
+            parts += ["--schema", self.schema]
+        if self.unstable:
+            parts.append("--unstable")
+        if self.package is not None:
+            parts += ["--package", self.package]
+        return " ".join(parts)
+
+    def package_name(self) -> str:
+        name = self.package or self.out.resolve().name
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise fail(
+                f"{name!r} is not a valid Python package name",
+                self.out,
+                fix="pass --package with an importable name (letters, digits, _ and dots)",
+            )
+        return name
+
+
+def generate_files(target: Target, template_dir: Path | None = None) -> dict[str, str]:
+    """Everything the target's package consists of, formatted, in memory."""
+    schema = load(locate(target.schema, target.unstable))
+    package = build_package(schema, target.role, target.package_name(), target.command())
+    return format_files(render(package, template_dir))
+
+
+def write(target: Target, force: bool = False) -> WriteResult:
+    return write_tree(target.out, generate_files(target), force=force)
+
+
+def check(target: Target, max_lines: int = 40) -> list[str]:
+    """A short unified diff per stale file; empty when `out` is up to date."""
+    report: list[str] = []
+    for rel, (current, new) in diff_tree(target.out, generate_files(target)).items():
+        path = (target.out / rel).as_posix()
+        if current is None:
+            report.append(f"missing: {path}")
+            continue
+        if new is None:
+            report.append(f"stale file no longer generated: {path}")
+            continue
+        lines = list(
+            difflib.unified_diff(
+                current.splitlines(), new.splitlines(), f"{path} (on disk)", f"{path} (generated)", lineterm="", n=1
+            )
+        )
+        shown = lines[:max_lines]
+        if len(lines) > max_lines:
+            shown.append(f"... {len(lines) - max_lines} more diff lines")
+        report.append("\n".join(shown))
+    return report

@@ -1,0 +1,44 @@
+"""Naming rules for Python identifiers derived from protocol names (decided once, used by the IR)."""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+")
+
+# Names the generated modules define themselves; a protocol name equal to one gets a suffix.
+RESERVED_TYPE_NAMES = frozenset(
+    {"Any", "Final", "Literal", "Unset", "UNSET", "DecodeError", "DecodeContext", "Warning", "JsonObject"}
+)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.replace("$", " "))
+
+
+def pascal(text: str) -> str:
+    """`agent_message_chunk` / `Parse error` / `resource-link` -> `AgentMessageChunk`."""
+    return "".join(w[:1].upper() + w[1:] for w in words(text))
+
+
+def snake(text: str) -> str:
+    """`toolCallId` -> `tool_call_id`; a keyword gets a trailing underscore."""
+    name = "_".join(w.lower() for w in words(text)) or "field"
+    if name[0].isdigit():
+        name = f"f_{name}"
+    return name + "_" if keyword.iskeyword(name) or keyword.issoftkeyword(name) else name
+
+
+def upper_snake(text: str) -> str:
+    name = "_".join(w.upper() for w in words(text)) or "VALUE"
+    return f"V_{name}" if name[0].isdigit() else name
+
+
+def handler_name(method: str) -> str:
+    """`session/set_mode` -> `session_set_mode`, `$/cancel_request` -> `cancel_request`."""
+    return snake(method.replace("/", "_"))
+
+
+def is_identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)

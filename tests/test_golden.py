@@ -1,0 +1,57 @@
+"""The golden record: generated/ must equal a fresh run of every [tool.acp-codegen] target."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from codegen.config import load_targets
+from codegen.generate import Target, generate_files
+from codegen.write import MANIFEST, read_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = load_targets(ROOT / "pyproject.toml")
+
+
+def tree_diff(target: Target, files: dict[str, str]) -> str:
+    """A readable diff between the checked-in tree and `files` ('' when equal)."""
+    out: list[str] = []
+    on_disk = {p.relative_to(target.out).as_posix() for p in target.out.rglob("*") if p.is_file()}
+    on_disk.discard(MANIFEST)
+    for rel in sorted(on_disk | set(files)):
+        if rel not in files:
+            out.append(f"only in {target.out}: {rel}")
+            continue
+        if rel not in on_disk:
+            out.append(f"missing from {target.out}: {rel}")
+            continue
+        current = (target.out / rel).read_text(encoding="utf-8")
+        if current != files[rel]:
+            diff = difflib.unified_diff(
+                current.splitlines(), files[rel].splitlines(), f"golden/{rel}", f"fresh/{rel}", lineterm="", n=1
+            )
+            out.extend(list(diff)[:60])
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.out.relative_to(ROOT).as_posix() for t in TARGETS])
+def test_golden_tree_matches_fresh_generation(target: Target) -> None:
+    diff = tree_diff(target, generate_files(target))
+    assert not diff, "generated/ is stale: run `acp-codegen generate` and commit the result\n" + diff
+    assert sorted(read_manifest(target.out)) == sorted(generate_files(target))
+
+
+def test_changing_a_template_without_regenerating_fails(tmp_path: Path) -> None:
+    """The golden test must notice a template edit that was not followed by regeneration."""
+    templates = tmp_path / "templates"
+    source = ROOT / "templates"
+    templates.mkdir()
+    for path in source.iterdir():
+        (templates / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    dispatch = templates / "dispatch.py.jinja"
+    dispatch.write_text(dispatch.read_text(encoding="utf-8").replace("Method not found", "No such method"))
+    target = replace(TARGETS[0])
+    assert "No such method" in tree_diff(target, generate_files(target, templates))
