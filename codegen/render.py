@@ -89,10 +89,11 @@ class Renderer:
         """
         t = self._alias_target(t)
 
-        def check(cond: str, expected: str) -> str:
+        def check(cond: str, expected: str, value: str = v) -> str:
+            """`value` when `cond` holds, else fail (or tolerate, for a lenient field)."""
             if fallback is None:
-                return f"{v} if {cond} else _fail({p}, {expected!r}, {v})"
-            return f"{v} if {cond} else _tolerate(ctx, {p}, {expected!r}, {v}, {fallback})"
+                return f"{value} if {cond} else _fail({p}, {expected!r}, {v})"
+            return f"{value} if {cond} else _tolerate(ctx, {p}, {expected!r}, {v}, {fallback})"
 
         def call(expr: str) -> str:
             if fallback is None:
@@ -112,7 +113,8 @@ class Renderer:
             return check(f"{v}.__class__ is str and {v} in {t.values!r}", " | ".join(t.values))
         if isinstance(t, ListOf):
             if t.skip_invalid:
-                return call(f"_skip_invalid({v}, {p}, ctx, {self.fn(t.item)})")
+                # Invalid items are dropped, never raised: only a non-list can fail here.
+                return check(f"{v}.__class__ is list", "array", f"_skip_invalid({v}, {p}, ctx, {self.fn(t.item)})")
             item = self.dec(t.item, "x", f"({p}, i)")
             return call(f"[{item} for i, x in enumerate({v})] if {v}.__class__ is list else _fail({p}, 'array', {v})")
         if isinstance(t, MapOf):

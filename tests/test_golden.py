@@ -19,7 +19,11 @@ TARGETS = load_targets(ROOT / "pyproject.toml")
 def tree_diff(target: Target, files: dict[str, str]) -> str:
     """A readable diff between the checked-in tree and `files` ('' when equal)."""
     out: list[str] = []
-    on_disk = {p.relative_to(target.out).as_posix() for p in target.out.rglob("*") if p.is_file()}
+    on_disk = {
+        p.relative_to(target.out).as_posix()
+        for p in target.out.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     on_disk.discard(MANIFEST)
     for rel in sorted(on_disk | set(files)):
         if rel not in files:

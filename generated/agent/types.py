@@ -16,6 +16,7 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import json
@@ -51,6 +52,7 @@ class Unset(enum.Enum):
 
 UNSET: Final = Unset.UNSET
 _MISSING: Final[Any] = object()
+_new: Final = object.__new__
 
 
 def format_path(path: _PathT) -> str:
@@ -229,12 +231,15 @@ def loads(data: str | bytes) -> Any:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text (UTF-8, no ASCII escaping)."""
     if _orjson is not None:
         text: str = _orjson.dumps(value).decode()
         return text
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 # -- enums --------------------------------------------------------------------------------
@@ -480,8 +485,23 @@ class _Wire:
     def to_json(self) -> str:
         return dumps(self.to_dict())
 
+    # repr and == are shared here instead of generated per class by @dataclass: that keeps
+    # importing the package fast (one exec'd method less per class).
+    def __repr__(self) -> str:
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields if f.repr)
+        return f"{type(self).__name__}({args})"
 
-@dataclass(kw_only=True, slots=True)
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields if f.compare)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentRequest(_Wire):
     """A JSON-RPC request object."""
 
@@ -503,36 +523,35 @@ class AgentRequest(_Wire):
         return d
 
 
-_K_AgentRequest: Final = frozenset(["id", "method", "params"])
+_K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentRequest)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_method = (
+    inst.method = (
         _missing(path, "method")
         if (v := obj.get("method", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "method"), "string", v)
     )
-    f_params = UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    inst = AgentRequest(
-        id=f_id,
-        method=f_method,
-        params=f_params,
-        extra={} if _K_AgentRequest.issuperset(obj) else _extra(obj, _K_AgentRequest),
+    inst.params = (
+        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
     )
+    inst.extra = {} if _K_AgentRequest.issuperset(obj) else _extra(obj, _K_AgentRequest)
     return inst
 
 
 AgentRequest._decode = _d_AgentRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class WriteTextFileRequest(_Wire):
     """Request to write content to a text file.
 
@@ -562,28 +581,32 @@ class WriteTextFileRequest(_Wire):
         return d
 
 
-_K_WriteTextFileRequest: Final = frozenset(["sessionId", "path", "content", "_meta"])
+_K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "path", "content", "_meta"]
+)
 
 
 def _d_WriteTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(WriteTextFileRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_path = (
+    inst.path = (
         _missing(path, "path")
         if (v := obj.get("path", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "path"), "string", v)
     )
-    f_content = (
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "content"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -592,14 +615,8 @@ def _d_WriteTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Write
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = WriteTextFileRequest(
-        session_id=f_session_id,
-        path=f_path,
-        content=f_content,
-        meta=f_meta,
-        extra=(
-            {} if _K_WriteTextFileRequest.issuperset(obj) else _extra(obj, _K_WriteTextFileRequest)
-        ),
+    inst.extra = (
+        {} if _K_WriteTextFileRequest.issuperset(obj) else _extra(obj, _K_WriteTextFileRequest)
     )
     return inst
 
@@ -607,7 +624,7 @@ def _d_WriteTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Write
 WriteTextFileRequest._decode = _d_WriteTextFileRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ReadTextFileRequest(_Wire):
     """Request to read content from a text file.
 
@@ -643,23 +660,27 @@ class ReadTextFileRequest(_Wire):
         return d
 
 
-_K_ReadTextFileRequest: Final = frozenset(["sessionId", "path", "line", "limit", "_meta"])
+_K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "path", "line", "limit", "_meta"]
+)
 
 
 def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ReadTextFileRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_path = (
+    inst.path = (
         _missing(path, "path")
         if (v := obj.get("path", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "path"), "string", v)
     )
-    f_line = (
+    inst.line = (
         UNSET
         if (v := obj.get("line", _MISSING)) is _MISSING
         else (
@@ -680,7 +701,7 @@ def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTe
             )
         )
     )
-    f_limit = (
+    inst.limit = (
         UNSET
         if (v := obj.get("limit", _MISSING)) is _MISSING
         else (
@@ -701,7 +722,7 @@ def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTe
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -710,13 +731,8 @@ def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ReadTextFileRequest(
-        session_id=f_session_id,
-        path=f_path,
-        line=f_line,
-        limit=f_limit,
-        meta=f_meta,
-        extra={} if _K_ReadTextFileRequest.issuperset(obj) else _extra(obj, _K_ReadTextFileRequest),
+    inst.extra = (
+        {} if _K_ReadTextFileRequest.issuperset(obj) else _extra(obj, _K_ReadTextFileRequest)
     )
     return inst
 
@@ -724,7 +740,7 @@ def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTe
 ReadTextFileRequest._decode = _d_ReadTextFileRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class RequestPermissionRequest(_Wire):
     """Request for user permission to execute a tool call.
 
@@ -761,7 +777,9 @@ class RequestPermissionRequest(_Wire):
         return d
 
 
-_K_RequestPermissionRequest: Final = frozenset(["sessionId", "toolCall", "options", "_meta"])
+_K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "toolCall", "options", "_meta"]
+)
 
 
 def _d_RequestPermissionRequest(
@@ -769,17 +787,19 @@ def _d_RequestPermissionRequest(
 ) -> RequestPermissionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(RequestPermissionRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call = (
+    inst.tool_call = (
         _missing(path, "toolCall")
         if (v := obj.get("toolCall", _MISSING)) is _MISSING
         else _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     )
-    f_options = (
+    inst.options = (
         _missing(path, "options")
         if (v := obj.get("options", _MISSING)) is _MISSING
         else (
@@ -788,7 +808,7 @@ def _d_RequestPermissionRequest(
             else _fail((path, "options"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -797,16 +817,10 @@ def _d_RequestPermissionRequest(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = RequestPermissionRequest(
-        session_id=f_session_id,
-        tool_call=f_tool_call,
-        options=f_options,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_RequestPermissionRequest.issuperset(obj)
-            else _extra(obj, _K_RequestPermissionRequest)
-        ),
+    inst.extra = (
+        {}
+        if _K_RequestPermissionRequest.issuperset(obj)
+        else _extra(obj, _K_RequestPermissionRequest)
     )
     return inst
 
@@ -814,7 +828,7 @@ def _d_RequestPermissionRequest(
 RequestPermissionRequest._decode = _d_RequestPermissionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ToolCallUpdate(_Wire):
     """An update to an existing tool call.
 
@@ -871,7 +885,7 @@ class ToolCallUpdate(_Wire):
         return d
 
 
-_K_ToolCallUpdate: Final = frozenset(
+_K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
     [
         "toolCallId",
         "kind",
@@ -889,12 +903,14 @@ _K_ToolCallUpdate: Final = frozenset(
 def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_tool_call_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ToolCallUpdate)
+    inst.tool_call_id = (
         _missing(path, "toolCallId")
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
     )
-    f_kind = (
+    inst.kind = (
         UNSET
         if (v := obj.get("kind", _MISSING)) is _MISSING
         else (
@@ -907,7 +923,7 @@ def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpd
             )
         )
     )
-    f_status = (
+    inst.status = (
         UNSET
         if (v := obj.get("status", _MISSING)) is _MISSING
         else (
@@ -920,7 +936,7 @@ def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpd
             )
         )
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -929,51 +945,35 @@ def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpd
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_content = (
+    inst.content = (
         UNSET
         if (v := obj.get("content", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallContent),
-                        v,
-                        (path, "content"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "content"), "array", v, UNSET)
             )
         )
     )
-    f_locations = (
+    inst.locations = (
         UNSET
         if (v := obj.get("locations", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallLocation),
-                        v,
-                        (path, "locations"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
             )
         )
     )
-    f_raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    f_raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    f_meta = (
+    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
+    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -982,25 +982,14 @@ def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpd
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ToolCallUpdate(
-        tool_call_id=f_tool_call_id,
-        kind=f_kind,
-        status=f_status,
-        title=f_title,
-        content=f_content,
-        locations=f_locations,
-        raw_input=f_raw_input,
-        raw_output=f_raw_output,
-        meta=f_meta,
-        extra={} if _K_ToolCallUpdate.issuperset(obj) else _extra(obj, _K_ToolCallUpdate),
-    )
+    inst.extra = {} if _K_ToolCallUpdate.issuperset(obj) else _extra(obj, _K_ToolCallUpdate)
     return inst
 
 
 ToolCallUpdate._decode = _d_ToolCallUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Annotations(_Wire):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
@@ -1034,43 +1023,37 @@ class Annotations(_Wire):
         return d
 
 
-_K_Annotations: Final = frozenset(["audience", "lastModified", "priority", "_meta"])
+_K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "priority", "_meta"])
 
 
 def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_audience = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Annotations)
+    inst.audience = (
         UNSET
         if (v := obj.get("audience", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(
-                            x,
-                            p,
-                            ctx,
-                            lambda x, p, ctx: (
-                                cast("Role", x)
-                                if x.__class__ is str and x in _Role_VALUES
-                                else _enum_fail(p, "Role", x)
-                            ),
-                        ),
-                        v,
-                        (path, "audience"),
-                        ctx,
-                    )
+                _skip_invalid(
+                    v,
+                    (path, "audience"),
+                    ctx,
+                    lambda x, p, ctx: (
+                        cast("Role", x)
+                        if x.__class__ is str and x in _Role_VALUES
+                        else _enum_fail(p, "Role", x)
+                    ),
                 )
-                is _MISSING
-                else w
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "audience"), "array", v, UNSET)
             )
         )
     )
-    f_last_modified = (
+    inst.last_modified = (
         UNSET
         if (v := obj.get("lastModified", _MISSING)) is _MISSING
         else (
@@ -1083,7 +1066,7 @@ def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
             )
         )
     )
-    f_priority = (
+    inst.priority = (
         UNSET
         if (v := obj.get("priority", _MISSING)) is _MISSING
         else (
@@ -1104,7 +1087,7 @@ def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1113,20 +1096,14 @@ def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Annotations(
-        audience=f_audience,
-        last_modified=f_last_modified,
-        priority=f_priority,
-        meta=f_meta,
-        extra={} if _K_Annotations.issuperset(obj) else _extra(obj, _K_Annotations),
-    )
+    inst.extra = {} if _K_Annotations.issuperset(obj) else _extra(obj, _K_Annotations)
     return inst
 
 
 Annotations._decode = _d_Annotations
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TextContent(_Wire):
     """Text provided to or from an LLM."""
 
@@ -1156,18 +1133,20 @@ class TextContent(_Wire):
         return d
 
 
-_K_TextContent: Final = frozenset(["type", "text", "annotations", "_meta"])
+_K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations", "_meta"])
 
 
 def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_text = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TextContent)
+    inst.text = (
         _missing(path, "text")
         if (v := obj.get("text", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "text"), "string", v)
     )
-    f_annotations = (
+    inst.annotations = (
         UNSET
         if (v := obj.get("annotations", _MISSING)) is _MISSING
         else (
@@ -1180,7 +1159,7 @@ def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1189,19 +1168,14 @@ def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TextContent(
-        text=f_text,
-        annotations=f_annotations,
-        meta=f_meta,
-        extra={} if _K_TextContent.issuperset(obj) else _extra(obj, _K_TextContent),
-    )
+    inst.extra = {} if _K_TextContent.issuperset(obj) else _extra(obj, _K_TextContent)
     return inst
 
 
 TextContent._decode = _d_TextContent
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ImageContent(_Wire):
     """An image provided to or from an LLM."""
 
@@ -1237,23 +1211,27 @@ class ImageContent(_Wire):
         return d
 
 
-_K_ImageContent: Final = frozenset(["type", "data", "mimeType", "annotations", "uri", "_meta"])
+_K_ImageContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "annotations", "uri", "_meta"]
+)
 
 
 def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_data = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ImageContent)
+    inst.data = (
         _missing(path, "data")
         if (v := obj.get("data", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "data"), "string", v)
     )
-    f_mime_type = (
+    inst.mime_type = (
         _missing(path, "mimeType")
         if (v := obj.get("mimeType", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "mimeType"), "string", v)
     )
-    f_annotations = (
+    inst.annotations = (
         UNSET
         if (v := obj.get("annotations", _MISSING)) is _MISSING
         else (
@@ -1266,7 +1244,7 @@ def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
             )
         )
     )
-    f_uri = (
+    inst.uri = (
         UNSET
         if (v := obj.get("uri", _MISSING)) is _MISSING
         else (
@@ -1275,7 +1253,7 @@ def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
             else v if v.__class__ is str else _tolerate(ctx, (path, "uri"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1284,21 +1262,14 @@ def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ImageContent(
-        data=f_data,
-        mime_type=f_mime_type,
-        annotations=f_annotations,
-        uri=f_uri,
-        meta=f_meta,
-        extra={} if _K_ImageContent.issuperset(obj) else _extra(obj, _K_ImageContent),
-    )
+    inst.extra = {} if _K_ImageContent.issuperset(obj) else _extra(obj, _K_ImageContent)
     return inst
 
 
 ImageContent._decode = _d_ImageContent
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AudioContent(_Wire):
     """Audio provided to or from an LLM."""
 
@@ -1330,23 +1301,27 @@ class AudioContent(_Wire):
         return d
 
 
-_K_AudioContent: Final = frozenset(["type", "data", "mimeType", "annotations", "_meta"])
+_K_AudioContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "annotations", "_meta"]
+)
 
 
 def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_data = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AudioContent)
+    inst.data = (
         _missing(path, "data")
         if (v := obj.get("data", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "data"), "string", v)
     )
-    f_mime_type = (
+    inst.mime_type = (
         _missing(path, "mimeType")
         if (v := obj.get("mimeType", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "mimeType"), "string", v)
     )
-    f_annotations = (
+    inst.annotations = (
         UNSET
         if (v := obj.get("annotations", _MISSING)) is _MISSING
         else (
@@ -1359,7 +1334,7 @@ def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1368,20 +1343,14 @@ def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AudioContent(
-        data=f_data,
-        mime_type=f_mime_type,
-        annotations=f_annotations,
-        meta=f_meta,
-        extra={} if _K_AudioContent.issuperset(obj) else _extra(obj, _K_AudioContent),
-    )
+    inst.extra = {} if _K_AudioContent.issuperset(obj) else _extra(obj, _K_AudioContent)
     return inst
 
 
 AudioContent._decode = _d_AudioContent
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ResourceLink(_Wire):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
@@ -1429,7 +1398,7 @@ class ResourceLink(_Wire):
         return d
 
 
-_K_ResourceLink: Final = frozenset(
+_K_ResourceLink: Final[frozenset[str]] = frozenset(
     ["type", "name", "uri", "annotations", "description", "mimeType", "size", "title", "_meta"]
 )
 
@@ -1437,17 +1406,19 @@ _K_ResourceLink: Final = frozenset(
 def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ResourceLink)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_uri = (
+    inst.uri = (
         _missing(path, "uri")
         if (v := obj.get("uri", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "uri"), "string", v)
     )
-    f_annotations = (
+    inst.annotations = (
         UNSET
         if (v := obj.get("annotations", _MISSING)) is _MISSING
         else (
@@ -1460,7 +1431,7 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             )
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -1473,7 +1444,7 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             )
         )
     )
-    f_mime_type = (
+    inst.mime_type = (
         UNSET
         if (v := obj.get("mimeType", _MISSING)) is _MISSING
         else (
@@ -1482,7 +1453,7 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
         )
     )
-    f_size = (
+    inst.size = (
         UNSET
         if (v := obj.get("size", _MISSING)) is _MISSING
         else (
@@ -1503,7 +1474,7 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             )
         )
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -1512,7 +1483,7 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1521,24 +1492,14 @@ def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ResourceLink(
-        name=f_name,
-        uri=f_uri,
-        annotations=f_annotations,
-        description=f_description,
-        mime_type=f_mime_type,
-        size=f_size,
-        title=f_title,
-        meta=f_meta,
-        extra={} if _K_ResourceLink.issuperset(obj) else _extra(obj, _K_ResourceLink),
-    )
+    inst.extra = {} if _K_ResourceLink.issuperset(obj) else _extra(obj, _K_ResourceLink)
     return inst
 
 
 ResourceLink._decode = _d_ResourceLink
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TextResourceContents(_Wire):
     """Text-based resource contents."""
 
@@ -1568,23 +1529,25 @@ class TextResourceContents(_Wire):
         return d
 
 
-_K_TextResourceContents: Final = frozenset(["text", "uri", "mimeType", "_meta"])
+_K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mimeType", "_meta"])
 
 
 def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextResourceContents:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_text = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TextResourceContents)
+    inst.text = (
         _missing(path, "text")
         if (v := obj.get("text", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "text"), "string", v)
     )
-    f_uri = (
+    inst.uri = (
         _missing(path, "uri")
         if (v := obj.get("uri", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "uri"), "string", v)
     )
-    f_mime_type = (
+    inst.mime_type = (
         UNSET
         if (v := obj.get("mimeType", _MISSING)) is _MISSING
         else (
@@ -1593,7 +1556,7 @@ def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextR
             else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1602,14 +1565,8 @@ def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextR
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TextResourceContents(
-        text=f_text,
-        uri=f_uri,
-        mime_type=f_mime_type,
-        meta=f_meta,
-        extra=(
-            {} if _K_TextResourceContents.issuperset(obj) else _extra(obj, _K_TextResourceContents)
-        ),
+    inst.extra = (
+        {} if _K_TextResourceContents.issuperset(obj) else _extra(obj, _K_TextResourceContents)
     )
     return inst
 
@@ -1617,7 +1574,7 @@ def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextR
 TextResourceContents._decode = _d_TextResourceContents
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class BlobResourceContents(_Wire):
     """Binary resource contents."""
 
@@ -1647,23 +1604,25 @@ class BlobResourceContents(_Wire):
         return d
 
 
-_K_BlobResourceContents: Final = frozenset(["blob", "uri", "mimeType", "_meta"])
+_K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mimeType", "_meta"])
 
 
 def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobResourceContents:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_blob = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(BlobResourceContents)
+    inst.blob = (
         _missing(path, "blob")
         if (v := obj.get("blob", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "blob"), "string", v)
     )
-    f_uri = (
+    inst.uri = (
         _missing(path, "uri")
         if (v := obj.get("uri", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "uri"), "string", v)
     )
-    f_mime_type = (
+    inst.mime_type = (
         UNSET
         if (v := obj.get("mimeType", _MISSING)) is _MISSING
         else (
@@ -1672,7 +1631,7 @@ def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobR
             else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1681,14 +1640,8 @@ def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobR
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = BlobResourceContents(
-        blob=f_blob,
-        uri=f_uri,
-        mime_type=f_mime_type,
-        meta=f_meta,
-        extra=(
-            {} if _K_BlobResourceContents.issuperset(obj) else _extra(obj, _K_BlobResourceContents)
-        ),
+    inst.extra = (
+        {} if _K_BlobResourceContents.issuperset(obj) else _extra(obj, _K_BlobResourceContents)
     )
     return inst
 
@@ -1696,7 +1649,7 @@ def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobR
 BlobResourceContents._decode = _d_BlobResourceContents
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class EmbeddedResource(_Wire):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
@@ -1726,18 +1679,20 @@ class EmbeddedResource(_Wire):
         return d
 
 
-_K_EmbeddedResource: Final = frozenset(["type", "resource", "annotations", "_meta"])
+_K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "annotations", "_meta"])
 
 
 def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedResource:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_resource = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(EmbeddedResource)
+    inst.resource = (
         _missing(path, "resource")
         if (v := obj.get("resource", _MISSING)) is _MISSING
         else _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     )
-    f_annotations = (
+    inst.annotations = (
         UNSET
         if (v := obj.get("annotations", _MISSING)) is _MISSING
         else (
@@ -1750,7 +1705,7 @@ def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedR
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1759,19 +1714,14 @@ def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedR
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = EmbeddedResource(
-        resource=f_resource,
-        annotations=f_annotations,
-        meta=f_meta,
-        extra={} if _K_EmbeddedResource.issuperset(obj) else _extra(obj, _K_EmbeddedResource),
-    )
+    inst.extra = {} if _K_EmbeddedResource.issuperset(obj) else _extra(obj, _K_EmbeddedResource)
     return inst
 
 
 EmbeddedResource._decode = _d_EmbeddedResource
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Content(_Wire):
     """Standard content block (text, images, resources)."""
 
@@ -1797,18 +1747,20 @@ class Content(_Wire):
         return d
 
 
-_K_Content: Final = frozenset(["type", "content", "_meta"])
+_K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: _PathT, ctx: DecodeContext) -> Content:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Content)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else _d_ContentBlock(v, (path, "content"), ctx)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1817,18 +1769,14 @@ def _d_Content(obj: Any, path: _PathT, ctx: DecodeContext) -> Content:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Content(
-        content=f_content,
-        meta=f_meta,
-        extra={} if _K_Content.issuperset(obj) else _extra(obj, _K_Content),
-    )
+    inst.extra = {} if _K_Content.issuperset(obj) else _extra(obj, _K_Content)
     return inst
 
 
 Content._decode = _d_Content
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Diff(_Wire):
     """A diff representing file modifications.
 
@@ -1864,23 +1812,25 @@ class Diff(_Wire):
         return d
 
 
-_K_Diff: Final = frozenset(["type", "path", "newText", "oldText", "_meta"])
+_K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText", "_meta"])
 
 
 def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_path = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Diff)
+    inst.path = (
         _missing(path, "path")
         if (v := obj.get("path", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "path"), "string", v)
     )
-    f_new_text = (
+    inst.new_text = (
         _missing(path, "newText")
         if (v := obj.get("newText", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "newText"), "string", v)
     )
-    f_old_text = (
+    inst.old_text = (
         UNSET
         if (v := obj.get("oldText", _MISSING)) is _MISSING
         else (
@@ -1889,7 +1839,7 @@ def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
             else v if v.__class__ is str else _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1898,20 +1848,14 @@ def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Diff(
-        path=f_path,
-        new_text=f_new_text,
-        old_text=f_old_text,
-        meta=f_meta,
-        extra={} if _K_Diff.issuperset(obj) else _extra(obj, _K_Diff),
-    )
+    inst.extra = {} if _K_Diff.issuperset(obj) else _extra(obj, _K_Diff)
     return inst
 
 
 Diff._decode = _d_Diff
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Terminal(_Wire):
     """Embed a terminal created with `terminal/create` by its id.
 
@@ -1941,18 +1885,20 @@ class Terminal(_Wire):
         return d
 
 
-_K_Terminal: Final = frozenset(["type", "terminalId", "_meta"])
+_K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: _PathT, ctx: DecodeContext) -> Terminal:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_terminal_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Terminal)
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -1961,18 +1907,14 @@ def _d_Terminal(obj: Any, path: _PathT, ctx: DecodeContext) -> Terminal:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Terminal(
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra={} if _K_Terminal.issuperset(obj) else _extra(obj, _K_Terminal),
-    )
+    inst.extra = {} if _K_Terminal.issuperset(obj) else _extra(obj, _K_Terminal)
     return inst
 
 
 Terminal._decode = _d_Terminal
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ToolCallLocation(_Wire):
     """A file location being accessed or modified by a tool.
 
@@ -2006,18 +1948,20 @@ class ToolCallLocation(_Wire):
         return d
 
 
-_K_ToolCallLocation: Final = frozenset(["path", "line", "_meta"])
+_K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"])
 
 
 def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallLocation:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_path = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ToolCallLocation)
+    inst.path = (
         _missing(path, "path")
         if (v := obj.get("path", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "path"), "string", v)
     )
-    f_line = (
+    inst.line = (
         UNSET
         if (v := obj.get("line", _MISSING)) is _MISSING
         else (
@@ -2038,7 +1982,7 @@ def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallL
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2047,19 +1991,14 @@ def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallL
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ToolCallLocation(
-        path=f_path,
-        line=f_line,
-        meta=f_meta,
-        extra={} if _K_ToolCallLocation.issuperset(obj) else _extra(obj, _K_ToolCallLocation),
-    )
+    inst.extra = {} if _K_ToolCallLocation.issuperset(obj) else _extra(obj, _K_ToolCallLocation)
     return inst
 
 
 ToolCallLocation._decode = _d_ToolCallLocation
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class PermissionOption(_Wire):
     """An option presented to the user when requesting permission."""
 
@@ -2087,23 +2026,25 @@ class PermissionOption(_Wire):
         return d
 
 
-_K_PermissionOption: Final = frozenset(["optionId", "name", "kind", "_meta"])
+_K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kind", "_meta"])
 
 
 def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOption:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_option_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(PermissionOption)
+    inst.option_id = (
         _missing(path, "optionId")
         if (v := obj.get("optionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "optionId"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_kind = (
+    inst.kind = (
         _missing(path, "kind")
         if (v := obj.get("kind", _MISSING)) is _MISSING
         else (
@@ -2112,7 +2053,7 @@ def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> Permissio
             else _enum_fail((path, "kind"), "PermissionOptionKind", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2121,20 +2062,14 @@ def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> Permissio
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = PermissionOption(
-        option_id=f_option_id,
-        name=f_name,
-        kind=f_kind,
-        meta=f_meta,
-        extra={} if _K_PermissionOption.issuperset(obj) else _extra(obj, _K_PermissionOption),
-    )
+    inst.extra = {} if _K_PermissionOption.issuperset(obj) else _extra(obj, _K_PermissionOption)
     return inst
 
 
 PermissionOption._decode = _d_PermissionOption
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateTerminalRequest(_Wire):
     """Request to create a new terminal and execute a command."""
 
@@ -2183,7 +2118,7 @@ class CreateTerminalRequest(_Wire):
         return d
 
 
-_K_CreateTerminalRequest: Final = frozenset(
+_K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
     ["sessionId", "command", "args", "env", "cwd", "outputByteLimit", "_meta"]
 )
 
@@ -2191,56 +2126,42 @@ _K_CreateTerminalRequest: Final = frozenset(
 def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateTerminalRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_command = (
+    inst.command = (
         _missing(path, "command")
         if (v := obj.get("command", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "command"), "string", v)
     )
-    f_args = (
+    inst.args = (
         UNSET
         if (v := obj.get("args", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "args"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "args"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "args"), "array", v, UNSET)
         )
     )
-    f_env = (
+    inst.env = (
         UNSET
         if (v := obj.get("env", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_EnvVariable),
-                    v,
-                    (path, "env"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "env"), "array", v, UNSET)
         )
     )
-    f_cwd = (
+    inst.cwd = (
         UNSET
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else (
@@ -2249,7 +2170,7 @@ def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Crea
             else v if v.__class__ is str else _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
         )
     )
-    f_output_byte_limit = (
+    inst.output_byte_limit = (
         UNSET
         if (v := obj.get("outputByteLimit", _MISSING)) is _MISSING
         else (
@@ -2270,7 +2191,7 @@ def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Crea
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2279,19 +2200,8 @@ def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Crea
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CreateTerminalRequest(
-        session_id=f_session_id,
-        command=f_command,
-        args=f_args,
-        env=f_env,
-        cwd=f_cwd,
-        output_byte_limit=f_output_byte_limit,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CreateTerminalRequest.issuperset(obj)
-            else _extra(obj, _K_CreateTerminalRequest)
-        ),
+    inst.extra = (
+        {} if _K_CreateTerminalRequest.issuperset(obj) else _extra(obj, _K_CreateTerminalRequest)
     )
     return inst
 
@@ -2299,7 +2209,7 @@ def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Crea
 CreateTerminalRequest._decode = _d_CreateTerminalRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class EnvVariable(_Wire):
     """An environment variable to set when launching an MCP server."""
 
@@ -2325,23 +2235,25 @@ class EnvVariable(_Wire):
         return d
 
 
-_K_EnvVariable: Final = frozenset(["name", "value", "_meta"])
+_K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: _PathT, ctx: DecodeContext) -> EnvVariable:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(EnvVariable)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_value = (
+    inst.value = (
         _missing(path, "value")
         if (v := obj.get("value", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "value"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2350,19 +2262,14 @@ def _d_EnvVariable(obj: Any, path: _PathT, ctx: DecodeContext) -> EnvVariable:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = EnvVariable(
-        name=f_name,
-        value=f_value,
-        meta=f_meta,
-        extra={} if _K_EnvVariable.issuperset(obj) else _extra(obj, _K_EnvVariable),
-    )
+    inst.extra = {} if _K_EnvVariable.issuperset(obj) else _extra(obj, _K_EnvVariable)
     return inst
 
 
 EnvVariable._decode = _d_EnvVariable
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TerminalOutputRequest(_Wire):
     """Request to get the current output and status of a terminal."""
 
@@ -2388,23 +2295,25 @@ class TerminalOutputRequest(_Wire):
         return d
 
 
-_K_TerminalOutputRequest: Final = frozenset(["sessionId", "terminalId", "_meta"])
+_K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
 def _d_TerminalOutputRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TerminalOutputRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_terminal_id = (
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2413,15 +2322,8 @@ def _d_TerminalOutputRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Term
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TerminalOutputRequest(
-        session_id=f_session_id,
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_TerminalOutputRequest.issuperset(obj)
-            else _extra(obj, _K_TerminalOutputRequest)
-        ),
+    inst.extra = (
+        {} if _K_TerminalOutputRequest.issuperset(obj) else _extra(obj, _K_TerminalOutputRequest)
     )
     return inst
 
@@ -2429,7 +2331,7 @@ def _d_TerminalOutputRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Term
 TerminalOutputRequest._decode = _d_TerminalOutputRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ReleaseTerminalRequest(_Wire):
     """Request to release a terminal and free its resources."""
 
@@ -2455,23 +2357,25 @@ class ReleaseTerminalRequest(_Wire):
         return d
 
 
-_K_ReleaseTerminalRequest: Final = frozenset(["sessionId", "terminalId", "_meta"])
+_K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ReleaseTerminalRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_terminal_id = (
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2480,15 +2384,8 @@ def _d_ReleaseTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Rel
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ReleaseTerminalRequest(
-        session_id=f_session_id,
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ReleaseTerminalRequest.issuperset(obj)
-            else _extra(obj, _K_ReleaseTerminalRequest)
-        ),
+    inst.extra = (
+        {} if _K_ReleaseTerminalRequest.issuperset(obj) else _extra(obj, _K_ReleaseTerminalRequest)
     )
     return inst
 
@@ -2496,7 +2393,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Rel
 ReleaseTerminalRequest._decode = _d_ReleaseTerminalRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class WaitForTerminalExitRequest(_Wire):
     """Request to wait for a terminal command to exit."""
 
@@ -2522,7 +2419,9 @@ class WaitForTerminalExitRequest(_Wire):
         return d
 
 
-_K_WaitForTerminalExitRequest: Final = frozenset(["sessionId", "terminalId", "_meta"])
+_K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "terminalId", "_meta"]
+)
 
 
 def _d_WaitForTerminalExitRequest(
@@ -2530,17 +2429,19 @@ def _d_WaitForTerminalExitRequest(
 ) -> WaitForTerminalExitRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(WaitForTerminalExitRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_terminal_id = (
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2549,15 +2450,10 @@ def _d_WaitForTerminalExitRequest(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = WaitForTerminalExitRequest(
-        session_id=f_session_id,
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_WaitForTerminalExitRequest.issuperset(obj)
-            else _extra(obj, _K_WaitForTerminalExitRequest)
-        ),
+    inst.extra = (
+        {}
+        if _K_WaitForTerminalExitRequest.issuperset(obj)
+        else _extra(obj, _K_WaitForTerminalExitRequest)
     )
     return inst
 
@@ -2565,7 +2461,7 @@ def _d_WaitForTerminalExitRequest(
 WaitForTerminalExitRequest._decode = _d_WaitForTerminalExitRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class KillTerminalRequest(_Wire):
     """Request to kill a terminal without releasing it."""
 
@@ -2591,23 +2487,25 @@ class KillTerminalRequest(_Wire):
         return d
 
 
-_K_KillTerminalRequest: Final = frozenset(["sessionId", "terminalId", "_meta"])
+_K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
 def _d_KillTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(KillTerminalRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_terminal_id = (
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2616,11 +2514,8 @@ def _d_KillTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = KillTerminalRequest(
-        session_id=f_session_id,
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra={} if _K_KillTerminalRequest.issuperset(obj) else _extra(obj, _K_KillTerminalRequest),
+    inst.extra = (
+        {} if _K_KillTerminalRequest.issuperset(obj) else _extra(obj, _K_KillTerminalRequest)
     )
     return inst
 
@@ -2628,7 +2523,7 @@ def _d_KillTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTe
 KillTerminalRequest._decode = _d_KillTerminalRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateElicitationRequestForm(_Wire):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
@@ -2677,7 +2572,7 @@ class CreateElicitationRequestForm(_Wire):
         return d
 
 
-_K_CreateElicitationRequestForm: Final = frozenset(
+_K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
     ["mode", "message", "requestedSchema", "_meta", "sessionId", "toolCallId", "requestId"]
 )
 
@@ -2687,17 +2582,19 @@ def _d_CreateElicitationRequestForm(
 ) -> CreateElicitationRequestForm:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_message = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateElicitationRequestForm)
+    inst.message = (
         _missing(path, "message")
         if (v := obj.get("message", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "message"), "string", v)
     )
-    f_requested_schema = (
+    inst.requested_schema = (
         _missing(path, "requestedSchema")
         if (v := obj.get("requestedSchema", _MISSING)) is _MISSING
         else _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2706,12 +2603,12 @@ def _d_CreateElicitationRequestForm(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    f_session_id = (
+    inst.session_id = (
         UNSET
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call_id = (
+    inst.tool_call_id = (
         UNSET
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else (
@@ -2724,23 +2621,15 @@ def _d_CreateElicitationRequestForm(
             )
         )
     )
-    f_request_id = (
+    inst.request_id = (
         UNSET
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    inst = CreateElicitationRequestForm(
-        message=f_message,
-        requested_schema=f_requested_schema,
-        meta=f_meta,
-        session_id=f_session_id,
-        tool_call_id=f_tool_call_id,
-        request_id=f_request_id,
-        extra=(
-            {}
-            if _K_CreateElicitationRequestForm.issuperset(obj)
-            else _extra(obj, _K_CreateElicitationRequestForm)
-        ),
+    inst.extra = (
+        {}
+        if _K_CreateElicitationRequestForm.issuperset(obj)
+        else _extra(obj, _K_CreateElicitationRequestForm)
     )
     return inst
 
@@ -2748,7 +2637,7 @@ def _d_CreateElicitationRequestForm(
 CreateElicitationRequestForm._decode = _d_CreateElicitationRequestForm
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateElicitationRequestUrl(_Wire):
     """URL-based elicitation where the client directs the user to a URL."""
 
@@ -2800,7 +2689,7 @@ class CreateElicitationRequestUrl(_Wire):
         return d
 
 
-_K_CreateElicitationRequestUrl: Final = frozenset(
+_K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
     ["mode", "message", "elicitationId", "url", "_meta", "sessionId", "toolCallId", "requestId"]
 )
 
@@ -2810,22 +2699,24 @@ def _d_CreateElicitationRequestUrl(
 ) -> CreateElicitationRequestUrl:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_message = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateElicitationRequestUrl)
+    inst.message = (
         _missing(path, "message")
         if (v := obj.get("message", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "message"), "string", v)
     )
-    f_elicitation_id = (
+    inst.elicitation_id = (
         _missing(path, "elicitationId")
         if (v := obj.get("elicitationId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
     )
-    f_url = (
+    inst.url = (
         _missing(path, "url")
         if (v := obj.get("url", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "url"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -2834,12 +2725,12 @@ def _d_CreateElicitationRequestUrl(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    f_session_id = (
+    inst.session_id = (
         UNSET
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call_id = (
+    inst.tool_call_id = (
         UNSET
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else (
@@ -2852,24 +2743,15 @@ def _d_CreateElicitationRequestUrl(
             )
         )
     )
-    f_request_id = (
+    inst.request_id = (
         UNSET
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    inst = CreateElicitationRequestUrl(
-        message=f_message,
-        elicitation_id=f_elicitation_id,
-        url=f_url,
-        meta=f_meta,
-        session_id=f_session_id,
-        tool_call_id=f_tool_call_id,
-        request_id=f_request_id,
-        extra=(
-            {}
-            if _K_CreateElicitationRequestUrl.issuperset(obj)
-            else _extra(obj, _K_CreateElicitationRequestUrl)
-        ),
+    inst.extra = (
+        {}
+        if _K_CreateElicitationRequestUrl.issuperset(obj)
+        else _extra(obj, _K_CreateElicitationRequestUrl)
     )
     return inst
 
@@ -2877,7 +2759,7 @@ def _d_CreateElicitationRequestUrl(
 CreateElicitationRequestUrl._decode = _d_CreateElicitationRequestUrl
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationSessionScope(_Wire):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
@@ -2904,7 +2786,7 @@ class ElicitationSessionScope(_Wire):
         return d
 
 
-_K_ElicitationSessionScope: Final = frozenset(["sessionId", "toolCallId"])
+_K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "toolCallId"])
 
 
 def _d_ElicitationSessionScope(
@@ -2912,12 +2794,14 @@ def _d_ElicitationSessionScope(
 ) -> ElicitationSessionScope:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationSessionScope)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call_id = (
+    inst.tool_call_id = (
         UNSET
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else (
@@ -2930,14 +2814,10 @@ def _d_ElicitationSessionScope(
             )
         )
     )
-    inst = ElicitationSessionScope(
-        session_id=f_session_id,
-        tool_call_id=f_tool_call_id,
-        extra=(
-            {}
-            if _K_ElicitationSessionScope.issuperset(obj)
-            else _extra(obj, _K_ElicitationSessionScope)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationSessionScope.issuperset(obj)
+        else _extra(obj, _K_ElicitationSessionScope)
     )
     return inst
 
@@ -2945,7 +2825,7 @@ def _d_ElicitationSessionScope(
 ElicitationSessionScope._decode = _d_ElicitationSessionScope
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationRequestScope(_Wire):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started)."""
@@ -2962,7 +2842,7 @@ class ElicitationRequestScope(_Wire):
         return d
 
 
-_K_ElicitationRequestScope: Final = frozenset(["requestId"])
+_K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 
 
 def _d_ElicitationRequestScope(
@@ -2970,18 +2850,17 @@ def _d_ElicitationRequestScope(
 ) -> ElicitationRequestScope:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_request_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationRequestScope)
+    inst.request_id = (
         _missing(path, "requestId")
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    inst = ElicitationRequestScope(
-        request_id=f_request_id,
-        extra=(
-            {}
-            if _K_ElicitationRequestScope.issuperset(obj)
-            else _extra(obj, _K_ElicitationRequestScope)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationRequestScope.issuperset(obj)
+        else _extra(obj, _K_ElicitationRequestScope)
     )
     return inst
 
@@ -2989,7 +2868,7 @@ def _d_ElicitationRequestScope(
 ElicitationRequestScope._decode = _d_ElicitationRequestScope
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationSchema(_Wire):
     """Type-safe elicitation schema for requesting structured user input.
 
@@ -3023,6 +2902,7 @@ class ElicitationSchema(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -3043,7 +2923,7 @@ class ElicitationSchema(_Wire):
         return d
 
 
-_K_ElicitationSchema: Final = frozenset(
+_K_ElicitationSchema: Final[frozenset[str]] = frozenset(
     ["type", "title", "properties", "required", "description", "_meta"]
 )
 
@@ -3052,7 +2932,9 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_type = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationSchema)
+    inst.type = (
         _absent_default(absent, "type", "object")
         if (v := obj.get("type", _MISSING)) is _MISSING
         else (
@@ -3061,7 +2943,7 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             else _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
         )
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -3070,7 +2952,7 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_properties = (
+    inst.properties = (
         _absent_default(absent, "properties", {})
         if (v := obj.get("properties", _MISSING)) is _MISSING
         else (
@@ -3082,7 +2964,7 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             else _fail((path, "properties"), "object", v)
         )
     )
-    f_required = (
+    inst.required = (
         UNSET
         if (v := obj.get("required", _MISSING)) is _MISSING
         else (
@@ -3098,7 +2980,7 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             )
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3111,7 +2993,7 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3120,24 +3002,15 @@ def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicitat
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ElicitationSchema(
-        type=f_type,
-        title=f_title,
-        properties=f_properties,
-        required=f_required,
-        description=f_description,
-        meta=f_meta,
-        extra={} if _K_ElicitationSchema.issuperset(obj) else _extra(obj, _K_ElicitationSchema),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_ElicitationSchema.issuperset(obj) else _extra(obj, _K_ElicitationSchema)
+    inst._absent = frozenset(absent)
     return inst
 
 
 ElicitationSchema._decode = _d_ElicitationSchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class EnumOption(_Wire):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
@@ -3171,23 +3044,25 @@ class EnumOption(_Wire):
         return d
 
 
-_K_EnumOption: Final = frozenset(["const", "title", "description", "_meta"])
+_K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description", "_meta"])
 
 
 def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_const = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(EnumOption)
+    inst.const = (
         _missing(path, "const")
         if (v := obj.get("const", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "const"), "string", v)
     )
-    f_title = (
+    inst.title = (
         _missing(path, "title")
         if (v := obj.get("title", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "title"), "string", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3200,7 +3075,7 @@ def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3209,20 +3084,14 @@ def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = EnumOption(
-        const=f_const,
-        title=f_title,
-        description=f_description,
-        meta=f_meta,
-        extra={} if _K_EnumOption.issuperset(obj) else _extra(obj, _K_EnumOption),
-    )
+    inst.extra = {} if _K_EnumOption.issuperset(obj) else _extra(obj, _K_EnumOption)
     return inst
 
 
 EnumOption._decode = _d_EnumOption
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class StringPropertySchema(_Wire):
     """Schema for string properties in an elicitation form.
 
@@ -3305,7 +3174,7 @@ class StringPropertySchema(_Wire):
         return d
 
 
-_K_StringPropertySchema: Final = frozenset(
+_K_StringPropertySchema: Final[frozenset[str]] = frozenset(
     [
         "type",
         "title",
@@ -3325,7 +3194,9 @@ _K_StringPropertySchema: Final = frozenset(
 def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> StringPropertySchema:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_title = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(StringPropertySchema)
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -3334,7 +3205,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3347,17 +3218,17 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             )
         )
     )
-    f_min_length = (
+    inst.min_length = (
         UNSET
         if (v := obj.get("minLength", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "minLength"))
     )
-    f_max_length = (
+    inst.max_length = (
         UNSET
         if (v := obj.get("maxLength", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "maxLength"))
     )
-    f_pattern = (
+    inst.pattern = (
         UNSET
         if (v := obj.get("pattern", _MISSING)) is _MISSING
         else (
@@ -3366,7 +3237,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             else v if v.__class__ is str else _fail((path, "pattern"), "string", v)
         )
     )
-    f_format = (
+    inst.format = (
         UNSET
         if (v := obj.get("format", _MISSING)) is _MISSING
         else (
@@ -3379,7 +3250,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             )
         )
     )
-    f_default = (
+    inst.default = (
         UNSET
         if (v := obj.get("default", _MISSING)) is _MISSING
         else (
@@ -3388,7 +3259,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             else v if v.__class__ is str else _tolerate(ctx, (path, "default"), "string", v, UNSET)
         )
     )
-    f_enum = (
+    inst.enum = (
         UNSET
         if (v := obj.get("enum", _MISSING)) is _MISSING
         else (
@@ -3404,7 +3275,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             )
         )
     )
-    f_one_of = (
+    inst.one_of = (
         UNSET
         if (v := obj.get("oneOf", _MISSING)) is _MISSING
         else (
@@ -3417,7 +3288,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3426,20 +3297,8 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = StringPropertySchema(
-        title=f_title,
-        description=f_description,
-        min_length=f_min_length,
-        max_length=f_max_length,
-        pattern=f_pattern,
-        format=f_format,
-        default=f_default,
-        enum=f_enum,
-        one_of=f_one_of,
-        meta=f_meta,
-        extra=(
-            {} if _K_StringPropertySchema.issuperset(obj) else _extra(obj, _K_StringPropertySchema)
-        ),
+    inst.extra = (
+        {} if _K_StringPropertySchema.issuperset(obj) else _extra(obj, _K_StringPropertySchema)
     )
     return inst
 
@@ -3447,7 +3306,7 @@ def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Strin
 StringPropertySchema._decode = _d_StringPropertySchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class NumberPropertySchema(_Wire):
     """Schema for number (floating-point) properties in an elicitation form."""
 
@@ -3503,7 +3362,7 @@ class NumberPropertySchema(_Wire):
         return d
 
 
-_K_NumberPropertySchema: Final = frozenset(
+_K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
     ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
@@ -3511,7 +3370,9 @@ _K_NumberPropertySchema: Final = frozenset(
 def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> NumberPropertySchema:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_title = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(NumberPropertySchema)
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -3520,7 +3381,7 @@ def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Numbe
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3533,17 +3394,17 @@ def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Numbe
             )
         )
     )
-    f_minimum = (
+    inst.minimum = (
         UNSET
         if (v := obj.get("minimum", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is float else _num(v, (path, "minimum"))
     )
-    f_maximum = (
+    inst.maximum = (
         UNSET
         if (v := obj.get("maximum", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is float else _num(v, (path, "maximum"))
     )
-    f_default = (
+    inst.default = (
         UNSET
         if (v := obj.get("default", _MISSING)) is _MISSING
         else (
@@ -3564,7 +3425,7 @@ def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Numbe
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3573,16 +3434,8 @@ def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Numbe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = NumberPropertySchema(
-        title=f_title,
-        description=f_description,
-        minimum=f_minimum,
-        maximum=f_maximum,
-        default=f_default,
-        meta=f_meta,
-        extra=(
-            {} if _K_NumberPropertySchema.issuperset(obj) else _extra(obj, _K_NumberPropertySchema)
-        ),
+    inst.extra = (
+        {} if _K_NumberPropertySchema.issuperset(obj) else _extra(obj, _K_NumberPropertySchema)
     )
     return inst
 
@@ -3590,7 +3443,7 @@ def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Numbe
 NumberPropertySchema._decode = _d_NumberPropertySchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class IntegerPropertySchema(_Wire):
     """Schema for integer properties in an elicitation form."""
 
@@ -3646,7 +3499,7 @@ class IntegerPropertySchema(_Wire):
         return d
 
 
-_K_IntegerPropertySchema: Final = frozenset(
+_K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
     ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
@@ -3654,7 +3507,9 @@ _K_IntegerPropertySchema: Final = frozenset(
 def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> IntegerPropertySchema:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_title = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(IntegerPropertySchema)
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -3663,7 +3518,7 @@ def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Inte
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3676,17 +3531,17 @@ def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Inte
             )
         )
     )
-    f_minimum = (
+    inst.minimum = (
         UNSET
         if (v := obj.get("minimum", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "minimum"))
     )
-    f_maximum = (
+    inst.maximum = (
         UNSET
         if (v := obj.get("maximum", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "maximum"))
     )
-    f_default = (
+    inst.default = (
         UNSET
         if (v := obj.get("default", _MISSING)) is _MISSING
         else (
@@ -3707,7 +3562,7 @@ def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Inte
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3716,18 +3571,8 @@ def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Inte
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = IntegerPropertySchema(
-        title=f_title,
-        description=f_description,
-        minimum=f_minimum,
-        maximum=f_maximum,
-        default=f_default,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_IntegerPropertySchema.issuperset(obj)
-            else _extra(obj, _K_IntegerPropertySchema)
-        ),
+    inst.extra = (
+        {} if _K_IntegerPropertySchema.issuperset(obj) else _extra(obj, _K_IntegerPropertySchema)
     )
     return inst
 
@@ -3735,7 +3580,7 @@ def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Inte
 IntegerPropertySchema._decode = _d_IntegerPropertySchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class BooleanPropertySchema(_Wire):
     """Schema for boolean properties in an elicitation form."""
 
@@ -3779,13 +3624,17 @@ class BooleanPropertySchema(_Wire):
         return d
 
 
-_K_BooleanPropertySchema: Final = frozenset(["type", "title", "description", "default", "_meta"])
+_K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "description", "default", "_meta"]
+)
 
 
 def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> BooleanPropertySchema:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_title = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(BooleanPropertySchema)
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -3794,7 +3643,7 @@ def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Bool
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -3807,7 +3656,7 @@ def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Bool
             )
         )
     )
-    f_default = (
+    inst.default = (
         UNSET
         if (v := obj.get("default", _MISSING)) is _MISSING
         else (
@@ -3818,7 +3667,7 @@ def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Bool
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3827,16 +3676,8 @@ def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Bool
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = BooleanPropertySchema(
-        title=f_title,
-        description=f_description,
-        default=f_default,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_BooleanPropertySchema.issuperset(obj)
-            else _extra(obj, _K_BooleanPropertySchema)
-        ),
+    inst.extra = (
+        {} if _K_BooleanPropertySchema.issuperset(obj) else _extra(obj, _K_BooleanPropertySchema)
     )
     return inst
 
@@ -3844,7 +3685,7 @@ def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> Bool
 BooleanPropertySchema._decode = _d_BooleanPropertySchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class StringMultiSelectItems(_Wire):
     """String item schema for multi-select enum properties."""
 
@@ -3872,13 +3713,15 @@ class StringMultiSelectItems(_Wire):
         return d
 
 
-_K_StringMultiSelectItems: Final = frozenset(["type", "enum", "_meta"])
+_K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_meta"])
 
 
 def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> StringMultiSelectItems:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_enum = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(StringMultiSelectItems)
+    inst.enum = (
         _missing(path, "enum")
         if (v := obj.get("enum", _MISSING)) is _MISSING
         else (
@@ -3890,7 +3733,7 @@ def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Str
             else _fail((path, "enum"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3899,14 +3742,8 @@ def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Str
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = StringMultiSelectItems(
-        enum=f_enum,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_StringMultiSelectItems.issuperset(obj)
-            else _extra(obj, _K_StringMultiSelectItems)
-        ),
+    inst.extra = (
+        {} if _K_StringMultiSelectItems.issuperset(obj) else _extra(obj, _K_StringMultiSelectItems)
     )
     return inst
 
@@ -3914,7 +3751,7 @@ def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Str
 StringMultiSelectItems._decode = _d_StringMultiSelectItems
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TitledMultiSelectItems(_Wire):
     """Items definition for titled multi-select enum properties."""
 
@@ -3940,13 +3777,15 @@ class TitledMultiSelectItems(_Wire):
         return d
 
 
-_K_TitledMultiSelectItems: Final = frozenset(["anyOf", "_meta"])
+_K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_any_of = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TitledMultiSelectItems)
+    inst.any_of = (
         _missing(path, "anyOf")
         if (v := obj.get("anyOf", _MISSING)) is _MISSING
         else (
@@ -3955,7 +3794,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Tit
             else _fail((path, "anyOf"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -3964,14 +3803,8 @@ def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Tit
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TitledMultiSelectItems(
-        any_of=f_any_of,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_TitledMultiSelectItems.issuperset(obj)
-            else _extra(obj, _K_TitledMultiSelectItems)
-        ),
+    inst.extra = (
+        {} if _K_TitledMultiSelectItems.issuperset(obj) else _extra(obj, _K_TitledMultiSelectItems)
     )
     return inst
 
@@ -3979,7 +3812,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> Tit
 TitledMultiSelectItems._decode = _d_TitledMultiSelectItems
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class MultiSelectPropertySchema(_Wire):
     """Schema for multi-select (array) properties in an elicitation form."""
 
@@ -4037,7 +3870,7 @@ class MultiSelectPropertySchema(_Wire):
         return d
 
 
-_K_MultiSelectPropertySchema: Final = frozenset(
+_K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
     ["type", "items", "title", "description", "minItems", "maxItems", "default", "_meta"]
 )
 
@@ -4047,12 +3880,14 @@ def _d_MultiSelectPropertySchema(
 ) -> MultiSelectPropertySchema:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_items = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(MultiSelectPropertySchema)
+    inst.items = (
         _missing(path, "items")
         if (v := obj.get("items", _MISSING)) is _MISSING
         else _d_MultiSelectItems(v, (path, "items"), ctx)
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -4061,7 +3896,7 @@ def _d_MultiSelectPropertySchema(
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -4074,43 +3909,35 @@ def _d_MultiSelectPropertySchema(
             )
         )
     )
-    f_min_items = (
+    inst.min_items = (
         UNSET
         if (v := obj.get("minItems", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "minItems"))
     )
-    f_max_items = (
+    inst.max_items = (
         UNSET
         if (v := obj.get("maxItems", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is int else _int(v, (path, "maxItems"))
     )
-    f_default = (
+    inst.default = (
         UNSET
         if (v := obj.get("default", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(
-                            x,
-                            p,
-                            ctx,
-                            lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                        ),
-                        v,
-                        (path, "default"),
-                        ctx,
-                    )
+                _skip_invalid(
+                    v,
+                    (path, "default"),
+                    ctx,
+                    lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
                 )
-                is _MISSING
-                else w
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "default"), "array", v, UNSET)
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4119,19 +3946,10 @@ def _d_MultiSelectPropertySchema(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = MultiSelectPropertySchema(
-        items=f_items,
-        title=f_title,
-        description=f_description,
-        min_items=f_min_items,
-        max_items=f_max_items,
-        default=f_default,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_MultiSelectPropertySchema.issuperset(obj)
-            else _extra(obj, _K_MultiSelectPropertySchema)
-        ),
+    inst.extra = (
+        {}
+        if _K_MultiSelectPropertySchema.issuperset(obj)
+        else _extra(obj, _K_MultiSelectPropertySchema)
     )
     return inst
 
@@ -4139,7 +3957,7 @@ def _d_MultiSelectPropertySchema(
 MultiSelectPropertySchema._decode = _d_MultiSelectPropertySchema
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationFormMode(_Wire):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
@@ -4170,7 +3988,7 @@ class ElicitationFormMode(_Wire):
         return d
 
 
-_K_ElicitationFormMode: Final = frozenset(
+_K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
     ["requestedSchema", "sessionId", "toolCallId", "requestId"]
 )
 
@@ -4178,17 +3996,19 @@ _K_ElicitationFormMode: Final = frozenset(
 def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationFormMode:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_requested_schema = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationFormMode)
+    inst.requested_schema = (
         _missing(path, "requestedSchema")
         if (v := obj.get("requestedSchema", _MISSING)) is _MISSING
         else _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     )
-    f_session_id = (
+    inst.session_id = (
         UNSET
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call_id = (
+    inst.tool_call_id = (
         UNSET
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else (
@@ -4201,17 +4021,13 @@ def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicit
             )
         )
     )
-    f_request_id = (
+    inst.request_id = (
         UNSET
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    inst = ElicitationFormMode(
-        requested_schema=f_requested_schema,
-        session_id=f_session_id,
-        tool_call_id=f_tool_call_id,
-        request_id=f_request_id,
-        extra={} if _K_ElicitationFormMode.issuperset(obj) else _extra(obj, _K_ElicitationFormMode),
+    inst.extra = (
+        {} if _K_ElicitationFormMode.issuperset(obj) else _extra(obj, _K_ElicitationFormMode)
     )
     return inst
 
@@ -4219,7 +4035,7 @@ def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicit
 ElicitationFormMode._decode = _d_ElicitationFormMode
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationUrlMode(_Wire):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
@@ -4252,7 +4068,7 @@ class ElicitationUrlMode(_Wire):
         return d
 
 
-_K_ElicitationUrlMode: Final = frozenset(
+_K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
     ["elicitationId", "url", "sessionId", "toolCallId", "requestId"]
 )
 
@@ -4260,22 +4076,24 @@ _K_ElicitationUrlMode: Final = frozenset(
 def _d_ElicitationUrlMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationUrlMode:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_elicitation_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationUrlMode)
+    inst.elicitation_id = (
         _missing(path, "elicitationId")
         if (v := obj.get("elicitationId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
     )
-    f_url = (
+    inst.url = (
         _missing(path, "url")
         if (v := obj.get("url", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "url"), "string", v)
     )
-    f_session_id = (
+    inst.session_id = (
         UNSET
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_tool_call_id = (
+    inst.tool_call_id = (
         UNSET
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else (
@@ -4288,26 +4106,19 @@ def _d_ElicitationUrlMode(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicita
             )
         )
     )
-    f_request_id = (
+    inst.request_id = (
         UNSET
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    inst = ElicitationUrlMode(
-        elicitation_id=f_elicitation_id,
-        url=f_url,
-        session_id=f_session_id,
-        tool_call_id=f_tool_call_id,
-        request_id=f_request_id,
-        extra={} if _K_ElicitationUrlMode.issuperset(obj) else _extra(obj, _K_ElicitationUrlMode),
-    )
+    inst.extra = {} if _K_ElicitationUrlMode.issuperset(obj) else _extra(obj, _K_ElicitationUrlMode)
     return inst
 
 
 ElicitationUrlMode._decode = _d_ElicitationUrlMode
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentResponseResult(_Wire):
     """A successful JSON-RPC response."""
 
@@ -4325,22 +4136,22 @@ class AgentResponseResult(_Wire):
         return d
 
 
-_K_AgentResponseResult: Final = frozenset(["id", "result"])
+_K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseResult:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentResponseResult)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
-    inst = AgentResponseResult(
-        id=f_id,
-        result=f_result,
-        extra={} if _K_AgentResponseResult.issuperset(obj) else _extra(obj, _K_AgentResponseResult),
+    inst.result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
+    inst.extra = (
+        {} if _K_AgentResponseResult.issuperset(obj) else _extra(obj, _K_AgentResponseResult)
     )
     return inst
 
@@ -4348,7 +4159,7 @@ def _d_AgentResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentR
 AgentResponseResult._decode = _d_AgentResponseResult
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentResponseError(_Wire):
     """A failed JSON-RPC response."""
 
@@ -4366,34 +4177,32 @@ class AgentResponseError(_Wire):
         return d
 
 
-_K_AgentResponseError: Final = frozenset(["id", "error"])
+_K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseError:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentResponseError)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_error = (
+    inst.error = (
         _missing(path, "error")
         if (v := obj.get("error", _MISSING)) is _MISSING
         else _d_Error(v, (path, "error"), ctx)
     )
-    inst = AgentResponseError(
-        id=f_id,
-        error=f_error,
-        extra={} if _K_AgentResponseError.issuperset(obj) else _extra(obj, _K_AgentResponseError),
-    )
+    inst.extra = {} if _K_AgentResponseError.issuperset(obj) else _extra(obj, _K_AgentResponseError)
     return inst
 
 
 AgentResponseError._decode = _d_AgentResponseError
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class PromptCapabilities(_Wire):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
@@ -4427,6 +4236,7 @@ class PromptCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -4443,24 +4253,28 @@ class PromptCapabilities(_Wire):
         return d
 
 
-_K_PromptCapabilities: Final = frozenset(["image", "audio", "embeddedContext", "_meta"])
+_K_PromptCapabilities: Final[frozenset[str]] = frozenset(
+    ["image", "audio", "embeddedContext", "_meta"]
+)
 
 
 def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_image = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(PromptCapabilities)
+    inst.image = (
         _absent_default(absent, "image", False)
         if (v := obj.get("image", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "image"), "boolean", v, False)
     )
-    f_audio = (
+    inst.audio = (
         _absent_default(absent, "audio", False)
         if (v := obj.get("audio", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "audio"), "boolean", v, False)
     )
-    f_embedded_context = (
+    inst.embedded_context = (
         _absent_default(absent, "embeddedContext", False)
         if (v := obj.get("embeddedContext", _MISSING)) is _MISSING
         else (
@@ -4469,7 +4283,7 @@ def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptC
             else _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4478,22 +4292,15 @@ def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptC
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = PromptCapabilities(
-        image=f_image,
-        audio=f_audio,
-        embedded_context=f_embedded_context,
-        meta=f_meta,
-        extra={} if _K_PromptCapabilities.issuperset(obj) else _extra(obj, _K_PromptCapabilities),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_PromptCapabilities.issuperset(obj) else _extra(obj, _K_PromptCapabilities)
+    inst._absent = frozenset(absent)
     return inst
 
 
 PromptCapabilities._decode = _d_PromptCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class McpCapabilities(_Wire):
     """MCP capabilities supported by the agent"""
 
@@ -4510,6 +4317,7 @@ class McpCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -4524,24 +4332,26 @@ class McpCapabilities(_Wire):
         return d
 
 
-_K_McpCapabilities: Final = frozenset(["http", "sse", "_meta"])
+_K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
 
 
 def _d_McpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_http = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(McpCapabilities)
+    inst.http = (
         _absent_default(absent, "http", False)
         if (v := obj.get("http", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "http"), "boolean", v, False)
     )
-    f_sse = (
+    inst.sse = (
         _absent_default(absent, "sse", False)
         if (v := obj.get("sse", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "sse"), "boolean", v, False)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4550,21 +4360,15 @@ def _d_McpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpCapabil
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = McpCapabilities(
-        http=f_http,
-        sse=f_sse,
-        meta=f_meta,
-        extra={} if _K_McpCapabilities.issuperset(obj) else _extra(obj, _K_McpCapabilities),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_McpCapabilities.issuperset(obj) else _extra(obj, _K_McpCapabilities)
+    inst._absent = frozenset(absent)
     return inst
 
 
 McpCapabilities._decode = _d_McpCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionCapabilities(_Wire):
     """Session capabilities supported by the agent.
 
@@ -4635,7 +4439,7 @@ class SessionCapabilities(_Wire):
         return d
 
 
-_K_SessionCapabilities: Final = frozenset(
+_K_SessionCapabilities: Final[frozenset[str]] = frozenset(
     ["list", "delete", "additionalDirectories", "resume", "close", "_meta"]
 )
 
@@ -4643,7 +4447,9 @@ _K_SessionCapabilities: Final = frozenset(
 def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_list = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionCapabilities)
+    inst.list = (
         UNSET
         if (v := obj.get("list", _MISSING)) is _MISSING
         else (
@@ -4656,7 +4462,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             )
         )
     )
-    f_delete = (
+    inst.delete = (
         UNSET
         if (v := obj.get("delete", _MISSING)) is _MISSING
         else (
@@ -4670,7 +4476,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             )
         )
     )
-    f_additional_directories = (
+    inst.additional_directories = (
         UNSET
         if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
         else (
@@ -4691,7 +4497,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             )
         )
     )
-    f_resume = (
+    inst.resume = (
         UNSET
         if (v := obj.get("resume", _MISSING)) is _MISSING
         else (
@@ -4705,7 +4511,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             )
         )
     )
-    f_close = (
+    inst.close = (
         UNSET
         if (v := obj.get("close", _MISSING)) is _MISSING
         else (
@@ -4718,7 +4524,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4727,14 +4533,8 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionCapabilities(
-        list=f_list,
-        delete=f_delete,
-        additional_directories=f_additional_directories,
-        resume=f_resume,
-        close=f_close,
-        meta=f_meta,
-        extra={} if _K_SessionCapabilities.issuperset(obj) else _extra(obj, _K_SessionCapabilities),
+    inst.extra = (
+        {} if _K_SessionCapabilities.issuperset(obj) else _extra(obj, _K_SessionCapabilities)
     )
     return inst
 
@@ -4742,7 +4542,7 @@ def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
 SessionCapabilities._decode = _d_SessionCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentAuthCapabilities(_Wire):
     """Authentication-related capabilities supported by the agent."""
 
@@ -4771,13 +4571,15 @@ class AgentAuthCapabilities(_Wire):
         return d
 
 
-_K_AgentAuthCapabilities: Final = frozenset(["logout", "_meta"])
+_K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_logout = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentAuthCapabilities)
+    inst.logout = (
         UNSET
         if (v := obj.get("logout", _MISSING)) is _MISSING
         else (
@@ -4790,7 +4592,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Agen
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4799,14 +4601,8 @@ def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Agen
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AgentAuthCapabilities(
-        logout=f_logout,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_AgentAuthCapabilities.issuperset(obj)
-            else _extra(obj, _K_AgentAuthCapabilities)
-        ),
+    inst.extra = (
+        {} if _K_AgentAuthCapabilities.issuperset(obj) else _extra(obj, _K_AgentAuthCapabilities)
     )
     return inst
 
@@ -4814,7 +4610,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Agen
 AgentAuthCapabilities._decode = _d_AgentAuthCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentCapabilities(_Wire):
     """Capabilities supported by the agent.
 
@@ -4847,6 +4643,7 @@ class AgentCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -4876,7 +4673,7 @@ class AgentCapabilities(_Wire):
         return d
 
 
-_K_AgentCapabilities: Final = frozenset(
+_K_AgentCapabilities: Final[frozenset[str]] = frozenset(
     ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "_meta"]
 )
 
@@ -4885,14 +4682,16 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_load_session = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentCapabilities)
+    inst.load_session = (
         _absent_default(absent, "loadSession", False)
         if (v := obj.get("loadSession", _MISSING)) is _MISSING
         else (
             v if v.__class__ is bool else _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
         )
     )
-    f_prompt_capabilities = (
+    inst.prompt_capabilities = (
         _absent_default(
             absent,
             "promptCapabilities",
@@ -4906,7 +4705,7 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
             else w
         )
     )
-    f_mcp_capabilities = (
+    inst.mcp_capabilities = (
         _absent_default(absent, "mcpCapabilities", McpCapabilities(http=False, sse=False))
         if (v := obj.get("mcpCapabilities", _MISSING)) is _MISSING
         else (
@@ -4915,7 +4714,7 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
             else w
         )
     )
-    f_session_capabilities = (
+    inst.session_capabilities = (
         _absent_default(absent, "sessionCapabilities", SessionCapabilities())
         if (v := obj.get("sessionCapabilities", _MISSING)) is _MISSING
         else (
@@ -4925,7 +4724,7 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
             else w
         )
     )
-    f_auth = (
+    inst.auth = (
         _absent_default(absent, "auth", AgentAuthCapabilities())
         if (v := obj.get("auth", _MISSING)) is _MISSING
         else (
@@ -4934,7 +4733,7 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
             else w
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -4943,24 +4742,15 @@ def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCap
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AgentCapabilities(
-        load_session=f_load_session,
-        prompt_capabilities=f_prompt_capabilities,
-        mcp_capabilities=f_mcp_capabilities,
-        session_capabilities=f_session_capabilities,
-        auth=f_auth,
-        meta=f_meta,
-        extra={} if _K_AgentCapabilities.issuperset(obj) else _extra(obj, _K_AgentCapabilities),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_AgentCapabilities.issuperset(obj) else _extra(obj, _K_AgentCapabilities)
+    inst._absent = frozenset(absent)
     return inst
 
 
 AgentCapabilities._decode = _d_AgentCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class InitializeResponse(_Wire):
     """Response to the `initialize` method.
 
@@ -5000,6 +4790,7 @@ class InitializeResponse(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
@@ -5024,7 +4815,7 @@ class InitializeResponse(_Wire):
         return d
 
 
-_K_InitializeResponse: Final = frozenset(
+_K_InitializeResponse: Final[frozenset[str]] = frozenset(
     ["protocolVersion", "agentCapabilities", "authMethods", "agentInfo", "_meta"]
 )
 
@@ -5033,12 +4824,14 @@ def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Initial
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_protocol_version = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(InitializeResponse)
+    inst.protocol_version = (
         _missing(path, "protocolVersion")
         if (v := obj.get("protocolVersion", _MISSING)) is _MISSING
         else v if v.__class__ is int else _int(v, (path, "protocolVersion"))
     )
-    f_agent_capabilities = (
+    inst.agent_capabilities = (
         _absent_default(
             absent,
             "agentCapabilities",
@@ -5068,24 +4861,16 @@ def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Initial
             else w
         )
     )
-    f_auth_methods = (
+    inst.auth_methods = (
         _absent_default(absent, "authMethods", [])
         if (v := obj.get("authMethods", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_AuthMethod),
-                    v,
-                    (path, "authMethods"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "authMethods"), "array", v, [])
         )
     )
-    f_agent_info = (
+    inst.agent_info = (
         UNSET
         if (v := obj.get("agentInfo", _MISSING)) is _MISSING
         else (
@@ -5098,7 +4883,7 @@ def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Initial
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5107,23 +4892,15 @@ def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Initial
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = InitializeResponse(
-        protocol_version=f_protocol_version,
-        agent_capabilities=f_agent_capabilities,
-        auth_methods=f_auth_methods,
-        agent_info=f_agent_info,
-        meta=f_meta,
-        extra={} if _K_InitializeResponse.issuperset(obj) else _extra(obj, _K_InitializeResponse),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_InitializeResponse.issuperset(obj) else _extra(obj, _K_InitializeResponse)
+    inst._absent = frozenset(absent)
     return inst
 
 
 InitializeResponse._decode = _d_InitializeResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionListCapabilities(_Wire):
     """Capabilities for the `session/list` method.
 
@@ -5147,7 +4924,7 @@ class SessionListCapabilities(_Wire):
         return d
 
 
-_K_SessionListCapabilities: Final = frozenset(["_meta"])
+_K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SessionListCapabilities(
@@ -5155,7 +4932,9 @@ def _d_SessionListCapabilities(
 ) -> SessionListCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionListCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5164,13 +4943,10 @@ def _d_SessionListCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionListCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionListCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionListCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionListCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionListCapabilities)
     )
     return inst
 
@@ -5178,7 +4954,7 @@ def _d_SessionListCapabilities(
 SessionListCapabilities._decode = _d_SessionListCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionDeleteCapabilities(_Wire):
     """Capabilities for the `session/delete` method.
 
@@ -5202,7 +4978,7 @@ class SessionDeleteCapabilities(_Wire):
         return d
 
 
-_K_SessionDeleteCapabilities: Final = frozenset(["_meta"])
+_K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SessionDeleteCapabilities(
@@ -5210,7 +4986,9 @@ def _d_SessionDeleteCapabilities(
 ) -> SessionDeleteCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionDeleteCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5219,13 +4997,10 @@ def _d_SessionDeleteCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionDeleteCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionDeleteCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionDeleteCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionDeleteCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionDeleteCapabilities)
     )
     return inst
 
@@ -5233,7 +5008,7 @@ def _d_SessionDeleteCapabilities(
 SessionDeleteCapabilities._decode = _d_SessionDeleteCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionAdditionalDirectoriesCapabilities(_Wire):
     """Capabilities for additional session directories support.
 
@@ -5260,7 +5035,7 @@ class SessionAdditionalDirectoriesCapabilities(_Wire):
         return d
 
 
-_K_SessionAdditionalDirectoriesCapabilities: Final = frozenset(["_meta"])
+_K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SessionAdditionalDirectoriesCapabilities(
@@ -5268,7 +5043,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
 ) -> SessionAdditionalDirectoriesCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionAdditionalDirectoriesCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5277,13 +5054,10 @@ def _d_SessionAdditionalDirectoriesCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionAdditionalDirectoriesCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionAdditionalDirectoriesCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionAdditionalDirectoriesCapabilities)
     )
     return inst
 
@@ -5291,7 +5065,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
 SessionAdditionalDirectoriesCapabilities._decode = _d_SessionAdditionalDirectoriesCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionResumeCapabilities(_Wire):
     """Capabilities for the `session/resume` method.
 
@@ -5315,7 +5089,7 @@ class SessionResumeCapabilities(_Wire):
         return d
 
 
-_K_SessionResumeCapabilities: Final = frozenset(["_meta"])
+_K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SessionResumeCapabilities(
@@ -5323,7 +5097,9 @@ def _d_SessionResumeCapabilities(
 ) -> SessionResumeCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionResumeCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5332,13 +5108,10 @@ def _d_SessionResumeCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionResumeCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionResumeCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionResumeCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionResumeCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionResumeCapabilities)
     )
     return inst
 
@@ -5346,7 +5119,7 @@ def _d_SessionResumeCapabilities(
 SessionResumeCapabilities._decode = _d_SessionResumeCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionCloseCapabilities(_Wire):
     """Capabilities for the `session/close` method.
 
@@ -5370,7 +5143,7 @@ class SessionCloseCapabilities(_Wire):
         return d
 
 
-_K_SessionCloseCapabilities: Final = frozenset(["_meta"])
+_K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SessionCloseCapabilities(
@@ -5378,7 +5151,9 @@ def _d_SessionCloseCapabilities(
 ) -> SessionCloseCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionCloseCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5387,13 +5162,10 @@ def _d_SessionCloseCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionCloseCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionCloseCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionCloseCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionCloseCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionCloseCapabilities)
     )
     return inst
 
@@ -5401,7 +5173,7 @@ def _d_SessionCloseCapabilities(
 SessionCloseCapabilities._decode = _d_SessionCloseCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class LogoutCapabilities(_Wire):
     """Logout capabilities supported by the agent.
 
@@ -5425,13 +5197,15 @@ class LogoutCapabilities(_Wire):
         return d
 
 
-_K_LogoutCapabilities: Final = frozenset(["_meta"])
+_K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(LogoutCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5440,17 +5214,14 @@ def _d_LogoutCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutC
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = LogoutCapabilities(
-        meta=f_meta,
-        extra={} if _K_LogoutCapabilities.issuperset(obj) else _extra(obj, _K_LogoutCapabilities),
-    )
+    inst.extra = {} if _K_LogoutCapabilities.issuperset(obj) else _extra(obj, _K_LogoutCapabilities)
     return inst
 
 
 LogoutCapabilities._decode = _d_LogoutCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AuthMethodTerminal(_Wire):
     """Terminal-based authentication method.
 
@@ -5497,7 +5268,7 @@ class AuthMethodTerminal(_Wire):
         return d
 
 
-_K_AuthMethodTerminal: Final = frozenset(
+_K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
     ["type", "id", "name", "description", "args", "env", "_meta"]
 )
 
@@ -5505,17 +5276,19 @@ _K_AuthMethodTerminal: Final = frozenset(
 def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodTerminal:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AuthMethodTerminal)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "id"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -5528,29 +5301,21 @@ def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMet
             )
         )
     )
-    f_args = (
+    inst.args = (
         UNSET
         if (v := obj.get("args", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "args"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "args"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "args"), "array", v, UNSET)
         )
     )
-    f_env = (
+    inst.env = (
         UNSET
         if (v := obj.get("env", _MISSING)) is _MISSING
         else (
@@ -5574,7 +5339,7 @@ def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMet
             else w
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5583,22 +5348,14 @@ def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMet
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AuthMethodTerminal(
-        id=f_id,
-        name=f_name,
-        description=f_description,
-        args=f_args,
-        env=f_env,
-        meta=f_meta,
-        extra={} if _K_AuthMethodTerminal.issuperset(obj) else _extra(obj, _K_AuthMethodTerminal),
-    )
+    inst.extra = {} if _K_AuthMethodTerminal.issuperset(obj) else _extra(obj, _K_AuthMethodTerminal)
     return inst
 
 
 AuthMethodTerminal._decode = _d_AuthMethodTerminal
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AuthMethodAgent(_Wire):
     """Agent handles authentication itself through `authenticate`.
 
@@ -5630,23 +5387,25 @@ class AuthMethodAgent(_Wire):
         return d
 
 
-_K_AuthMethodAgent: Final = frozenset(["id", "name", "description", "_meta"])
+_K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
 
 
 def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodAgent:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AuthMethodAgent)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "id"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -5659,7 +5418,7 @@ def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethod
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5668,20 +5427,14 @@ def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethod
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AuthMethodAgent(
-        id=f_id,
-        name=f_name,
-        description=f_description,
-        meta=f_meta,
-        extra={} if _K_AuthMethodAgent.issuperset(obj) else _extra(obj, _K_AuthMethodAgent),
-    )
+    inst.extra = {} if _K_AuthMethodAgent.issuperset(obj) else _extra(obj, _K_AuthMethodAgent)
     return inst
 
 
 AuthMethodAgent._decode = _d_AuthMethodAgent
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Implementation(_Wire):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
@@ -5718,23 +5471,25 @@ class Implementation(_Wire):
         return d
 
 
-_K_Implementation: Final = frozenset(["name", "version", "title", "_meta"])
+_K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title", "_meta"])
 
 
 def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementation:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Implementation)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_version = (
+    inst.version = (
         _missing(path, "version")
         if (v := obj.get("version", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "version"), "string", v)
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -5743,7 +5498,7 @@ def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementat
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5752,20 +5507,14 @@ def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementat
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Implementation(
-        name=f_name,
-        version=f_version,
-        title=f_title,
-        meta=f_meta,
-        extra={} if _K_Implementation.issuperset(obj) else _extra(obj, _K_Implementation),
-    )
+    inst.extra = {} if _K_Implementation.issuperset(obj) else _extra(obj, _K_Implementation)
     return inst
 
 
 Implementation._decode = _d_Implementation
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AuthenticateResponse(_Wire):
     """Response to the `authenticate` method."""
 
@@ -5787,13 +5536,15 @@ class AuthenticateResponse(_Wire):
         return d
 
 
-_K_AuthenticateResponse: Final = frozenset(["_meta"])
+_K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AuthenticateResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5802,11 +5553,8 @@ def _d_AuthenticateResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Authe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AuthenticateResponse(
-        meta=f_meta,
-        extra=(
-            {} if _K_AuthenticateResponse.issuperset(obj) else _extra(obj, _K_AuthenticateResponse)
-        ),
+    inst.extra = (
+        {} if _K_AuthenticateResponse.issuperset(obj) else _extra(obj, _K_AuthenticateResponse)
     )
     return inst
 
@@ -5814,7 +5562,7 @@ def _d_AuthenticateResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Authe
 AuthenticateResponse._decode = _d_AuthenticateResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class LogoutResponse(_Wire):
     """Response to the `logout` method."""
 
@@ -5836,13 +5584,15 @@ class LogoutResponse(_Wire):
         return d
 
 
-_K_LogoutResponse: Final = frozenset(["_meta"])
+_K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(LogoutResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5851,17 +5601,14 @@ def _d_LogoutResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutRespo
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = LogoutResponse(
-        meta=f_meta,
-        extra={} if _K_LogoutResponse.issuperset(obj) else _extra(obj, _K_LogoutResponse),
-    )
+    inst.extra = {} if _K_LogoutResponse.issuperset(obj) else _extra(obj, _K_LogoutResponse)
     return inst
 
 
 LogoutResponse._decode = _d_LogoutResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class NewSessionResponse(_Wire):
     """Response from creating a new session.
 
@@ -5900,18 +5647,22 @@ class NewSessionResponse(_Wire):
         return d
 
 
-_K_NewSessionResponse: Final = frozenset(["sessionId", "modes", "configOptions", "_meta"])
+_K_NewSessionResponse: Final[frozenset[str]] = frozenset(
+    ["sessionId", "modes", "configOptions", "_meta"]
+)
 
 
 def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(NewSessionResponse)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_modes = (
+    inst.modes = (
         UNSET
         if (v := obj.get("modes", _MISSING)) is _MISSING
         else (
@@ -5924,28 +5675,20 @@ def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSess
             )
         )
     )
-    f_config_options = (
+    inst.config_options = (
         UNSET
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigOption),
-                        v,
-                        (path, "configOptions"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -5954,20 +5697,14 @@ def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSess
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = NewSessionResponse(
-        session_id=f_session_id,
-        modes=f_modes,
-        config_options=f_config_options,
-        meta=f_meta,
-        extra={} if _K_NewSessionResponse.issuperset(obj) else _extra(obj, _K_NewSessionResponse),
-    )
+    inst.extra = {} if _K_NewSessionResponse.issuperset(obj) else _extra(obj, _K_NewSessionResponse)
     return inst
 
 
 NewSessionResponse._decode = _d_NewSessionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionModeState(_Wire):
     """The set of modes and the one currently active."""
 
@@ -5996,35 +5733,29 @@ class SessionModeState(_Wire):
         return d
 
 
-_K_SessionModeState: Final = frozenset(["currentModeId", "availableModes", "_meta"])
+_K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availableModes", "_meta"])
 
 
 def _d_SessionModeState(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionModeState:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_current_mode_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionModeState)
+    inst.current_mode_id = (
         _missing(path, "currentModeId")
         if (v := obj.get("currentModeId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "currentModeId"), "string", v)
     )
-    f_available_modes = (
+    inst.available_modes = (
         _missing(path, "availableModes")
         if (v := obj.get("availableModes", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionMode),
-                    v,
-                    (path, "availableModes"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "availableModes"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6033,19 +5764,14 @@ def _d_SessionModeState(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMo
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionModeState(
-        current_mode_id=f_current_mode_id,
-        available_modes=f_available_modes,
-        meta=f_meta,
-        extra={} if _K_SessionModeState.issuperset(obj) else _extra(obj, _K_SessionModeState),
-    )
+    inst.extra = {} if _K_SessionModeState.issuperset(obj) else _extra(obj, _K_SessionModeState)
     return inst
 
 
 SessionModeState._decode = _d_SessionModeState
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionMode(_Wire):
     """A mode the agent can operate in.
 
@@ -6077,23 +5803,25 @@ class SessionMode(_Wire):
         return d
 
 
-_K_SessionMode: Final = frozenset(["id", "name", "description", "_meta"])
+_K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
 
 
 def _d_SessionMode(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMode:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionMode)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "id"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -6106,7 +5834,7 @@ def _d_SessionMode(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMode:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6115,20 +5843,14 @@ def _d_SessionMode(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMode:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionMode(
-        id=f_id,
-        name=f_name,
-        description=f_description,
-        meta=f_meta,
-        extra={} if _K_SessionMode.issuperset(obj) else _extra(obj, _K_SessionMode),
-    )
+    inst.extra = {} if _K_SessionMode.issuperset(obj) else _extra(obj, _K_SessionMode)
     return inst
 
 
 SessionMode._decode = _d_SessionMode
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigOptionSelect(_Wire):
     """Single-value selector (dropdown)."""
 
@@ -6174,7 +5896,7 @@ class SessionConfigOptionSelect(_Wire):
         return d
 
 
-_K_SessionConfigOptionSelect: Final = frozenset(
+_K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
     ["type", "id", "name", "currentValue", "options", "description", "category", "_meta"]
 )
 
@@ -6184,27 +5906,29 @@ def _d_SessionConfigOptionSelect(
 ) -> SessionConfigOptionSelect:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigOptionSelect)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "id"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_current_value = (
+    inst.current_value = (
         _missing(path, "currentValue")
         if (v := obj.get("currentValue", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "currentValue"), "string", v)
     )
-    f_options = (
+    inst.options = (
         _missing(path, "options")
         if (v := obj.get("options", _MISSING)) is _MISSING
         else _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -6217,7 +5941,7 @@ def _d_SessionConfigOptionSelect(
             )
         )
     )
-    f_category = (
+    inst.category = (
         UNSET
         if (v := obj.get("category", _MISSING)) is _MISSING
         else (
@@ -6226,7 +5950,7 @@ def _d_SessionConfigOptionSelect(
             else v if v.__class__ is str else _tolerate(ctx, (path, "category"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6235,19 +5959,10 @@ def _d_SessionConfigOptionSelect(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionConfigOptionSelect(
-        id=f_id,
-        name=f_name,
-        current_value=f_current_value,
-        options=f_options,
-        description=f_description,
-        category=f_category,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionConfigOptionSelect.issuperset(obj)
-            else _extra(obj, _K_SessionConfigOptionSelect)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionConfigOptionSelect.issuperset(obj)
+        else _extra(obj, _K_SessionConfigOptionSelect)
     )
     return inst
 
@@ -6255,7 +5970,7 @@ def _d_SessionConfigOptionSelect(
 SessionConfigOptionSelect._decode = _d_SessionConfigOptionSelect
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigOptionBoolean(_Wire):
     """Boolean on/off toggle."""
 
@@ -6298,7 +6013,7 @@ class SessionConfigOptionBoolean(_Wire):
         return d
 
 
-_K_SessionConfigOptionBoolean: Final = frozenset(
+_K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
     ["type", "id", "name", "currentValue", "description", "category", "_meta"]
 )
 
@@ -6308,22 +6023,24 @@ def _d_SessionConfigOptionBoolean(
 ) -> SessionConfigOptionBoolean:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigOptionBoolean)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "id"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_current_value = (
+    inst.current_value = (
         _missing(path, "currentValue")
         if (v := obj.get("currentValue", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _fail((path, "currentValue"), "boolean", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -6336,7 +6053,7 @@ def _d_SessionConfigOptionBoolean(
             )
         )
     )
-    f_category = (
+    inst.category = (
         UNSET
         if (v := obj.get("category", _MISSING)) is _MISSING
         else (
@@ -6345,7 +6062,7 @@ def _d_SessionConfigOptionBoolean(
             else v if v.__class__ is str else _tolerate(ctx, (path, "category"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6354,18 +6071,10 @@ def _d_SessionConfigOptionBoolean(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionConfigOptionBoolean(
-        id=f_id,
-        name=f_name,
-        current_value=f_current_value,
-        description=f_description,
-        category=f_category,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionConfigOptionBoolean.issuperset(obj)
-            else _extra(obj, _K_SessionConfigOptionBoolean)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionConfigOptionBoolean.issuperset(obj)
+        else _extra(obj, _K_SessionConfigOptionBoolean)
     )
     return inst
 
@@ -6373,7 +6082,7 @@ def _d_SessionConfigOptionBoolean(
 SessionConfigOptionBoolean._decode = _d_SessionConfigOptionBoolean
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigSelectOption(_Wire):
     """A possible value for a session configuration option."""
 
@@ -6403,7 +6112,9 @@ class SessionConfigSelectOption(_Wire):
         return d
 
 
-_K_SessionConfigSelectOption: Final = frozenset(["value", "name", "description", "_meta"])
+_K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
+    ["value", "name", "description", "_meta"]
+)
 
 
 def _d_SessionConfigSelectOption(
@@ -6411,17 +6122,19 @@ def _d_SessionConfigSelectOption(
 ) -> SessionConfigSelectOption:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_value = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigSelectOption)
+    inst.value = (
         _missing(path, "value")
         if (v := obj.get("value", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "value"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_description = (
+    inst.description = (
         UNSET
         if (v := obj.get("description", _MISSING)) is _MISSING
         else (
@@ -6434,7 +6147,7 @@ def _d_SessionConfigSelectOption(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6443,16 +6156,10 @@ def _d_SessionConfigSelectOption(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionConfigSelectOption(
-        value=f_value,
-        name=f_name,
-        description=f_description,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionConfigSelectOption.issuperset(obj)
-            else _extra(obj, _K_SessionConfigSelectOption)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionConfigSelectOption.issuperset(obj)
+        else _extra(obj, _K_SessionConfigSelectOption)
     )
     return inst
 
@@ -6460,7 +6167,7 @@ def _d_SessionConfigSelectOption(
 SessionConfigSelectOption._decode = _d_SessionConfigSelectOption
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigSelectGroup(_Wire):
     """A group of possible values for a session configuration option."""
 
@@ -6492,7 +6199,9 @@ class SessionConfigSelectGroup(_Wire):
         return d
 
 
-_K_SessionConfigSelectGroup: Final = frozenset(["group", "name", "options", "_meta"])
+_K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
+    ["group", "name", "options", "_meta"]
+)
 
 
 def _d_SessionConfigSelectGroup(
@@ -6500,34 +6209,28 @@ def _d_SessionConfigSelectGroup(
 ) -> SessionConfigSelectGroup:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_group = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigSelectGroup)
+    inst.group = (
         _missing(path, "group")
         if (v := obj.get("group", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "group"), "string", v)
     )
-    f_name = (
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_options = (
+    inst.options = (
         _missing(path, "options")
         if (v := obj.get("options", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigSelectOption),
-                    v,
-                    (path, "options"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "options"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6536,16 +6239,10 @@ def _d_SessionConfigSelectGroup(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionConfigSelectGroup(
-        group=f_group,
-        name=f_name,
-        options=f_options,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionConfigSelectGroup.issuperset(obj)
-            else _extra(obj, _K_SessionConfigSelectGroup)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionConfigSelectGroup.issuperset(obj)
+        else _extra(obj, _K_SessionConfigSelectGroup)
     )
     return inst
 
@@ -6553,7 +6250,7 @@ def _d_SessionConfigSelectGroup(
 SessionConfigSelectGroup._decode = _d_SessionConfigSelectGroup
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigSelect(_Wire):
     """A single-value selector (dropdown) session configuration option payload."""
 
@@ -6574,26 +6271,26 @@ class SessionConfigSelect(_Wire):
         return d
 
 
-_K_SessionConfigSelect: Final = frozenset(["currentValue", "options"])
+_K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "options"])
 
 
 def _d_SessionConfigSelect(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigSelect:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_current_value = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigSelect)
+    inst.current_value = (
         _missing(path, "currentValue")
         if (v := obj.get("currentValue", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "currentValue"), "string", v)
     )
-    f_options = (
+    inst.options = (
         _missing(path, "options")
         if (v := obj.get("options", _MISSING)) is _MISSING
         else _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     )
-    inst = SessionConfigSelect(
-        current_value=f_current_value,
-        options=f_options,
-        extra={} if _K_SessionConfigSelect.issuperset(obj) else _extra(obj, _K_SessionConfigSelect),
+    inst.extra = (
+        {} if _K_SessionConfigSelect.issuperset(obj) else _extra(obj, _K_SessionConfigSelect)
     )
     return inst
 
@@ -6601,7 +6298,7 @@ def _d_SessionConfigSelect(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
 SessionConfigSelect._decode = _d_SessionConfigSelect
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigBoolean(_Wire):
     """A boolean on/off toggle session configuration option payload."""
 
@@ -6617,22 +6314,21 @@ class SessionConfigBoolean(_Wire):
         return d
 
 
-_K_SessionConfigBoolean: Final = frozenset(["currentValue"])
+_K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigBoolean:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_current_value = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigBoolean)
+    inst.current_value = (
         _missing(path, "currentValue")
         if (v := obj.get("currentValue", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _fail((path, "currentValue"), "boolean", v)
     )
-    inst = SessionConfigBoolean(
-        current_value=f_current_value,
-        extra=(
-            {} if _K_SessionConfigBoolean.issuperset(obj) else _extra(obj, _K_SessionConfigBoolean)
-        ),
+    inst.extra = (
+        {} if _K_SessionConfigBoolean.issuperset(obj) else _extra(obj, _K_SessionConfigBoolean)
     )
     return inst
 
@@ -6640,7 +6336,7 @@ def _d_SessionConfigBoolean(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessi
 SessionConfigBoolean._decode = _d_SessionConfigBoolean
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class LoadSessionResponse(_Wire):
     """Response from loading an existing session."""
 
@@ -6672,13 +6368,15 @@ class LoadSessionResponse(_Wire):
         return d
 
 
-_K_LoadSessionResponse: Final = frozenset(["modes", "configOptions", "_meta"])
+_K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
 
 
 def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_modes = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(LoadSessionResponse)
+    inst.modes = (
         UNSET
         if (v := obj.get("modes", _MISSING)) is _MISSING
         else (
@@ -6691,28 +6389,20 @@ def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSe
             )
         )
     )
-    f_config_options = (
+    inst.config_options = (
         UNSET
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigOption),
-                        v,
-                        (path, "configOptions"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6721,11 +6411,8 @@ def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = LoadSessionResponse(
-        modes=f_modes,
-        config_options=f_config_options,
-        meta=f_meta,
-        extra={} if _K_LoadSessionResponse.issuperset(obj) else _extra(obj, _K_LoadSessionResponse),
+    inst.extra = (
+        {} if _K_LoadSessionResponse.issuperset(obj) else _extra(obj, _K_LoadSessionResponse)
     )
     return inst
 
@@ -6733,7 +6420,7 @@ def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSe
 LoadSessionResponse._decode = _d_LoadSessionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ListSessionsResponse(_Wire):
     """Response from listing sessions."""
 
@@ -6762,30 +6449,24 @@ class ListSessionsResponse(_Wire):
         return d
 
 
-_K_ListSessionsResponse: Final = frozenset(["sessions", "nextCursor", "_meta"])
+_K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCursor", "_meta"])
 
 
 def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_sessions = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ListSessionsResponse)
+    inst.sessions = (
         _missing(path, "sessions")
         if (v := obj.get("sessions", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionInfo),
-                    v,
-                    (path, "sessions"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "sessions"), "array", v, [])
         )
     )
-    f_next_cursor = (
+    inst.next_cursor = (
         UNSET
         if (v := obj.get("nextCursor", _MISSING)) is _MISSING
         else (
@@ -6798,7 +6479,7 @@ def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListS
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6807,13 +6488,8 @@ def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListS
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ListSessionsResponse(
-        sessions=f_sessions,
-        next_cursor=f_next_cursor,
-        meta=f_meta,
-        extra=(
-            {} if _K_ListSessionsResponse.issuperset(obj) else _extra(obj, _K_ListSessionsResponse)
-        ),
+    inst.extra = (
+        {} if _K_ListSessionsResponse.issuperset(obj) else _extra(obj, _K_ListSessionsResponse)
     )
     return inst
 
@@ -6821,7 +6497,7 @@ def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListS
 ListSessionsResponse._decode = _d_ListSessionsResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionInfo(_Wire):
     """Information about a session returned by session/list"""
 
@@ -6863,7 +6539,7 @@ class SessionInfo(_Wire):
         return d
 
 
-_K_SessionInfo: Final = frozenset(
+_K_SessionInfo: Final[frozenset[str]] = frozenset(
     ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
 )
 
@@ -6871,39 +6547,33 @@ _K_SessionInfo: Final = frozenset(
 def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionInfo)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_cwd = (
+    inst.cwd = (
         _missing(path, "cwd")
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
     )
-    f_additional_directories = (
+    inst.additional_directories = (
         UNSET
         if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "additionalDirectories"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "additionalDirectories"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
         )
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -6912,7 +6582,7 @@ def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_updated_at = (
+    inst.updated_at = (
         UNSET
         if (v := obj.get("updatedAt", _MISSING)) is _MISSING
         else (
@@ -6923,7 +6593,7 @@ def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6932,22 +6602,14 @@ def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionInfo(
-        session_id=f_session_id,
-        cwd=f_cwd,
-        additional_directories=f_additional_directories,
-        title=f_title,
-        updated_at=f_updated_at,
-        meta=f_meta,
-        extra={} if _K_SessionInfo.issuperset(obj) else _extra(obj, _K_SessionInfo),
-    )
+    inst.extra = {} if _K_SessionInfo.issuperset(obj) else _extra(obj, _K_SessionInfo)
     return inst
 
 
 SessionInfo._decode = _d_SessionInfo
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class DeleteSessionResponse(_Wire):
     """Response from deleting a session."""
 
@@ -6969,13 +6631,15 @@ class DeleteSessionResponse(_Wire):
         return d
 
 
-_K_DeleteSessionResponse: Final = frozenset(["_meta"])
+_K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(DeleteSessionResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -6984,13 +6648,8 @@ def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Dele
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = DeleteSessionResponse(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_DeleteSessionResponse.issuperset(obj)
-            else _extra(obj, _K_DeleteSessionResponse)
-        ),
+    inst.extra = (
+        {} if _K_DeleteSessionResponse.issuperset(obj) else _extra(obj, _K_DeleteSessionResponse)
     )
     return inst
 
@@ -6998,7 +6657,7 @@ def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Dele
 DeleteSessionResponse._decode = _d_DeleteSessionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ResumeSessionResponse(_Wire):
     """Response from resuming an existing session."""
 
@@ -7030,13 +6689,15 @@ class ResumeSessionResponse(_Wire):
         return d
 
 
-_K_ResumeSessionResponse: Final = frozenset(["modes", "configOptions", "_meta"])
+_K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
 
 
 def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_modes = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ResumeSessionResponse)
+    inst.modes = (
         UNSET
         if (v := obj.get("modes", _MISSING)) is _MISSING
         else (
@@ -7049,28 +6710,20 @@ def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Resu
             )
         )
     )
-    f_config_options = (
+    inst.config_options = (
         UNSET
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigOption),
-                        v,
-                        (path, "configOptions"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7079,15 +6732,8 @@ def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Resu
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ResumeSessionResponse(
-        modes=f_modes,
-        config_options=f_config_options,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ResumeSessionResponse.issuperset(obj)
-            else _extra(obj, _K_ResumeSessionResponse)
-        ),
+    inst.extra = (
+        {} if _K_ResumeSessionResponse.issuperset(obj) else _extra(obj, _K_ResumeSessionResponse)
     )
     return inst
 
@@ -7095,7 +6741,7 @@ def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Resu
 ResumeSessionResponse._decode = _d_ResumeSessionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CloseSessionResponse(_Wire):
     """Response from closing a session."""
 
@@ -7117,13 +6763,15 @@ class CloseSessionResponse(_Wire):
         return d
 
 
-_K_CloseSessionResponse: Final = frozenset(["_meta"])
+_K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CloseSessionResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7132,11 +6780,8 @@ def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Close
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CloseSessionResponse(
-        meta=f_meta,
-        extra=(
-            {} if _K_CloseSessionResponse.issuperset(obj) else _extra(obj, _K_CloseSessionResponse)
-        ),
+    inst.extra = (
+        {} if _K_CloseSessionResponse.issuperset(obj) else _extra(obj, _K_CloseSessionResponse)
     )
     return inst
 
@@ -7144,7 +6789,7 @@ def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Close
 CloseSessionResponse._decode = _d_CloseSessionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SetSessionModeResponse(_Wire):
     """Response to `session/set_mode` method."""
 
@@ -7166,13 +6811,15 @@ class SetSessionModeResponse(_Wire):
         return d
 
 
-_K_SetSessionModeResponse: Final = frozenset(["_meta"])
+_K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SetSessionModeResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7181,13 +6828,8 @@ def _d_SetSessionModeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Set
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SetSessionModeResponse(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SetSessionModeResponse.issuperset(obj)
-            else _extra(obj, _K_SetSessionModeResponse)
-        ),
+    inst.extra = (
+        {} if _K_SetSessionModeResponse.issuperset(obj) else _extra(obj, _K_SetSessionModeResponse)
     )
     return inst
 
@@ -7195,7 +6837,7 @@ def _d_SetSessionModeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Set
 SetSessionModeResponse._decode = _d_SetSessionModeResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SetSessionConfigOptionResponse(_Wire):
     """Response to `session/set_config_option` method."""
 
@@ -7219,7 +6861,7 @@ class SetSessionConfigOptionResponse(_Wire):
         return d
 
 
-_K_SetSessionConfigOptionResponse: Final = frozenset(["configOptions", "_meta"])
+_K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
 def _d_SetSessionConfigOptionResponse(
@@ -7227,24 +6869,18 @@ def _d_SetSessionConfigOptionResponse(
 ) -> SetSessionConfigOptionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_config_options = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SetSessionConfigOptionResponse)
+    inst.config_options = (
         _missing(path, "configOptions")
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigOption),
-                    v,
-                    (path, "configOptions"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "configOptions"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7253,14 +6889,10 @@ def _d_SetSessionConfigOptionResponse(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SetSessionConfigOptionResponse(
-        config_options=f_config_options,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SetSessionConfigOptionResponse.issuperset(obj)
-            else _extra(obj, _K_SetSessionConfigOptionResponse)
-        ),
+    inst.extra = (
+        {}
+        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        else _extra(obj, _K_SetSessionConfigOptionResponse)
     )
     return inst
 
@@ -7268,7 +6900,7 @@ def _d_SetSessionConfigOptionResponse(
 SetSessionConfigOptionResponse._decode = _d_SetSessionConfigOptionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class PromptResponse(_Wire):
     """Response from processing a user prompt.
 
@@ -7295,13 +6927,15 @@ class PromptResponse(_Wire):
         return d
 
 
-_K_PromptResponse: Final = frozenset(["stopReason", "_meta"])
+_K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_stop_reason = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(PromptResponse)
+    inst.stop_reason = (
         _missing(path, "stopReason")
         if (v := obj.get("stopReason", _MISSING)) is _MISSING
         else (
@@ -7310,7 +6944,7 @@ def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRespo
             else _enum_fail((path, "stopReason"), "StopReason", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7319,18 +6953,14 @@ def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRespo
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = PromptResponse(
-        stop_reason=f_stop_reason,
-        meta=f_meta,
-        extra={} if _K_PromptResponse.issuperset(obj) else _extra(obj, _K_PromptResponse),
-    )
+    inst.extra = {} if _K_PromptResponse.issuperset(obj) else _extra(obj, _K_PromptResponse)
     return inst
 
 
 PromptResponse._decode = _d_PromptResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Error(_Wire):
     """JSON-RPC error object.
 
@@ -7361,36 +6991,33 @@ class Error(_Wire):
         return d
 
 
-_K_Error: Final = frozenset(["code", "message", "data"])
+_K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: _PathT, ctx: DecodeContext) -> Error:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_code = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Error)
+    inst.code = (
         _missing(path, "code")
         if (v := obj.get("code", _MISSING)) is _MISSING
         else v if v.__class__ is int else _fail((path, "code"), "integer", v)
     )
-    f_message = (
+    inst.message = (
         _missing(path, "message")
         if (v := obj.get("message", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "message"), "string", v)
     )
-    f_data = UNSET if (v := obj.get("data", _MISSING)) is _MISSING else v
-    inst = Error(
-        code=f_code,
-        message=f_message,
-        data=f_data,
-        extra={} if _K_Error.issuperset(obj) else _extra(obj, _K_Error),
-    )
+    inst.data = UNSET if (v := obj.get("data", _MISSING)) is _MISSING else v
+    inst.extra = {} if _K_Error.issuperset(obj) else _extra(obj, _K_Error)
     return inst
 
 
 Error._decode = _d_Error
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AgentNotification(_Wire):
     """A JSON-RPC notification object."""
 
@@ -7410,30 +7037,30 @@ class AgentNotification(_Wire):
         return d
 
 
-_K_AgentNotification: Final = frozenset(["method", "params"])
+_K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_method = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AgentNotification)
+    inst.method = (
         _missing(path, "method")
         if (v := obj.get("method", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "method"), "string", v)
     )
-    f_params = UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    inst = AgentNotification(
-        method=f_method,
-        params=f_params,
-        extra={} if _K_AgentNotification.issuperset(obj) else _extra(obj, _K_AgentNotification),
+    inst.params = (
+        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
     )
+    inst.extra = {} if _K_AgentNotification.issuperset(obj) else _extra(obj, _K_AgentNotification)
     return inst
 
 
 AgentNotification._decode = _d_AgentNotification
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionNotification(_Wire):
     """Notification containing a session update from the agent.
 
@@ -7464,23 +7091,25 @@ class SessionNotification(_Wire):
         return d
 
 
-_K_SessionNotification: Final = frozenset(["sessionId", "update", "_meta"])
+_K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update", "_meta"])
 
 
 def _d_SessionNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionNotification)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_update = (
+    inst.update = (
         _missing(path, "update")
         if (v := obj.get("update", _MISSING)) is _MISSING
         else _d_SessionUpdate(v, (path, "update"), ctx)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7489,11 +7118,8 @@ def _d_SessionNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionNotification(
-        session_id=f_session_id,
-        update=f_update,
-        meta=f_meta,
-        extra={} if _K_SessionNotification.issuperset(obj) else _extra(obj, _K_SessionNotification),
+    inst.extra = (
+        {} if _K_SessionNotification.issuperset(obj) else _extra(obj, _K_SessionNotification)
     )
     return inst
 
@@ -7501,7 +7127,7 @@ def _d_SessionNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
 SessionNotification._decode = _d_SessionNotification
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionUpdateUserMessageChunk(_Wire):
     """A chunk of the user's message being streamed."""
 
@@ -7534,7 +7160,7 @@ class SessionUpdateUserMessageChunk(_Wire):
         return d
 
 
-_K_SessionUpdateUserMessageChunk: Final = frozenset(
+_K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "content", "messageId", "_meta"]
 )
 
@@ -7544,12 +7170,14 @@ def _d_SessionUpdateUserMessageChunk(
 ) -> SessionUpdateUserMessageChunk:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionUpdateUserMessageChunk)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else _d_ContentBlock(v, (path, "content"), ctx)
     )
-    f_message_id = (
+    inst.message_id = (
         UNSET
         if (v := obj.get("messageId", _MISSING)) is _MISSING
         else (
@@ -7560,7 +7188,7 @@ def _d_SessionUpdateUserMessageChunk(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7569,15 +7197,10 @@ def _d_SessionUpdateUserMessageChunk(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionUpdateUserMessageChunk(
-        content=f_content,
-        message_id=f_message_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionUpdateUserMessageChunk.issuperset(obj)
-            else _extra(obj, _K_SessionUpdateUserMessageChunk)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        else _extra(obj, _K_SessionUpdateUserMessageChunk)
     )
     return inst
 
@@ -7585,7 +7208,7 @@ def _d_SessionUpdateUserMessageChunk(
 SessionUpdateUserMessageChunk._decode = _d_SessionUpdateUserMessageChunk
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionUpdateAgentMessageChunk(_Wire):
     """A chunk of the agent's response being streamed."""
 
@@ -7618,7 +7241,7 @@ class SessionUpdateAgentMessageChunk(_Wire):
         return d
 
 
-_K_SessionUpdateAgentMessageChunk: Final = frozenset(
+_K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "content", "messageId", "_meta"]
 )
 
@@ -7628,12 +7251,14 @@ def _d_SessionUpdateAgentMessageChunk(
 ) -> SessionUpdateAgentMessageChunk:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionUpdateAgentMessageChunk)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else _d_ContentBlock(v, (path, "content"), ctx)
     )
-    f_message_id = (
+    inst.message_id = (
         UNSET
         if (v := obj.get("messageId", _MISSING)) is _MISSING
         else (
@@ -7644,7 +7269,7 @@ def _d_SessionUpdateAgentMessageChunk(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7653,15 +7278,10 @@ def _d_SessionUpdateAgentMessageChunk(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionUpdateAgentMessageChunk(
-        content=f_content,
-        message_id=f_message_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
-            else _extra(obj, _K_SessionUpdateAgentMessageChunk)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        else _extra(obj, _K_SessionUpdateAgentMessageChunk)
     )
     return inst
 
@@ -7669,7 +7289,7 @@ def _d_SessionUpdateAgentMessageChunk(
 SessionUpdateAgentMessageChunk._decode = _d_SessionUpdateAgentMessageChunk
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionUpdateAgentThoughtChunk(_Wire):
     """A chunk of the agent's internal reasoning being streamed."""
 
@@ -7702,7 +7322,7 @@ class SessionUpdateAgentThoughtChunk(_Wire):
         return d
 
 
-_K_SessionUpdateAgentThoughtChunk: Final = frozenset(
+_K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "content", "messageId", "_meta"]
 )
 
@@ -7712,12 +7332,14 @@ def _d_SessionUpdateAgentThoughtChunk(
 ) -> SessionUpdateAgentThoughtChunk:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionUpdateAgentThoughtChunk)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else _d_ContentBlock(v, (path, "content"), ctx)
     )
-    f_message_id = (
+    inst.message_id = (
         UNSET
         if (v := obj.get("messageId", _MISSING)) is _MISSING
         else (
@@ -7728,7 +7350,7 @@ def _d_SessionUpdateAgentThoughtChunk(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7737,15 +7359,10 @@ def _d_SessionUpdateAgentThoughtChunk(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionUpdateAgentThoughtChunk(
-        content=f_content,
-        message_id=f_message_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
-            else _extra(obj, _K_SessionUpdateAgentThoughtChunk)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        else _extra(obj, _K_SessionUpdateAgentThoughtChunk)
     )
     return inst
 
@@ -7753,7 +7370,7 @@ def _d_SessionUpdateAgentThoughtChunk(
 SessionUpdateAgentThoughtChunk._decode = _d_SessionUpdateAgentThoughtChunk
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionUpdateToolCallUpdate(_Wire):
     """Update on the status or results of a tool call."""
 
@@ -7807,7 +7424,7 @@ class SessionUpdateToolCallUpdate(_Wire):
         return d
 
 
-_K_SessionUpdateToolCallUpdate: Final = frozenset(
+_K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
     [
         "sessionUpdate",
         "toolCallId",
@@ -7828,12 +7445,14 @@ def _d_SessionUpdateToolCallUpdate(
 ) -> SessionUpdateToolCallUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_tool_call_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionUpdateToolCallUpdate)
+    inst.tool_call_id = (
         _missing(path, "toolCallId")
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
     )
-    f_kind = (
+    inst.kind = (
         UNSET
         if (v := obj.get("kind", _MISSING)) is _MISSING
         else (
@@ -7846,7 +7465,7 @@ def _d_SessionUpdateToolCallUpdate(
             )
         )
     )
-    f_status = (
+    inst.status = (
         UNSET
         if (v := obj.get("status", _MISSING)) is _MISSING
         else (
@@ -7859,7 +7478,7 @@ def _d_SessionUpdateToolCallUpdate(
             )
         )
     )
-    f_title = (
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -7868,51 +7487,35 @@ def _d_SessionUpdateToolCallUpdate(
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_content = (
+    inst.content = (
         UNSET
         if (v := obj.get("content", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallContent),
-                        v,
-                        (path, "content"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "content"), "array", v, UNSET)
             )
         )
     )
-    f_locations = (
+    inst.locations = (
         UNSET
         if (v := obj.get("locations", _MISSING)) is _MISSING
         else (
             None
             if v is None
             else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallLocation),
-                        v,
-                        (path, "locations"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
+                _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+                if v.__class__ is list
+                else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
             )
         )
     )
-    f_raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    f_raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    f_meta = (
+    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
+    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -7921,21 +7524,10 @@ def _d_SessionUpdateToolCallUpdate(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionUpdateToolCallUpdate(
-        tool_call_id=f_tool_call_id,
-        kind=f_kind,
-        status=f_status,
-        title=f_title,
-        content=f_content,
-        locations=f_locations,
-        raw_input=f_raw_input,
-        raw_output=f_raw_output,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-            else _extra(obj, _K_SessionUpdateToolCallUpdate)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
+        else _extra(obj, _K_SessionUpdateToolCallUpdate)
     )
     return inst
 
@@ -7943,7 +7535,7 @@ def _d_SessionUpdateToolCallUpdate(
 SessionUpdateToolCallUpdate._decode = _d_SessionUpdateToolCallUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ContentChunk(_Wire):
     """A streamed item of content"""
 
@@ -7974,18 +7566,20 @@ class ContentChunk(_Wire):
         return d
 
 
-_K_ContentChunk: Final = frozenset(["content", "messageId", "_meta"])
+_K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_meta"])
 
 
 def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ContentChunk)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else _d_ContentBlock(v, (path, "content"), ctx)
     )
-    f_message_id = (
+    inst.message_id = (
         UNSET
         if (v := obj.get("messageId", _MISSING)) is _MISSING
         else (
@@ -7996,7 +7590,7 @@ def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8005,19 +7599,14 @@ def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ContentChunk(
-        content=f_content,
-        message_id=f_message_id,
-        meta=f_meta,
-        extra={} if _K_ContentChunk.issuperset(obj) else _extra(obj, _K_ContentChunk),
-    )
+    inst.extra = {} if _K_ContentChunk.issuperset(obj) else _extra(obj, _K_ContentChunk)
     return inst
 
 
 ContentChunk._decode = _d_ContentChunk
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ToolCall(_Wire):
     """Represents a tool call that the language model has requested.
 
@@ -8080,7 +7669,7 @@ class ToolCall(_Wire):
         return d
 
 
-_K_ToolCall: Final = frozenset(
+_K_ToolCall: Final[frozenset[str]] = frozenset(
     [
         "sessionUpdate",
         "toolCallId",
@@ -8099,17 +7688,19 @@ _K_ToolCall: Final = frozenset(
 def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_tool_call_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ToolCall)
+    inst.tool_call_id = (
         _missing(path, "toolCallId")
         if (v := obj.get("toolCallId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
     )
-    f_title = (
+    inst.title = (
         _missing(path, "title")
         if (v := obj.get("title", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "title"), "string", v)
     )
-    f_kind = (
+    inst.kind = (
         UNSET
         if (v := obj.get("kind", _MISSING)) is _MISSING
         else (
@@ -8118,7 +7709,7 @@ def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
             else _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
         )
     )
-    f_status = (
+    inst.status = (
         UNSET
         if (v := obj.get("status", _MISSING)) is _MISSING
         else (
@@ -8127,43 +7718,27 @@ def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
             else _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
         )
     )
-    f_content = (
+    inst.content = (
         UNSET
         if (v := obj.get("content", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallContent),
-                    v,
-                    (path, "content"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "content"), "array", v, UNSET)
         )
     )
-    f_locations = (
+    inst.locations = (
         UNSET
         if (v := obj.get("locations", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_ToolCallLocation),
-                    v,
-                    (path, "locations"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
         )
     )
-    f_raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    f_raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    f_meta = (
+    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
+    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8172,25 +7747,14 @@ def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ToolCall(
-        tool_call_id=f_tool_call_id,
-        title=f_title,
-        kind=f_kind,
-        status=f_status,
-        content=f_content,
-        locations=f_locations,
-        raw_input=f_raw_input,
-        raw_output=f_raw_output,
-        meta=f_meta,
-        extra={} if _K_ToolCall.issuperset(obj) else _extra(obj, _K_ToolCall),
-    )
+    inst.extra = {} if _K_ToolCall.issuperset(obj) else _extra(obj, _K_ToolCall)
     return inst
 
 
 ToolCall._decode = _d_ToolCall
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class PlanEntry(_Wire):
     """A single entry in the execution plan.
 
@@ -8224,18 +7788,20 @@ class PlanEntry(_Wire):
         return d
 
 
-_K_PlanEntry: Final = frozenset(["content", "priority", "status", "_meta"])
+_K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status", "_meta"])
 
 
 def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(PlanEntry)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "content"), "string", v)
     )
-    f_priority = (
+    inst.priority = (
         _missing(path, "priority")
         if (v := obj.get("priority", _MISSING)) is _MISSING
         else (
@@ -8244,7 +7810,7 @@ def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
             else _enum_fail((path, "priority"), "PlanEntryPriority", v)
         )
     )
-    f_status = (
+    inst.status = (
         _missing(path, "status")
         if (v := obj.get("status", _MISSING)) is _MISSING
         else (
@@ -8253,7 +7819,7 @@ def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
             else _enum_fail((path, "status"), "PlanEntryStatus", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8262,20 +7828,14 @@ def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = PlanEntry(
-        content=f_content,
-        priority=f_priority,
-        status=f_status,
-        meta=f_meta,
-        extra={} if _K_PlanEntry.issuperset(obj) else _extra(obj, _K_PlanEntry),
-    )
+    inst.extra = {} if _K_PlanEntry.issuperset(obj) else _extra(obj, _K_PlanEntry)
     return inst
 
 
 PlanEntry._decode = _d_PlanEntry
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Plan(_Wire):
     """An execution plan for accomplishing complex tasks.
 
@@ -8310,30 +7870,24 @@ class Plan(_Wire):
         return d
 
 
-_K_Plan: Final = frozenset(["sessionUpdate", "entries", "_meta"])
+_K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"])
 
 
 def _d_Plan(obj: Any, path: _PathT, ctx: DecodeContext) -> Plan:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_entries = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Plan)
+    inst.entries = (
         _missing(path, "entries")
         if (v := obj.get("entries", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_PlanEntry),
-                    v,
-                    (path, "entries"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "entries"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8342,18 +7896,14 @@ def _d_Plan(obj: Any, path: _PathT, ctx: DecodeContext) -> Plan:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Plan(
-        entries=f_entries,
-        meta=f_meta,
-        extra={} if _K_Plan.issuperset(obj) else _extra(obj, _K_Plan),
-    )
+    inst.extra = {} if _K_Plan.issuperset(obj) else _extra(obj, _K_Plan)
     return inst
 
 
 Plan._decode = _d_Plan
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AvailableCommand(_Wire):
     """Information about a command."""
 
@@ -8383,23 +7933,25 @@ class AvailableCommand(_Wire):
         return d
 
 
-_K_AvailableCommand: Final = frozenset(["name", "description", "input", "_meta"])
+_K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "input", "_meta"])
 
 
 def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommand:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AvailableCommand)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_description = (
+    inst.description = (
         _missing(path, "description")
         if (v := obj.get("description", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "description"), "string", v)
     )
-    f_input = (
+    inst.input = (
         UNSET
         if (v := obj.get("input", _MISSING)) is _MISSING
         else (
@@ -8412,7 +7964,7 @@ def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> Available
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8421,20 +7973,14 @@ def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> Available
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AvailableCommand(
-        name=f_name,
-        description=f_description,
-        input=f_input,
-        meta=f_meta,
-        extra={} if _K_AvailableCommand.issuperset(obj) else _extra(obj, _K_AvailableCommand),
-    )
+    inst.extra = {} if _K_AvailableCommand.issuperset(obj) else _extra(obj, _K_AvailableCommand)
     return inst
 
 
 AvailableCommand._decode = _d_AvailableCommand
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class UnstructuredCommandInput(_Wire):
     """All text that was typed after the command name is provided as input."""
 
@@ -8458,7 +8004,7 @@ class UnstructuredCommandInput(_Wire):
         return d
 
 
-_K_UnstructuredCommandInput: Final = frozenset(["hint", "_meta"])
+_K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"])
 
 
 def _d_UnstructuredCommandInput(
@@ -8466,12 +8012,14 @@ def _d_UnstructuredCommandInput(
 ) -> UnstructuredCommandInput:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_hint = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(UnstructuredCommandInput)
+    inst.hint = (
         _missing(path, "hint")
         if (v := obj.get("hint", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "hint"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8480,14 +8028,10 @@ def _d_UnstructuredCommandInput(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = UnstructuredCommandInput(
-        hint=f_hint,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_UnstructuredCommandInput.issuperset(obj)
-            else _extra(obj, _K_UnstructuredCommandInput)
-        ),
+    inst.extra = (
+        {}
+        if _K_UnstructuredCommandInput.issuperset(obj)
+        else _extra(obj, _K_UnstructuredCommandInput)
     )
     return inst
 
@@ -8495,7 +8039,7 @@ def _d_UnstructuredCommandInput(
 UnstructuredCommandInput._decode = _d_UnstructuredCommandInput
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AvailableCommandsUpdate(_Wire):
     """Available commands are ready or have changed"""
 
@@ -8524,7 +8068,9 @@ class AvailableCommandsUpdate(_Wire):
         return d
 
 
-_K_AvailableCommandsUpdate: Final = frozenset(["sessionUpdate", "availableCommands", "_meta"])
+_K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "availableCommands", "_meta"]
+)
 
 
 def _d_AvailableCommandsUpdate(
@@ -8532,24 +8078,18 @@ def _d_AvailableCommandsUpdate(
 ) -> AvailableCommandsUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_available_commands = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AvailableCommandsUpdate)
+    inst.available_commands = (
         _missing(path, "availableCommands")
         if (v := obj.get("availableCommands", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_AvailableCommand),
-                    v,
-                    (path, "availableCommands"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "availableCommands"), ctx, _d_AvailableCommand)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "availableCommands"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8558,14 +8098,10 @@ def _d_AvailableCommandsUpdate(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AvailableCommandsUpdate(
-        available_commands=f_available_commands,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_AvailableCommandsUpdate.issuperset(obj)
-            else _extra(obj, _K_AvailableCommandsUpdate)
-        ),
+    inst.extra = (
+        {}
+        if _K_AvailableCommandsUpdate.issuperset(obj)
+        else _extra(obj, _K_AvailableCommandsUpdate)
     )
     return inst
 
@@ -8573,7 +8109,7 @@ def _d_AvailableCommandsUpdate(
 AvailableCommandsUpdate._decode = _d_AvailableCommandsUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CurrentModeUpdate(_Wire):
     """The current mode of the session has changed
 
@@ -8604,18 +8140,20 @@ class CurrentModeUpdate(_Wire):
         return d
 
 
-_K_CurrentModeUpdate: Final = frozenset(["sessionUpdate", "currentModeId", "_meta"])
+_K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "currentModeId", "_meta"])
 
 
 def _d_CurrentModeUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> CurrentModeUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_current_mode_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CurrentModeUpdate)
+    inst.current_mode_id = (
         _missing(path, "currentModeId")
         if (v := obj.get("currentModeId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "currentModeId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8624,18 +8162,14 @@ def _d_CurrentModeUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> CurrentM
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CurrentModeUpdate(
-        current_mode_id=f_current_mode_id,
-        meta=f_meta,
-        extra={} if _K_CurrentModeUpdate.issuperset(obj) else _extra(obj, _K_CurrentModeUpdate),
-    )
+    inst.extra = {} if _K_CurrentModeUpdate.issuperset(obj) else _extra(obj, _K_CurrentModeUpdate)
     return inst
 
 
 CurrentModeUpdate._decode = _d_CurrentModeUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ConfigOptionUpdate(_Wire):
     """Session configuration options have been updated."""
 
@@ -8664,30 +8198,26 @@ class ConfigOptionUpdate(_Wire):
         return d
 
 
-_K_ConfigOptionUpdate: Final = frozenset(["sessionUpdate", "configOptions", "_meta"])
+_K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "configOptions", "_meta"]
+)
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_config_options = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ConfigOptionUpdate)
+    inst.config_options = (
         _missing(path, "configOptions")
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_SessionConfigOption),
-                    v,
-                    (path, "configOptions"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "configOptions"), "array", v, [])
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8696,18 +8226,14 @@ def _d_ConfigOptionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ConfigO
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ConfigOptionUpdate(
-        config_options=f_config_options,
-        meta=f_meta,
-        extra={} if _K_ConfigOptionUpdate.issuperset(obj) else _extra(obj, _K_ConfigOptionUpdate),
-    )
+    inst.extra = {} if _K_ConfigOptionUpdate.issuperset(obj) else _extra(obj, _K_ConfigOptionUpdate)
     return inst
 
 
 ConfigOptionUpdate._decode = _d_ConfigOptionUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionInfoUpdate(_Wire):
     """Update to session metadata. All fields are optional to support partial updates.
 
@@ -8742,13 +8268,17 @@ class SessionInfoUpdate(_Wire):
         return d
 
 
-_K_SessionInfoUpdate: Final = frozenset(["sessionUpdate", "title", "updatedAt", "_meta"])
+_K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "title", "updatedAt", "_meta"]
+)
 
 
 def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfoUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_title = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionInfoUpdate)
+    inst.title = (
         UNSET
         if (v := obj.get("title", _MISSING)) is _MISSING
         else (
@@ -8757,7 +8287,7 @@ def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionI
             else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
         )
     )
-    f_updated_at = (
+    inst.updated_at = (
         UNSET
         if (v := obj.get("updatedAt", _MISSING)) is _MISSING
         else (
@@ -8768,7 +8298,7 @@ def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionI
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8777,19 +8307,14 @@ def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionI
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionInfoUpdate(
-        title=f_title,
-        updated_at=f_updated_at,
-        meta=f_meta,
-        extra={} if _K_SessionInfoUpdate.issuperset(obj) else _extra(obj, _K_SessionInfoUpdate),
-    )
+    inst.extra = {} if _K_SessionInfoUpdate.issuperset(obj) else _extra(obj, _K_SessionInfoUpdate)
     return inst
 
 
 SessionInfoUpdate._decode = _d_SessionInfoUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class Cost(_Wire):
     """Cost information for a session."""
 
@@ -8815,23 +8340,25 @@ class Cost(_Wire):
         return d
 
 
-_K_Cost: Final = frozenset(["amount", "currency", "_meta"])
+_K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: _PathT, ctx: DecodeContext) -> Cost:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_amount = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(Cost)
+    inst.amount = (
         _missing(path, "amount")
         if (v := obj.get("amount", _MISSING)) is _MISSING
         else v if v.__class__ is float else _num(v, (path, "amount"))
     )
-    f_currency = (
+    inst.currency = (
         _missing(path, "currency")
         if (v := obj.get("currency", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "currency"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8840,19 +8367,14 @@ def _d_Cost(obj: Any, path: _PathT, ctx: DecodeContext) -> Cost:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = Cost(
-        amount=f_amount,
-        currency=f_currency,
-        meta=f_meta,
-        extra={} if _K_Cost.issuperset(obj) else _extra(obj, _K_Cost),
-    )
+    inst.extra = {} if _K_Cost.issuperset(obj) else _extra(obj, _K_Cost)
     return inst
 
 
 Cost._decode = _d_Cost
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class UsageUpdate(_Wire):
     """Context window and cost update for a session."""
 
@@ -8884,23 +8406,27 @@ class UsageUpdate(_Wire):
         return d
 
 
-_K_UsageUpdate: Final = frozenset(["sessionUpdate", "used", "size", "cost", "_meta"])
+_K_UsageUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "used", "size", "cost", "_meta"]
+)
 
 
 def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_used = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(UsageUpdate)
+    inst.used = (
         _missing(path, "used")
         if (v := obj.get("used", _MISSING)) is _MISSING
         else v if v.__class__ is int else _int(v, (path, "used"))
     )
-    f_size = (
+    inst.size = (
         _missing(path, "size")
         if (v := obj.get("size", _MISSING)) is _MISSING
         else v if v.__class__ is int else _int(v, (path, "size"))
     )
-    f_cost = (
+    inst.cost = (
         UNSET
         if (v := obj.get("cost", _MISSING)) is _MISSING
         else (
@@ -8909,7 +8435,7 @@ def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
             else UNSET if (w := _lenient(_d_Cost, v, (path, "cost"), ctx)) is _MISSING else w
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8918,20 +8444,14 @@ def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = UsageUpdate(
-        used=f_used,
-        size=f_size,
-        cost=f_cost,
-        meta=f_meta,
-        extra={} if _K_UsageUpdate.issuperset(obj) else _extra(obj, _K_UsageUpdate),
-    )
+    inst.extra = {} if _K_UsageUpdate.issuperset(obj) else _extra(obj, _K_UsageUpdate)
     return inst
 
 
 UsageUpdate._decode = _d_UsageUpdate
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CompleteElicitationNotification(_Wire):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
@@ -8957,7 +8477,7 @@ class CompleteElicitationNotification(_Wire):
         return d
 
 
-_K_CompleteElicitationNotification: Final = frozenset(["elicitationId", "_meta"])
+_K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitationId", "_meta"])
 
 
 def _d_CompleteElicitationNotification(
@@ -8965,12 +8485,14 @@ def _d_CompleteElicitationNotification(
 ) -> CompleteElicitationNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_elicitation_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CompleteElicitationNotification)
+    inst.elicitation_id = (
         _missing(path, "elicitationId")
         if (v := obj.get("elicitationId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -8979,14 +8501,10 @@ def _d_CompleteElicitationNotification(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CompleteElicitationNotification(
-        elicitation_id=f_elicitation_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CompleteElicitationNotification.issuperset(obj)
-            else _extra(obj, _K_CompleteElicitationNotification)
-        ),
+    inst.extra = (
+        {}
+        if _K_CompleteElicitationNotification.issuperset(obj)
+        else _extra(obj, _K_CompleteElicitationNotification)
     )
     return inst
 
@@ -8994,7 +8512,7 @@ def _d_CompleteElicitationNotification(
 CompleteElicitationNotification._decode = _d_CompleteElicitationNotification
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientRequest(_Wire):
     """A JSON-RPC request object."""
 
@@ -9016,36 +8534,35 @@ class ClientRequest(_Wire):
         return d
 
 
-_K_ClientRequest: Final = frozenset(["id", "method", "params"])
+_K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientRequest)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_method = (
+    inst.method = (
         _missing(path, "method")
         if (v := obj.get("method", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "method"), "string", v)
     )
-    f_params = UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    inst = ClientRequest(
-        id=f_id,
-        method=f_method,
-        params=f_params,
-        extra={} if _K_ClientRequest.issuperset(obj) else _extra(obj, _K_ClientRequest),
+    inst.params = (
+        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
     )
+    inst.extra = {} if _K_ClientRequest.issuperset(obj) else _extra(obj, _K_ClientRequest)
     return inst
 
 
 ClientRequest._decode = _d_ClientRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class FileSystemCapabilities(_Wire):
     """File system capabilities that a client may support.
 
@@ -9065,6 +8582,7 @@ class FileSystemCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -9079,14 +8597,18 @@ class FileSystemCapabilities(_Wire):
         return d
 
 
-_K_FileSystemCapabilities: Final = frozenset(["readTextFile", "writeTextFile", "_meta"])
+_K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
+    ["readTextFile", "writeTextFile", "_meta"]
+)
 
 
 def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> FileSystemCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_read_text_file = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(FileSystemCapabilities)
+    inst.read_text_file = (
         _absent_default(absent, "readTextFile", False)
         if (v := obj.get("readTextFile", _MISSING)) is _MISSING
         else (
@@ -9095,7 +8617,7 @@ def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Fil
             else _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
         )
     )
-    f_write_text_file = (
+    inst.write_text_file = (
         _absent_default(absent, "writeTextFile", False)
         if (v := obj.get("writeTextFile", _MISSING)) is _MISSING
         else (
@@ -9104,7 +8626,7 @@ def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Fil
             else _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9113,25 +8635,17 @@ def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> Fil
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = FileSystemCapabilities(
-        read_text_file=f_read_text_file,
-        write_text_file=f_write_text_file,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_FileSystemCapabilities.issuperset(obj)
-            else _extra(obj, _K_FileSystemCapabilities)
-        ),
+    inst.extra = (
+        {} if _K_FileSystemCapabilities.issuperset(obj) else _extra(obj, _K_FileSystemCapabilities)
     )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst._absent = frozenset(absent)
     return inst
 
 
 FileSystemCapabilities._decode = _d_FileSystemCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AuthCapabilities(_Wire):
     """Authentication capabilities supported by the client.
 
@@ -9154,6 +8668,7 @@ class AuthCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -9166,19 +8681,21 @@ class AuthCapabilities(_Wire):
         return d
 
 
-_K_AuthCapabilities: Final = frozenset(["terminal", "_meta"])
+_K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_terminal = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AuthCapabilities)
+    inst.terminal = (
         _absent_default(absent, "terminal", False)
         if (v := obj.get("terminal", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9187,20 +8704,15 @@ def _d_AuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthCapab
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AuthCapabilities(
-        terminal=f_terminal,
-        meta=f_meta,
-        extra={} if _K_AuthCapabilities.issuperset(obj) else _extra(obj, _K_AuthCapabilities),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_AuthCapabilities.issuperset(obj) else _extra(obj, _K_AuthCapabilities)
+    inst._absent = frozenset(absent)
     return inst
 
 
 AuthCapabilities._decode = _d_AuthCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientCapabilities(_Wire):
     """Capabilities supported by the client.
 
@@ -9241,6 +8753,7 @@ class ClientCapabilities(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
@@ -9263,7 +8776,7 @@ class ClientCapabilities(_Wire):
         return d
 
 
-_K_ClientCapabilities: Final = frozenset(
+_K_ClientCapabilities: Final[frozenset[str]] = frozenset(
     ["fs", "terminal", "session", "auth", "elicitation", "_meta"]
 )
 
@@ -9272,7 +8785,9 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_fs = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientCapabilities)
+    inst.fs = (
         _absent_default(
             absent, "fs", FileSystemCapabilities(read_text_file=False, write_text_file=False)
         )
@@ -9283,12 +8798,12 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
             else w
         )
     )
-    f_terminal = (
+    inst.terminal = (
         _absent_default(absent, "terminal", False)
         if (v := obj.get("terminal", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     )
-    f_session = (
+    inst.session = (
         UNSET
         if (v := obj.get("session", _MISSING)) is _MISSING
         else (
@@ -9302,7 +8817,7 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
             )
         )
     )
-    f_auth = (
+    inst.auth = (
         _absent_default(absent, "auth", AuthCapabilities(terminal=False))
         if (v := obj.get("auth", _MISSING)) is _MISSING
         else (
@@ -9311,7 +8826,7 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
             else w
         )
     )
-    f_elicitation = (
+    inst.elicitation = (
         UNSET
         if (v := obj.get("elicitation", _MISSING)) is _MISSING
         else (
@@ -9325,7 +8840,7 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9334,24 +8849,15 @@ def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientC
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ClientCapabilities(
-        fs=f_fs,
-        terminal=f_terminal,
-        session=f_session,
-        auth=f_auth,
-        elicitation=f_elicitation,
-        meta=f_meta,
-        extra={} if _K_ClientCapabilities.issuperset(obj) else _extra(obj, _K_ClientCapabilities),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_ClientCapabilities.issuperset(obj) else _extra(obj, _K_ClientCapabilities)
+    inst._absent = frozenset(absent)
     return inst
 
 
 ClientCapabilities._decode = _d_ClientCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class InitializeRequest(_Wire):
     """Request parameters for the initialize method.
 
@@ -9382,6 +8888,7 @@ class InitializeRequest(_Wire):
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
     _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
@@ -9404,7 +8911,7 @@ class InitializeRequest(_Wire):
         return d
 
 
-_K_InitializeRequest: Final = frozenset(
+_K_InitializeRequest: Final[frozenset[str]] = frozenset(
     ["protocolVersion", "clientCapabilities", "clientInfo", "_meta"]
 )
 
@@ -9413,12 +8920,14 @@ def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Initiali
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
     absent: list[str] = []
-    f_protocol_version = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(InitializeRequest)
+    inst.protocol_version = (
         _missing(path, "protocolVersion")
         if (v := obj.get("protocolVersion", _MISSING)) is _MISSING
         else v if v.__class__ is int else _int(v, (path, "protocolVersion"))
     )
-    f_client_capabilities = (
+    inst.client_capabilities = (
         _absent_default(
             absent,
             "clientCapabilities",
@@ -9440,7 +8949,7 @@ def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Initiali
             else w
         )
     )
-    f_client_info = (
+    inst.client_info = (
         UNSET
         if (v := obj.get("clientInfo", _MISSING)) is _MISSING
         else (
@@ -9453,7 +8962,7 @@ def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Initiali
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9462,22 +8971,15 @@ def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Initiali
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = InitializeRequest(
-        protocol_version=f_protocol_version,
-        client_capabilities=f_client_capabilities,
-        client_info=f_client_info,
-        meta=f_meta,
-        extra={} if _K_InitializeRequest.issuperset(obj) else _extra(obj, _K_InitializeRequest),
-    )
-    if absent:
-        inst._absent = frozenset(absent)
+    inst.extra = {} if _K_InitializeRequest.issuperset(obj) else _extra(obj, _K_InitializeRequest)
+    inst._absent = frozenset(absent)
     return inst
 
 
 InitializeRequest._decode = _d_InitializeRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientSessionCapabilities(_Wire):
     """Session-related capabilities supported by the client."""
 
@@ -9506,7 +9008,7 @@ class ClientSessionCapabilities(_Wire):
         return d
 
 
-_K_ClientSessionCapabilities: Final = frozenset(["configOptions", "_meta"])
+_K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
 def _d_ClientSessionCapabilities(
@@ -9514,7 +9016,9 @@ def _d_ClientSessionCapabilities(
 ) -> ClientSessionCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_config_options = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientSessionCapabilities)
+    inst.config_options = (
         UNSET
         if (v := obj.get("configOptions", _MISSING)) is _MISSING
         else (
@@ -9532,7 +9036,7 @@ def _d_ClientSessionCapabilities(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9541,14 +9045,10 @@ def _d_ClientSessionCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ClientSessionCapabilities(
-        config_options=f_config_options,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ClientSessionCapabilities.issuperset(obj)
-            else _extra(obj, _K_ClientSessionCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_ClientSessionCapabilities.issuperset(obj)
+        else _extra(obj, _K_ClientSessionCapabilities)
     )
     return inst
 
@@ -9556,7 +9056,7 @@ def _d_ClientSessionCapabilities(
 ClientSessionCapabilities._decode = _d_ClientSessionCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SessionConfigOptionsCapabilities(_Wire):
     """Session configuration option capabilities supported by the client."""
 
@@ -9587,7 +9087,7 @@ class SessionConfigOptionsCapabilities(_Wire):
         return d
 
 
-_K_SessionConfigOptionsCapabilities: Final = frozenset(["boolean", "_meta"])
+_K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean", "_meta"])
 
 
 def _d_SessionConfigOptionsCapabilities(
@@ -9595,7 +9095,9 @@ def _d_SessionConfigOptionsCapabilities(
 ) -> SessionConfigOptionsCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_boolean = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SessionConfigOptionsCapabilities)
+    inst.boolean = (
         UNSET
         if (v := obj.get("boolean", _MISSING)) is _MISSING
         else (
@@ -9609,7 +9111,7 @@ def _d_SessionConfigOptionsCapabilities(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9618,14 +9120,10 @@ def _d_SessionConfigOptionsCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SessionConfigOptionsCapabilities(
-        boolean=f_boolean,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SessionConfigOptionsCapabilities.issuperset(obj)
-            else _extra(obj, _K_SessionConfigOptionsCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
+        else _extra(obj, _K_SessionConfigOptionsCapabilities)
     )
     return inst
 
@@ -9633,7 +9131,7 @@ def _d_SessionConfigOptionsCapabilities(
 SessionConfigOptionsCapabilities._decode = _d_SessionConfigOptionsCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class BooleanConfigOptionCapabilities(_Wire):
     """Capabilities for boolean session configuration options.
 
@@ -9657,7 +9155,7 @@ class BooleanConfigOptionCapabilities(_Wire):
         return d
 
 
-_K_BooleanConfigOptionCapabilities: Final = frozenset(["_meta"])
+_K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_BooleanConfigOptionCapabilities(
@@ -9665,7 +9163,9 @@ def _d_BooleanConfigOptionCapabilities(
 ) -> BooleanConfigOptionCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(BooleanConfigOptionCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9674,13 +9174,10 @@ def _d_BooleanConfigOptionCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = BooleanConfigOptionCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_BooleanConfigOptionCapabilities.issuperset(obj)
-            else _extra(obj, _K_BooleanConfigOptionCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
+        else _extra(obj, _K_BooleanConfigOptionCapabilities)
     )
     return inst
 
@@ -9688,7 +9185,7 @@ def _d_BooleanConfigOptionCapabilities(
 BooleanConfigOptionCapabilities._decode = _d_BooleanConfigOptionCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationCapabilities(_Wire):
     """Elicitation capabilities supported by the client."""
 
@@ -9726,7 +9223,7 @@ class ElicitationCapabilities(_Wire):
         return d
 
 
-_K_ElicitationCapabilities: Final = frozenset(["form", "url", "_meta"])
+_K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_meta"])
 
 
 def _d_ElicitationCapabilities(
@@ -9734,7 +9231,9 @@ def _d_ElicitationCapabilities(
 ) -> ElicitationCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_form = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationCapabilities)
+    inst.form = (
         UNSET
         if (v := obj.get("form", _MISSING)) is _MISSING
         else (
@@ -9748,7 +9247,7 @@ def _d_ElicitationCapabilities(
             )
         )
     )
-    f_url = (
+    inst.url = (
         UNSET
         if (v := obj.get("url", _MISSING)) is _MISSING
         else (
@@ -9761,7 +9260,7 @@ def _d_ElicitationCapabilities(
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9770,15 +9269,10 @@ def _d_ElicitationCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ElicitationCapabilities(
-        form=f_form,
-        url=f_url,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ElicitationCapabilities.issuperset(obj)
-            else _extra(obj, _K_ElicitationCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationCapabilities.issuperset(obj)
+        else _extra(obj, _K_ElicitationCapabilities)
     )
     return inst
 
@@ -9786,7 +9280,7 @@ def _d_ElicitationCapabilities(
 ElicitationCapabilities._decode = _d_ElicitationCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationFormCapabilities(_Wire):
     """Form-based elicitation capabilities.
 
@@ -9812,7 +9306,7 @@ class ElicitationFormCapabilities(_Wire):
         return d
 
 
-_K_ElicitationFormCapabilities: Final = frozenset(["_meta"])
+_K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ElicitationFormCapabilities(
@@ -9820,7 +9314,9 @@ def _d_ElicitationFormCapabilities(
 ) -> ElicitationFormCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationFormCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9829,13 +9325,10 @@ def _d_ElicitationFormCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ElicitationFormCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ElicitationFormCapabilities.issuperset(obj)
-            else _extra(obj, _K_ElicitationFormCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationFormCapabilities.issuperset(obj)
+        else _extra(obj, _K_ElicitationFormCapabilities)
     )
     return inst
 
@@ -9843,7 +9336,7 @@ def _d_ElicitationFormCapabilities(
 ElicitationFormCapabilities._decode = _d_ElicitationFormCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationUrlCapabilities(_Wire):
     """URL-based elicitation capabilities.
 
@@ -9869,7 +9362,7 @@ class ElicitationUrlCapabilities(_Wire):
         return d
 
 
-_K_ElicitationUrlCapabilities: Final = frozenset(["_meta"])
+_K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ElicitationUrlCapabilities(
@@ -9877,7 +9370,9 @@ def _d_ElicitationUrlCapabilities(
 ) -> ElicitationUrlCapabilities:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationUrlCapabilities)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9886,13 +9381,10 @@ def _d_ElicitationUrlCapabilities(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ElicitationUrlCapabilities(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ElicitationUrlCapabilities.issuperset(obj)
-            else _extra(obj, _K_ElicitationUrlCapabilities)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationUrlCapabilities.issuperset(obj)
+        else _extra(obj, _K_ElicitationUrlCapabilities)
     )
     return inst
 
@@ -9900,7 +9392,7 @@ def _d_ElicitationUrlCapabilities(
 ElicitationUrlCapabilities._decode = _d_ElicitationUrlCapabilities
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class AuthenticateRequest(_Wire):
     """Request parameters for the authenticate method.
 
@@ -9927,18 +9419,20 @@ class AuthenticateRequest(_Wire):
         return d
 
 
-_K_AuthenticateRequest: Final = frozenset(["methodId", "_meta"])
+_K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_method_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(AuthenticateRequest)
+    inst.method_id = (
         _missing(path, "methodId")
         if (v := obj.get("methodId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "methodId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9947,10 +9441,8 @@ def _d_AuthenticateRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Authen
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = AuthenticateRequest(
-        method_id=f_method_id,
-        meta=f_meta,
-        extra={} if _K_AuthenticateRequest.issuperset(obj) else _extra(obj, _K_AuthenticateRequest),
+    inst.extra = (
+        {} if _K_AuthenticateRequest.issuperset(obj) else _extra(obj, _K_AuthenticateRequest)
     )
     return inst
 
@@ -9958,7 +9450,7 @@ def _d_AuthenticateRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Authen
 AuthenticateRequest._decode = _d_AuthenticateRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class LogoutRequest(_Wire):
     """Request parameters for the logout method.
 
@@ -9982,13 +9474,15 @@ class LogoutRequest(_Wire):
         return d
 
 
-_K_LogoutRequest: Final = frozenset(["_meta"])
+_K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(LogoutRequest)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -9997,17 +9491,14 @@ def _d_LogoutRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutReques
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = LogoutRequest(
-        meta=f_meta,
-        extra={} if _K_LogoutRequest.issuperset(obj) else _extra(obj, _K_LogoutRequest),
-    )
+    inst.extra = {} if _K_LogoutRequest.issuperset(obj) else _extra(obj, _K_LogoutRequest)
     return inst
 
 
 LogoutRequest._decode = _d_LogoutRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class NewSessionRequest(_Wire):
     """Request parameters for creating a new session.
 
@@ -10044,57 +9535,45 @@ class NewSessionRequest(_Wire):
         return d
 
 
-_K_NewSessionRequest: Final = frozenset(["cwd", "mcpServers", "additionalDirectories", "_meta"])
+_K_NewSessionRequest: Final[frozenset[str]] = frozenset(
+    ["cwd", "mcpServers", "additionalDirectories", "_meta"]
+)
 
 
 def _d_NewSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_cwd = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(NewSessionRequest)
+    inst.cwd = (
         _missing(path, "cwd")
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
     )
-    f_mcp_servers = (
+    inst.mcp_servers = (
         _missing(path, "mcpServers")
         if (v := obj.get("mcpServers", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_McpServer),
-                    v,
-                    (path, "mcpServers"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "mcpServers"), "array", v, [])
         )
     )
-    f_additional_directories = (
+    inst.additional_directories = (
         UNSET
         if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "additionalDirectories"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "additionalDirectories"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10103,20 +9582,14 @@ def _d_NewSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessi
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = NewSessionRequest(
-        cwd=f_cwd,
-        mcp_servers=f_mcp_servers,
-        additional_directories=f_additional_directories,
-        meta=f_meta,
-        extra={} if _K_NewSessionRequest.issuperset(obj) else _extra(obj, _K_NewSessionRequest),
-    )
+    inst.extra = {} if _K_NewSessionRequest.issuperset(obj) else _extra(obj, _K_NewSessionRequest)
     return inst
 
 
 NewSessionRequest._decode = _d_NewSessionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class HttpHeader(_Wire):
     """An HTTP header to set when making requests to the MCP server."""
 
@@ -10142,23 +9615,25 @@ class HttpHeader(_Wire):
         return d
 
 
-_K_HttpHeader: Final = frozenset(["name", "value", "_meta"])
+_K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: _PathT, ctx: DecodeContext) -> HttpHeader:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(HttpHeader)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_value = (
+    inst.value = (
         _missing(path, "value")
         if (v := obj.get("value", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "value"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10167,19 +9642,14 @@ def _d_HttpHeader(obj: Any, path: _PathT, ctx: DecodeContext) -> HttpHeader:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = HttpHeader(
-        name=f_name,
-        value=f_value,
-        meta=f_meta,
-        extra={} if _K_HttpHeader.issuperset(obj) else _extra(obj, _K_HttpHeader),
-    )
+    inst.extra = {} if _K_HttpHeader.issuperset(obj) else _extra(obj, _K_HttpHeader)
     return inst
 
 
 HttpHeader._decode = _d_HttpHeader
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class McpServerHttp(_Wire):
     """HTTP transport configuration for MCP."""
 
@@ -10214,23 +9684,25 @@ class McpServerHttp(_Wire):
         return d
 
 
-_K_McpServerHttp: Final = frozenset(["type", "name", "url", "headers", "_meta"])
+_K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
 
 
 def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHttp:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(McpServerHttp)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_url = (
+    inst.url = (
         _missing(path, "url")
         if (v := obj.get("url", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "url"), "string", v)
     )
-    f_headers = (
+    inst.headers = (
         _missing(path, "headers")
         if (v := obj.get("headers", _MISSING)) is _MISSING
         else (
@@ -10239,7 +9711,7 @@ def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHtt
             else _fail((path, "headers"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10248,20 +9720,14 @@ def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHtt
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = McpServerHttp(
-        name=f_name,
-        url=f_url,
-        headers=f_headers,
-        meta=f_meta,
-        extra={} if _K_McpServerHttp.issuperset(obj) else _extra(obj, _K_McpServerHttp),
-    )
+    inst.extra = {} if _K_McpServerHttp.issuperset(obj) else _extra(obj, _K_McpServerHttp)
     return inst
 
 
 McpServerHttp._decode = _d_McpServerHttp
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class McpServerSse(_Wire):
     """SSE transport configuration for MCP."""
 
@@ -10296,23 +9762,25 @@ class McpServerSse(_Wire):
         return d
 
 
-_K_McpServerSse: Final = frozenset(["type", "name", "url", "headers", "_meta"])
+_K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
 
 
 def _d_McpServerSse(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(McpServerSse)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_url = (
+    inst.url = (
         _missing(path, "url")
         if (v := obj.get("url", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "url"), "string", v)
     )
-    f_headers = (
+    inst.headers = (
         _missing(path, "headers")
         if (v := obj.get("headers", _MISSING)) is _MISSING
         else (
@@ -10321,7 +9789,7 @@ def _d_McpServerSse(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSse:
             else _fail((path, "headers"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10330,20 +9798,14 @@ def _d_McpServerSse(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSse:
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = McpServerSse(
-        name=f_name,
-        url=f_url,
-        headers=f_headers,
-        meta=f_meta,
-        extra={} if _K_McpServerSse.issuperset(obj) else _extra(obj, _K_McpServerSse),
-    )
+    inst.extra = {} if _K_McpServerSse.issuperset(obj) else _extra(obj, _K_McpServerSse)
     return inst
 
 
 McpServerSse._decode = _d_McpServerSse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class McpServerStdio(_Wire):
     """Stdio transport configuration for MCP."""
 
@@ -10378,23 +9840,25 @@ class McpServerStdio(_Wire):
         return d
 
 
-_K_McpServerStdio: Final = frozenset(["name", "command", "args", "env", "_meta"])
+_K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args", "env", "_meta"])
 
 
 def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerStdio:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_name = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(McpServerStdio)
+    inst.name = (
         _missing(path, "name")
         if (v := obj.get("name", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "name"), "string", v)
     )
-    f_command = (
+    inst.command = (
         _missing(path, "command")
         if (v := obj.get("command", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "command"), "string", v)
     )
-    f_args = (
+    inst.args = (
         _missing(path, "args")
         if (v := obj.get("args", _MISSING)) is _MISSING
         else (
@@ -10406,7 +9870,7 @@ def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSt
             else _fail((path, "args"), "array", v)
         )
     )
-    f_env = (
+    inst.env = (
         _missing(path, "env")
         if (v := obj.get("env", _MISSING)) is _MISSING
         else (
@@ -10415,7 +9879,7 @@ def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSt
             else _fail((path, "env"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10424,21 +9888,14 @@ def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSt
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = McpServerStdio(
-        name=f_name,
-        command=f_command,
-        args=f_args,
-        env=f_env,
-        meta=f_meta,
-        extra={} if _K_McpServerStdio.issuperset(obj) else _extra(obj, _K_McpServerStdio),
-    )
+    inst.extra = {} if _K_McpServerStdio.issuperset(obj) else _extra(obj, _K_McpServerStdio)
     return inst
 
 
 McpServerStdio._decode = _d_McpServerStdio
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class LoadSessionRequest(_Wire):
     """Request parameters for loading an existing session.
 
@@ -10484,7 +9941,7 @@ class LoadSessionRequest(_Wire):
         return d
 
 
-_K_LoadSessionRequest: Final = frozenset(
+_K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
     ["mcpServers", "cwd", "sessionId", "additionalDirectories", "_meta"]
 )
 
@@ -10492,56 +9949,42 @@ _K_LoadSessionRequest: Final = frozenset(
 def _d_LoadSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_mcp_servers = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(LoadSessionRequest)
+    inst.mcp_servers = (
         _missing(path, "mcpServers")
         if (v := obj.get("mcpServers", _MISSING)) is _MISSING
         else (
-            []
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_McpServer),
-                    v,
-                    (path, "mcpServers"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "mcpServers"), "array", v, [])
         )
     )
-    f_cwd = (
+    inst.cwd = (
         _missing(path, "cwd")
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
     )
-    f_session_id = (
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_additional_directories = (
+    inst.additional_directories = (
         UNSET
         if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "additionalDirectories"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "additionalDirectories"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10550,21 +9993,14 @@ def _d_LoadSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSes
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = LoadSessionRequest(
-        mcp_servers=f_mcp_servers,
-        cwd=f_cwd,
-        session_id=f_session_id,
-        additional_directories=f_additional_directories,
-        meta=f_meta,
-        extra={} if _K_LoadSessionRequest.issuperset(obj) else _extra(obj, _K_LoadSessionRequest),
-    )
+    inst.extra = {} if _K_LoadSessionRequest.issuperset(obj) else _extra(obj, _K_LoadSessionRequest)
     return inst
 
 
 LoadSessionRequest._decode = _d_LoadSessionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ListSessionsRequest(_Wire):
     """Request parameters for listing existing sessions.
 
@@ -10596,25 +10032,27 @@ class ListSessionsRequest(_Wire):
         return d
 
 
-_K_ListSessionsRequest: Final = frozenset(["cwd", "cursor", "_meta"])
+_K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_meta"])
 
 
 def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_cwd = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ListSessionsRequest)
+    inst.cwd = (
         UNSET
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else None if v is None else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
     )
-    f_cursor = (
+    inst.cursor = (
         UNSET
         if (v := obj.get("cursor", _MISSING)) is _MISSING
         else (
             None if v is None else v if v.__class__ is str else _fail((path, "cursor"), "string", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10623,11 +10061,8 @@ def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSe
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ListSessionsRequest(
-        cwd=f_cwd,
-        cursor=f_cursor,
-        meta=f_meta,
-        extra={} if _K_ListSessionsRequest.issuperset(obj) else _extra(obj, _K_ListSessionsRequest),
+    inst.extra = (
+        {} if _K_ListSessionsRequest.issuperset(obj) else _extra(obj, _K_ListSessionsRequest)
     )
     return inst
 
@@ -10635,7 +10070,7 @@ def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSe
 ListSessionsRequest._decode = _d_ListSessionsRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class DeleteSessionRequest(_Wire):
     """Request parameters for deleting an existing session from `session/list`.
 
@@ -10661,18 +10096,20 @@ class DeleteSessionRequest(_Wire):
         return d
 
 
-_K_DeleteSessionRequest: Final = frozenset(["sessionId", "_meta"])
+_K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(DeleteSessionRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10681,12 +10118,8 @@ def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Delet
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = DeleteSessionRequest(
-        session_id=f_session_id,
-        meta=f_meta,
-        extra=(
-            {} if _K_DeleteSessionRequest.issuperset(obj) else _extra(obj, _K_DeleteSessionRequest)
-        ),
+    inst.extra = (
+        {} if _K_DeleteSessionRequest.issuperset(obj) else _extra(obj, _K_DeleteSessionRequest)
     )
     return inst
 
@@ -10694,7 +10127,7 @@ def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Delet
 DeleteSessionRequest._decode = _d_DeleteSessionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ResumeSessionRequest(_Wire):
     """Request parameters for resuming an existing session.
 
@@ -10738,7 +10171,7 @@ class ResumeSessionRequest(_Wire):
         return d
 
 
-_K_ResumeSessionRequest: Final = frozenset(
+_K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
     ["sessionId", "cwd", "additionalDirectories", "mcpServers", "_meta"]
 )
 
@@ -10746,56 +10179,42 @@ _K_ResumeSessionRequest: Final = frozenset(
 def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ResumeSessionRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_cwd = (
+    inst.cwd = (
         _missing(path, "cwd")
         if (v := obj.get("cwd", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
     )
-    f_additional_directories = (
+    inst.additional_directories = (
         UNSET
         if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(
-                        x,
-                        p,
-                        ctx,
-                        lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                    ),
-                    v,
-                    (path, "additionalDirectories"),
-                    ctx,
-                )
+            _skip_invalid(
+                v,
+                (path, "additionalDirectories"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
-            is _MISSING
-            else w
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
         )
     )
-    f_mcp_servers = (
+    inst.mcp_servers = (
         UNSET
         if (v := obj.get("mcpServers", _MISSING)) is _MISSING
         else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: _skip_invalid(x, p, ctx, _d_McpServer),
-                    v,
-                    (path, "mcpServers"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
+            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            if v.__class__ is list
+            else _tolerate(ctx, (path, "mcpServers"), "array", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10804,15 +10223,8 @@ def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Resum
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ResumeSessionRequest(
-        session_id=f_session_id,
-        cwd=f_cwd,
-        additional_directories=f_additional_directories,
-        mcp_servers=f_mcp_servers,
-        meta=f_meta,
-        extra=(
-            {} if _K_ResumeSessionRequest.issuperset(obj) else _extra(obj, _K_ResumeSessionRequest)
-        ),
+    inst.extra = (
+        {} if _K_ResumeSessionRequest.issuperset(obj) else _extra(obj, _K_ResumeSessionRequest)
     )
     return inst
 
@@ -10820,7 +10232,7 @@ def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> Resum
 ResumeSessionRequest._decode = _d_ResumeSessionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CloseSessionRequest(_Wire):
     """Request parameters for closing an active session.
 
@@ -10850,18 +10262,20 @@ class CloseSessionRequest(_Wire):
         return d
 
 
-_K_CloseSessionRequest: Final = frozenset(["sessionId", "_meta"])
+_K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CloseSessionRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10870,10 +10284,8 @@ def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseS
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CloseSessionRequest(
-        session_id=f_session_id,
-        meta=f_meta,
-        extra={} if _K_CloseSessionRequest.issuperset(obj) else _extra(obj, _K_CloseSessionRequest),
+    inst.extra = (
+        {} if _K_CloseSessionRequest.issuperset(obj) else _extra(obj, _K_CloseSessionRequest)
     )
     return inst
 
@@ -10881,7 +10293,7 @@ def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseS
 CloseSessionRequest._decode = _d_CloseSessionRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SetSessionModeRequest(_Wire):
     """Request parameters for setting a session mode."""
 
@@ -10907,23 +10319,25 @@ class SetSessionModeRequest(_Wire):
         return d
 
 
-_K_SetSessionModeRequest: Final = frozenset(["sessionId", "modeId", "_meta"])
+_K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeId", "_meta"])
 
 
 def _d_SetSessionModeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SetSessionModeRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_mode_id = (
+    inst.mode_id = (
         _missing(path, "modeId")
         if (v := obj.get("modeId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "modeId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -10932,15 +10346,8 @@ def _d_SetSessionModeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> SetS
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SetSessionModeRequest(
-        session_id=f_session_id,
-        mode_id=f_mode_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SetSessionModeRequest.issuperset(obj)
-            else _extra(obj, _K_SetSessionModeRequest)
-        ),
+    inst.extra = (
+        {} if _K_SetSessionModeRequest.issuperset(obj) else _extra(obj, _K_SetSessionModeRequest)
     )
     return inst
 
@@ -10948,7 +10355,7 @@ def _d_SetSessionModeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> SetS
 SetSessionModeRequest._decode = _d_SetSessionModeRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestBoolean(_Wire):
     """A boolean value (`type: "boolean"`)."""
 
@@ -10983,7 +10390,7 @@ class SetSessionConfigOptionRequestBoolean(_Wire):
         return d
 
 
-_K_SetSessionConfigOptionRequestBoolean: Final = frozenset(
+_K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
     ["type", "sessionId", "configId", "value", "_meta"]
 )
 
@@ -10993,22 +10400,24 @@ def _d_SetSessionConfigOptionRequestBoolean(
 ) -> SetSessionConfigOptionRequestBoolean:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SetSessionConfigOptionRequestBoolean)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_config_id = (
+    inst.config_id = (
         _missing(path, "configId")
         if (v := obj.get("configId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "configId"), "string", v)
     )
-    f_value = (
+    inst.value = (
         _missing(path, "value")
         if (v := obj.get("value", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _fail((path, "value"), "boolean", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11017,16 +10426,10 @@ def _d_SetSessionConfigOptionRequestBoolean(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SetSessionConfigOptionRequestBoolean(
-        session_id=f_session_id,
-        config_id=f_config_id,
-        value=f_value,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
-            else _extra(obj, _K_SetSessionConfigOptionRequestBoolean)
-        ),
+    inst.extra = (
+        {}
+        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        else _extra(obj, _K_SetSessionConfigOptionRequestBoolean)
     )
     return inst
 
@@ -11034,7 +10437,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
 SetSessionConfigOptionRequestBoolean._decode = _d_SetSessionConfigOptionRequestBoolean
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SetSessionConfigOptionRequestValueId(_Wire):
     """A [`SessionConfigValueId`] string value.
 
@@ -11070,7 +10473,7 @@ class SetSessionConfigOptionRequestValueId(_Wire):
         return d
 
 
-_K_SetSessionConfigOptionRequestValueId: Final = frozenset(
+_K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
     ["sessionId", "configId", "value", "_meta"]
 )
 
@@ -11080,22 +10483,24 @@ def _d_SetSessionConfigOptionRequestValueId(
 ) -> SetSessionConfigOptionRequestValueId:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SetSessionConfigOptionRequestValueId)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_config_id = (
+    inst.config_id = (
         _missing(path, "configId")
         if (v := obj.get("configId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "configId"), "string", v)
     )
-    f_value = (
+    inst.value = (
         _missing(path, "value")
         if (v := obj.get("value", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "value"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11104,16 +10509,10 @@ def _d_SetSessionConfigOptionRequestValueId(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SetSessionConfigOptionRequestValueId(
-        session_id=f_session_id,
-        config_id=f_config_id,
-        value=f_value,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
-            else _extra(obj, _K_SetSessionConfigOptionRequestValueId)
-        ),
+    inst.extra = (
+        {}
+        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
+        else _extra(obj, _K_SetSessionConfigOptionRequestValueId)
     )
     return inst
 
@@ -11121,7 +10520,7 @@ def _d_SetSessionConfigOptionRequestValueId(
 SetSessionConfigOptionRequestValueId._decode = _d_SetSessionConfigOptionRequestValueId
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class PromptRequest(_Wire):
     """Request parameters for sending a user prompt to the agent.
 
@@ -11164,18 +10563,20 @@ class PromptRequest(_Wire):
         return d
 
 
-_K_PromptRequest: Final = frozenset(["sessionId", "prompt", "_meta"])
+_K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_meta"])
 
 
 def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRequest:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(PromptRequest)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_prompt = (
+    inst.prompt = (
         _missing(path, "prompt")
         if (v := obj.get("prompt", _MISSING)) is _MISSING
         else (
@@ -11184,7 +10585,7 @@ def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptReques
             else _fail((path, "prompt"), "array", v)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11193,19 +10594,14 @@ def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptReques
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = PromptRequest(
-        session_id=f_session_id,
-        prompt=f_prompt,
-        meta=f_meta,
-        extra={} if _K_PromptRequest.issuperset(obj) else _extra(obj, _K_PromptRequest),
-    )
+    inst.extra = {} if _K_PromptRequest.issuperset(obj) else _extra(obj, _K_PromptRequest)
     return inst
 
 
 PromptRequest._decode = _d_PromptRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientResponseResult(_Wire):
     """A successful JSON-RPC response."""
 
@@ -11223,24 +10619,22 @@ class ClientResponseResult(_Wire):
         return d
 
 
-_K_ClientResponseResult: Final = frozenset(["id", "result"])
+_K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseResult:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientResponseResult)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
-    inst = ClientResponseResult(
-        id=f_id,
-        result=f_result,
-        extra=(
-            {} if _K_ClientResponseResult.issuperset(obj) else _extra(obj, _K_ClientResponseResult)
-        ),
+    inst.result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
+    inst.extra = (
+        {} if _K_ClientResponseResult.issuperset(obj) else _extra(obj, _K_ClientResponseResult)
     )
     return inst
 
@@ -11248,7 +10642,7 @@ def _d_ClientResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> Clien
 ClientResponseResult._decode = _d_ClientResponseResult
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientResponseError(_Wire):
     """A failed JSON-RPC response."""
 
@@ -11266,26 +10660,26 @@ class ClientResponseError(_Wire):
         return d
 
 
-_K_ClientResponseError: Final = frozenset(["id", "error"])
+_K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseError:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientResponseError)
+    inst.id = (
         _missing(path, "id")
         if (v := obj.get("id", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "id"), ctx)
     )
-    f_error = (
+    inst.error = (
         _missing(path, "error")
         if (v := obj.get("error", _MISSING)) is _MISSING
         else _d_Error(v, (path, "error"), ctx)
     )
-    inst = ClientResponseError(
-        id=f_id,
-        error=f_error,
-        extra={} if _K_ClientResponseError.issuperset(obj) else _extra(obj, _K_ClientResponseError),
+    inst.extra = (
+        {} if _K_ClientResponseError.issuperset(obj) else _extra(obj, _K_ClientResponseError)
     )
     return inst
 
@@ -11293,7 +10687,7 @@ def _d_ClientResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> Client
 ClientResponseError._decode = _d_ClientResponseError
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class WriteTextFileResponse(_Wire):
     """Response to `fs/write_text_file`"""
 
@@ -11315,13 +10709,15 @@ class WriteTextFileResponse(_Wire):
         return d
 
 
-_K_WriteTextFileResponse: Final = frozenset(["_meta"])
+_K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(WriteTextFileResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11330,13 +10726,8 @@ def _d_WriteTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Writ
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = WriteTextFileResponse(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_WriteTextFileResponse.issuperset(obj)
-            else _extra(obj, _K_WriteTextFileResponse)
-        ),
+    inst.extra = (
+        {} if _K_WriteTextFileResponse.issuperset(obj) else _extra(obj, _K_WriteTextFileResponse)
     )
     return inst
 
@@ -11344,7 +10735,7 @@ def _d_WriteTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Writ
 WriteTextFileResponse._decode = _d_WriteTextFileResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ReadTextFileResponse(_Wire):
     """Response containing the contents of a text file."""
 
@@ -11368,18 +10759,20 @@ class ReadTextFileResponse(_Wire):
         return d
 
 
-_K_ReadTextFileResponse: Final = frozenset(["content", "_meta"])
+_K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ReadTextFileResponse)
+    inst.content = (
         _missing(path, "content")
         if (v := obj.get("content", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "content"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11388,12 +10781,8 @@ def _d_ReadTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadT
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ReadTextFileResponse(
-        content=f_content,
-        meta=f_meta,
-        extra=(
-            {} if _K_ReadTextFileResponse.issuperset(obj) else _extra(obj, _K_ReadTextFileResponse)
-        ),
+    inst.extra = (
+        {} if _K_ReadTextFileResponse.issuperset(obj) else _extra(obj, _K_ReadTextFileResponse)
     )
     return inst
 
@@ -11401,7 +10790,7 @@ def _d_ReadTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadT
 ReadTextFileResponse._decode = _d_ReadTextFileResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class RequestPermissionResponse(_Wire):
     """Response to a permission request."""
 
@@ -11425,7 +10814,7 @@ class RequestPermissionResponse(_Wire):
         return d
 
 
-_K_RequestPermissionResponse: Final = frozenset(["outcome", "_meta"])
+_K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_meta"])
 
 
 def _d_RequestPermissionResponse(
@@ -11433,12 +10822,14 @@ def _d_RequestPermissionResponse(
 ) -> RequestPermissionResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_outcome = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(RequestPermissionResponse)
+    inst.outcome = (
         _missing(path, "outcome")
         if (v := obj.get("outcome", _MISSING)) is _MISSING
         else _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11447,14 +10838,10 @@ def _d_RequestPermissionResponse(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = RequestPermissionResponse(
-        outcome=f_outcome,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_RequestPermissionResponse.issuperset(obj)
-            else _extra(obj, _K_RequestPermissionResponse)
-        ),
+    inst.extra = (
+        {}
+        if _K_RequestPermissionResponse.issuperset(obj)
+        else _extra(obj, _K_RequestPermissionResponse)
     )
     return inst
 
@@ -11462,7 +10849,7 @@ def _d_RequestPermissionResponse(
 RequestPermissionResponse._decode = _d_RequestPermissionResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class RequestPermissionOutcomeCancelled(_Wire):
     """The prompt turn was cancelled before the user responded.
 
@@ -11485,7 +10872,7 @@ class RequestPermissionOutcomeCancelled(_Wire):
         return d
 
 
-_K_RequestPermissionOutcomeCancelled: Final = frozenset(["outcome"])
+_K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcome"])
 
 
 def _d_RequestPermissionOutcomeCancelled(
@@ -11493,12 +10880,12 @@ def _d_RequestPermissionOutcomeCancelled(
 ) -> RequestPermissionOutcomeCancelled:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    inst = RequestPermissionOutcomeCancelled(
-        extra=(
-            {}
-            if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
-            else _extra(obj, _K_RequestPermissionOutcomeCancelled)
-        ),
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(RequestPermissionOutcomeCancelled)
+    inst.extra = (
+        {}
+        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        else _extra(obj, _K_RequestPermissionOutcomeCancelled)
     )
     return inst
 
@@ -11506,7 +10893,7 @@ def _d_RequestPermissionOutcomeCancelled(
 RequestPermissionOutcomeCancelled._decode = _d_RequestPermissionOutcomeCancelled
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class SelectedPermissionOutcome(_Wire):
     """The user selected one of the provided options."""
 
@@ -11532,7 +10919,7 @@ class SelectedPermissionOutcome(_Wire):
         return d
 
 
-_K_SelectedPermissionOutcome: Final = frozenset(["outcome", "optionId", "_meta"])
+_K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "optionId", "_meta"])
 
 
 def _d_SelectedPermissionOutcome(
@@ -11540,12 +10927,14 @@ def _d_SelectedPermissionOutcome(
 ) -> SelectedPermissionOutcome:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_option_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(SelectedPermissionOutcome)
+    inst.option_id = (
         _missing(path, "optionId")
         if (v := obj.get("optionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "optionId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11554,14 +10943,10 @@ def _d_SelectedPermissionOutcome(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = SelectedPermissionOutcome(
-        option_id=f_option_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_SelectedPermissionOutcome.issuperset(obj)
-            else _extra(obj, _K_SelectedPermissionOutcome)
-        ),
+    inst.extra = (
+        {}
+        if _K_SelectedPermissionOutcome.issuperset(obj)
+        else _extra(obj, _K_SelectedPermissionOutcome)
     )
     return inst
 
@@ -11569,7 +10954,7 @@ def _d_SelectedPermissionOutcome(
 SelectedPermissionOutcome._decode = _d_SelectedPermissionOutcome
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateTerminalResponse(_Wire):
     """Response containing the ID of the created terminal."""
 
@@ -11593,18 +10978,20 @@ class CreateTerminalResponse(_Wire):
         return d
 
 
-_K_CreateTerminalResponse: Final = frozenset(["terminalId", "_meta"])
+_K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_meta"])
 
 
 def _d_CreateTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_terminal_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateTerminalResponse)
+    inst.terminal_id = (
         _missing(path, "terminalId")
         if (v := obj.get("terminalId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11613,14 +11000,8 @@ def _d_CreateTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Cre
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CreateTerminalResponse(
-        terminal_id=f_terminal_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CreateTerminalResponse.issuperset(obj)
-            else _extra(obj, _K_CreateTerminalResponse)
-        ),
+    inst.extra = (
+        {} if _K_CreateTerminalResponse.issuperset(obj) else _extra(obj, _K_CreateTerminalResponse)
     )
     return inst
 
@@ -11628,7 +11009,7 @@ def _d_CreateTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Cre
 CreateTerminalResponse._decode = _d_CreateTerminalResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TerminalOutputResponse(_Wire):
     """Response containing the terminal output and exit status."""
 
@@ -11658,23 +11039,27 @@ class TerminalOutputResponse(_Wire):
         return d
 
 
-_K_TerminalOutputResponse: Final = frozenset(["output", "truncated", "exitStatus", "_meta"])
+_K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
+    ["output", "truncated", "exitStatus", "_meta"]
+)
 
 
 def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_output = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TerminalOutputResponse)
+    inst.output = (
         _missing(path, "output")
         if (v := obj.get("output", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "output"), "string", v)
     )
-    f_truncated = (
+    inst.truncated = (
         _missing(path, "truncated")
         if (v := obj.get("truncated", _MISSING)) is _MISSING
         else v if v.__class__ is bool else _fail((path, "truncated"), "boolean", v)
     )
-    f_exit_status = (
+    inst.exit_status = (
         UNSET
         if (v := obj.get("exitStatus", _MISSING)) is _MISSING
         else (
@@ -11687,7 +11072,7 @@ def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Ter
             )
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11696,16 +11081,8 @@ def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Ter
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TerminalOutputResponse(
-        output=f_output,
-        truncated=f_truncated,
-        exit_status=f_exit_status,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_TerminalOutputResponse.issuperset(obj)
-            else _extra(obj, _K_TerminalOutputResponse)
-        ),
+    inst.extra = (
+        {} if _K_TerminalOutputResponse.issuperset(obj) else _extra(obj, _K_TerminalOutputResponse)
     )
     return inst
 
@@ -11713,7 +11090,7 @@ def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> Ter
 TerminalOutputResponse._decode = _d_TerminalOutputResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class TerminalExitStatus(_Wire):
     """Exit status of a terminal command."""
 
@@ -11743,13 +11120,15 @@ class TerminalExitStatus(_Wire):
         return d
 
 
-_K_TerminalExitStatus: Final = frozenset(["exitCode", "signal", "_meta"])
+_K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
 
 
 def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalExitStatus:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_exit_code = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(TerminalExitStatus)
+    inst.exit_code = (
         UNSET
         if (v := obj.get("exitCode", _MISSING)) is _MISSING
         else (
@@ -11770,7 +11149,7 @@ def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> Termina
             )
         )
     )
-    f_signal = (
+    inst.signal = (
         UNSET
         if (v := obj.get("signal", _MISSING)) is _MISSING
         else (
@@ -11779,7 +11158,7 @@ def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> Termina
             else v if v.__class__ is str else _tolerate(ctx, (path, "signal"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11788,19 +11167,14 @@ def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> Termina
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = TerminalExitStatus(
-        exit_code=f_exit_code,
-        signal=f_signal,
-        meta=f_meta,
-        extra={} if _K_TerminalExitStatus.issuperset(obj) else _extra(obj, _K_TerminalExitStatus),
-    )
+    inst.extra = {} if _K_TerminalExitStatus.issuperset(obj) else _extra(obj, _K_TerminalExitStatus)
     return inst
 
 
 TerminalExitStatus._decode = _d_TerminalExitStatus
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ReleaseTerminalResponse(_Wire):
     """Response to terminal/release method"""
 
@@ -11822,7 +11196,7 @@ class ReleaseTerminalResponse(_Wire):
         return d
 
 
-_K_ReleaseTerminalResponse: Final = frozenset(["_meta"])
+_K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ReleaseTerminalResponse(
@@ -11830,7 +11204,9 @@ def _d_ReleaseTerminalResponse(
 ) -> ReleaseTerminalResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ReleaseTerminalResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11839,13 +11215,10 @@ def _d_ReleaseTerminalResponse(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = ReleaseTerminalResponse(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_ReleaseTerminalResponse.issuperset(obj)
-            else _extra(obj, _K_ReleaseTerminalResponse)
-        ),
+    inst.extra = (
+        {}
+        if _K_ReleaseTerminalResponse.issuperset(obj)
+        else _extra(obj, _K_ReleaseTerminalResponse)
     )
     return inst
 
@@ -11853,7 +11226,7 @@ def _d_ReleaseTerminalResponse(
 ReleaseTerminalResponse._decode = _d_ReleaseTerminalResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class WaitForTerminalExitResponse(_Wire):
     """Response containing the exit status of a terminal command."""
 
@@ -11883,7 +11256,7 @@ class WaitForTerminalExitResponse(_Wire):
         return d
 
 
-_K_WaitForTerminalExitResponse: Final = frozenset(["exitCode", "signal", "_meta"])
+_K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
 
 
 def _d_WaitForTerminalExitResponse(
@@ -11891,7 +11264,9 @@ def _d_WaitForTerminalExitResponse(
 ) -> WaitForTerminalExitResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_exit_code = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(WaitForTerminalExitResponse)
+    inst.exit_code = (
         UNSET
         if (v := obj.get("exitCode", _MISSING)) is _MISSING
         else (
@@ -11912,7 +11287,7 @@ def _d_WaitForTerminalExitResponse(
             )
         )
     )
-    f_signal = (
+    inst.signal = (
         UNSET
         if (v := obj.get("signal", _MISSING)) is _MISSING
         else (
@@ -11921,7 +11296,7 @@ def _d_WaitForTerminalExitResponse(
             else v if v.__class__ is str else _tolerate(ctx, (path, "signal"), "string", v, UNSET)
         )
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11930,15 +11305,10 @@ def _d_WaitForTerminalExitResponse(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = WaitForTerminalExitResponse(
-        exit_code=f_exit_code,
-        signal=f_signal,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_WaitForTerminalExitResponse.issuperset(obj)
-            else _extra(obj, _K_WaitForTerminalExitResponse)
-        ),
+    inst.extra = (
+        {}
+        if _K_WaitForTerminalExitResponse.issuperset(obj)
+        else _extra(obj, _K_WaitForTerminalExitResponse)
     )
     return inst
 
@@ -11946,7 +11316,7 @@ def _d_WaitForTerminalExitResponse(
 WaitForTerminalExitResponse._decode = _d_WaitForTerminalExitResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class KillTerminalResponse(_Wire):
     """Response to `terminal/kill` method"""
 
@@ -11968,13 +11338,15 @@ class KillTerminalResponse(_Wire):
         return d
 
 
-_K_KillTerminalResponse: Final = frozenset(["_meta"])
+_K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalResponse:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(KillTerminalResponse)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -11983,11 +11355,8 @@ def _d_KillTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> KillT
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = KillTerminalResponse(
-        meta=f_meta,
-        extra=(
-            {} if _K_KillTerminalResponse.issuperset(obj) else _extra(obj, _K_KillTerminalResponse)
-        ),
+    inst.extra = (
+        {} if _K_KillTerminalResponse.issuperset(obj) else _extra(obj, _K_KillTerminalResponse)
     )
     return inst
 
@@ -11995,7 +11364,7 @@ def _d_KillTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> KillT
 KillTerminalResponse._decode = _d_KillTerminalResponse
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateElicitationResponseAccept(_Wire):
     """The user accepted and provided content."""
 
@@ -12029,7 +11398,9 @@ class CreateElicitationResponseAccept(_Wire):
         return d
 
 
-_K_CreateElicitationResponseAccept: Final = frozenset(["action", "_meta", "content"])
+_K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
+    ["action", "_meta", "content"]
+)
 
 
 def _d_CreateElicitationResponseAccept(
@@ -12037,7 +11408,9 @@ def _d_CreateElicitationResponseAccept(
 ) -> CreateElicitationResponseAccept:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateElicitationResponseAccept)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -12046,7 +11419,7 @@ def _d_CreateElicitationResponseAccept(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    f_content = (
+    inst.content = (
         UNSET
         if (v := obj.get("content", _MISSING)) is _MISSING
         else (
@@ -12062,14 +11435,10 @@ def _d_CreateElicitationResponseAccept(
             )
         )
     )
-    inst = CreateElicitationResponseAccept(
-        meta=f_meta,
-        content=f_content,
-        extra=(
-            {}
-            if _K_CreateElicitationResponseAccept.issuperset(obj)
-            else _extra(obj, _K_CreateElicitationResponseAccept)
-        ),
+    inst.extra = (
+        {}
+        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        else _extra(obj, _K_CreateElicitationResponseAccept)
     )
     return inst
 
@@ -12077,7 +11446,7 @@ def _d_CreateElicitationResponseAccept(
 CreateElicitationResponseAccept._decode = _d_CreateElicitationResponseAccept
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateElicitationResponseDecline(_Wire):
     """The user declined the elicitation."""
 
@@ -12103,7 +11472,7 @@ class CreateElicitationResponseDecline(_Wire):
         return d
 
 
-_K_CreateElicitationResponseDecline: Final = frozenset(["action", "_meta"])
+_K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
 def _d_CreateElicitationResponseDecline(
@@ -12111,7 +11480,9 @@ def _d_CreateElicitationResponseDecline(
 ) -> CreateElicitationResponseDecline:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateElicitationResponseDecline)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -12120,13 +11491,10 @@ def _d_CreateElicitationResponseDecline(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CreateElicitationResponseDecline(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CreateElicitationResponseDecline.issuperset(obj)
-            else _extra(obj, _K_CreateElicitationResponseDecline)
-        ),
+    inst.extra = (
+        {}
+        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        else _extra(obj, _K_CreateElicitationResponseDecline)
     )
     return inst
 
@@ -12134,7 +11502,7 @@ def _d_CreateElicitationResponseDecline(
 CreateElicitationResponseDecline._decode = _d_CreateElicitationResponseDecline
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CreateElicitationResponseCancel(_Wire):
     """The elicitation was cancelled."""
 
@@ -12160,7 +11528,7 @@ class CreateElicitationResponseCancel(_Wire):
         return d
 
 
-_K_CreateElicitationResponseCancel: Final = frozenset(["action", "_meta"])
+_K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
 def _d_CreateElicitationResponseCancel(
@@ -12168,7 +11536,9 @@ def _d_CreateElicitationResponseCancel(
 ) -> CreateElicitationResponseCancel:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_meta = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CreateElicitationResponseCancel)
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -12177,13 +11547,10 @@ def _d_CreateElicitationResponseCancel(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CreateElicitationResponseCancel(
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CreateElicitationResponseCancel.issuperset(obj)
-            else _extra(obj, _K_CreateElicitationResponseCancel)
-        ),
+    inst.extra = (
+        {}
+        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        else _extra(obj, _K_CreateElicitationResponseCancel)
     )
     return inst
 
@@ -12191,7 +11558,7 @@ def _d_CreateElicitationResponseCancel(
 CreateElicitationResponseCancel._decode = _d_CreateElicitationResponseCancel
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ElicitationAcceptAction(_Wire):
     """The user accepted the elicitation and provided content."""
 
@@ -12213,7 +11580,7 @@ class ElicitationAcceptAction(_Wire):
         return d
 
 
-_K_ElicitationAcceptAction: Final = frozenset(["content"])
+_K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 
 
 def _d_ElicitationAcceptAction(
@@ -12221,7 +11588,9 @@ def _d_ElicitationAcceptAction(
 ) -> ElicitationAcceptAction:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_content = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ElicitationAcceptAction)
+    inst.content = (
         UNSET
         if (v := obj.get("content", _MISSING)) is _MISSING
         else (
@@ -12237,13 +11606,10 @@ def _d_ElicitationAcceptAction(
             )
         )
     )
-    inst = ElicitationAcceptAction(
-        content=f_content,
-        extra=(
-            {}
-            if _K_ElicitationAcceptAction.issuperset(obj)
-            else _extra(obj, _K_ElicitationAcceptAction)
-        ),
+    inst.extra = (
+        {}
+        if _K_ElicitationAcceptAction.issuperset(obj)
+        else _extra(obj, _K_ElicitationAcceptAction)
     )
     return inst
 
@@ -12251,7 +11617,7 @@ def _d_ElicitationAcceptAction(
 ElicitationAcceptAction._decode = _d_ElicitationAcceptAction
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class ClientNotification(_Wire):
     """A JSON-RPC notification object."""
 
@@ -12271,30 +11637,30 @@ class ClientNotification(_Wire):
         return d
 
 
-_K_ClientNotification: Final = frozenset(["method", "params"])
+_K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_method = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(ClientNotification)
+    inst.method = (
         _missing(path, "method")
         if (v := obj.get("method", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "method"), "string", v)
     )
-    f_params = UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    inst = ClientNotification(
-        method=f_method,
-        params=f_params,
-        extra={} if _K_ClientNotification.issuperset(obj) else _extra(obj, _K_ClientNotification),
+    inst.params = (
+        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
     )
+    inst.extra = {} if _K_ClientNotification.issuperset(obj) else _extra(obj, _K_ClientNotification)
     return inst
 
 
 ClientNotification._decode = _d_ClientNotification
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CancelNotification(_Wire):
     """Notification to cancel ongoing operations for a session.
 
@@ -12321,18 +11687,20 @@ class CancelNotification(_Wire):
         return d
 
 
-_K_CancelNotification: Final = frozenset(["sessionId", "_meta"])
+_K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> CancelNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_session_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CancelNotification)
+    inst.session_id = (
         _missing(path, "sessionId")
         if (v := obj.get("sessionId", _MISSING)) is _MISSING
         else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -12341,18 +11709,14 @@ def _d_CancelNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> CancelN
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CancelNotification(
-        session_id=f_session_id,
-        meta=f_meta,
-        extra={} if _K_CancelNotification.issuperset(obj) else _extra(obj, _K_CancelNotification),
-    )
+    inst.extra = {} if _K_CancelNotification.issuperset(obj) else _extra(obj, _K_CancelNotification)
     return inst
 
 
 CancelNotification._decode = _d_CancelNotification
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
 class CancelRequestNotification(_Wire):
     """Notification to cancel an ongoing request.
 
@@ -12378,7 +11742,7 @@ class CancelRequestNotification(_Wire):
         return d
 
 
-_K_CancelRequestNotification: Final = frozenset(["requestId", "_meta"])
+_K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_meta"])
 
 
 def _d_CancelRequestNotification(
@@ -12386,12 +11750,14 @@ def _d_CancelRequestNotification(
 ) -> CancelRequestNotification:
     if obj.__class__ is not dict:
         _fail(path, "object", obj)
-    f_request_id = (
+    # Built without calling __init__: every field is set below, in declaration order.
+    inst = _new(CancelRequestNotification)
+    inst.request_id = (
         _missing(path, "requestId")
         if (v := obj.get("requestId", _MISSING)) is _MISSING
         else _d_RequestId(v, (path, "requestId"), ctx)
     )
-    f_meta = (
+    inst.meta = (
         UNSET
         if (v := obj.get("_meta", _MISSING)) is _MISSING
         else (
@@ -12400,14 +11766,10 @@ def _d_CancelRequestNotification(
             else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
         )
     )
-    inst = CancelRequestNotification(
-        request_id=f_request_id,
-        meta=f_meta,
-        extra=(
-            {}
-            if _K_CancelRequestNotification.issuperset(obj)
-            else _extra(obj, _K_CancelRequestNotification)
-        ),
+    inst.extra = (
+        {}
+        if _K_CancelRequestNotification.issuperset(obj)
+        else _extra(obj, _K_CancelRequestNotification)
     )
     return inst
 
