@@ -73,8 +73,12 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
     out: list[Method] = []
     for wire, (handler, seen) in sorted(sides.items()):
         names = tagged.get(wire) or _by_naming(wire, by_name)
-        params = next((n for n in names if not n.endswith("Response")), None)
         result = next((n for n in names if n.endswith("Response")), None)
+        candidates = [n for n in names if not n.endswith("Response")]
+        params = next((n for n in candidates if not n.endswith("Notification")), None) if result else None
+        params = params or next(iter(candidates), None)
+        # Both a request and a notification type for one method: it can be sent either way.
+        also_notification = next((n for n in candidates if n != params and n.endswith("Notification")), None)
         if params is None:
             problems.append(
                 Problem(
@@ -92,7 +96,7 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
         else:
             handled = "agent" if "agent" in seen else "client"
         is_request = result is not None and not params.endswith("Notification")
-        doc = by_name[params].doc if params in by_name else ""
+        doc = _summary(by_name[params].doc if params in by_name else "")
         out.append(
             Method(
                 wire=wire,
@@ -103,9 +107,11 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
                 result=result if is_request else None,
                 handler=handler,
                 unstable=wire not in schema.stable_methods,
-                doc=doc.split("\n\n")[0],
+                doc=doc,
                 optional=wire not in BASELINE,
                 runtime=wire.startswith("$/"),
+                notification_params=also_notification if is_request else None,
+                notification_handler=f"{handler}_notification" if is_request and also_notification else None,
             )
         )
     if problems:
@@ -114,16 +120,42 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
 
 
 def _by_naming(wire: str, by_name: dict[str, Definition]) -> list[str]:
-    """Without x-method: the `*Request/*Response/*Notification` types sharing the most words."""
-    want = {w.lower() for w in words(pascal(wire.replace("/", "_")))}
-    best: dict[str, tuple[int, str]] = {}
+    """Without x-method: the `*Request`/`*Response`/`*Notification` types named after the method.
+
+    A candidate's words must all come from the method name; the one holding the method's last
+    word (its action: `session/cancel` -> CancelNotification) wins, then the larger overlap.
+    A tie is left unmapped (the caller reports it) rather than guessed.
+    """
+    want_words = [_stem(w) for w in words(pascal(wire.replace("/", "_")))]
+    want = set(want_words)
+    best: dict[str, list[tuple[tuple[bool, int], str]]] = {}
     for name in by_name:
         suffix = next((s for s in _SUFFIXES if name.endswith(s)), None)
-        if suffix is None:
+        if suffix is None or name == suffix:
             continue
-        have = {w.lower() for w in words(name[: -len(suffix)])}
-        score = len(want & have) * 10 - len(have - want)
+        have = {_stem(w) for w in words(name[: -len(suffix)])}
+        if not have or not have <= want:
+            continue
         kind = "Response" if suffix == "Response" else "params"
-        if len(want & have) == len(want) and (kind not in best or score > best[kind][0]):
-            best[kind] = (score, name)
-    return [name for _, name in best.values()]
+        best.setdefault(kind, []).append(((want_words[-1] in have, len(have)), name))
+    found: list[str] = []
+    for ranked in best.values():
+        ranked.sort(reverse=True)
+        if len(ranked) == 1 or ranked[0][0] != ranked[1][0]:
+            found.append(ranked[0][1])
+    return found
+
+
+def _stem(word: str) -> str:
+    """`Sessions` -> `session`: method names say `session/list`, types `ListSessionsRequest`."""
+    word = word.lower()
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def _summary(doc: str) -> str:
+    """The first paragraph that says what the method does (not the UNSTABLE banner)."""
+    for paragraph in doc.split("\n\n"):
+        text = paragraph.strip()
+        if text and text != "**UNSTABLE**" and not text.startswith("This capability is not part of the spec"):
+            return text
+    return ""

@@ -8,6 +8,7 @@ whether an enum is open (has a catch-all), and what a variant class is called.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -43,6 +44,7 @@ from .shapes import (
     count_refs,
     enum_alternatives,
     json_type_of,
+    mixin_groups,
     ptr_escape,
     unwrap_ref,
 )
@@ -54,6 +56,7 @@ _SCALARS: dict[str, TypeExpr] = {
     "boolean": Scalar("bool"),
     "null": Scalar("null"),
 }
+_TAKES_UNKNOWN = re.compile(r"unknown\b[^.]*\bdeserializ", re.IGNORECASE | re.DOTALL)
 _METHOD_NAMES = frozenset({"to_dict", "from_dict", "to_json", "from_json"})
 
 
@@ -225,7 +228,8 @@ class TypeBuilder:
             extra_attr += "_"
         # Required fields first: dataclass fields without defaults must precede the others.
         ordered = tuple(sorted(fields, key=lambda f: not f.required))
-        return ObjectDef(py, pointer, doc, ordered, tag, extra_attr, unstable)
+        groups = mixin_groups(self.s, node)
+        return ObjectDef(py, pointer, doc, ordered, tag, extra_attr, unstable, one_of_keys=groups)
 
     def _field(
         self,
@@ -468,7 +472,17 @@ class TypeBuilder:
                 # Shapes cannot be told apart (e.g. JSON-RPC results): keep the raw JSON.
                 return UnionDef(py, pointer, doc, tuple(variants), None, (), (), unstable)
             unknown_class = self._fresh("Unknown" + py, pointer) if tag else None
-            dispatch = ObjectDispatch(tag, tagged, tuple(keyed), fallback, unknown_class)
+            # An unknown tag is kept raw (forward compatibility) unless the schema says the
+            # fallback variant takes it ("Unknown `type` values ... deserialize into this
+            # variant", SetSessionConfigOptionRequest) and the fallback leaves the tag open.
+            to_fallback = (
+                bool(tag)
+                and not unknown
+                and fallback is not None
+                and _TAKES_UNKNOWN.search(fallback.doc) is not None
+                and not self._declares(fallback, tag)
+            )
+            dispatch = ObjectDispatch(tag, tagged, tuple(keyed), fallback, unknown_class, to_fallback)
         if len(arrays) > 1:
             keyed_items, _ = self._keyed([replace(v, type=_item(v.type)) for v in arrays], pointer)
             if keyed_items is None:
@@ -495,6 +509,17 @@ class TypeBuilder:
         if len(fallback) > 1:
             return None, None
         return keyed, (fallback[0] if fallback else None)
+
+    def _declares(self, variant: Variant, wire: str | None) -> bool:
+        """Whether the variant's class has a property (or tag) named `wire`."""
+        if isinstance(variant.type, Named):
+            self._ensure(variant.type.name)
+            target = self.out.get(variant.type.name)
+            if isinstance(target, ObjectDef):
+                return any(f.wire == wire for f in target.fields) or (
+                    target.tag is not None and target.tag.wire == wire
+                )
+        return False
 
     def _required_keys(self, texpr: TypeExpr) -> list[str]:
         if isinstance(texpr, Named):

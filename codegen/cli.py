@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,8 +12,10 @@ import typer
 
 from . import __version__
 from .config import load_targets
-from .errors import CodegenError
-from .generate import Target, check, write
+from .diff import diff_schemas
+from .diff_format import Format, render
+from .errors import CodegenError, Problem
+from .generate import Target, check, generate_files, write
 
 app = typer.Typer(
     add_completion=False,
@@ -28,9 +31,15 @@ SCHEMA_HELP = (
 )
 
 
+MAX_SHOWN = 50  # problems printed; a broken schema can have thousands
+
+
 def _report(exc: CodegenError) -> NoReturn:
-    for problem in exc.problems:
+    """Print every problem as one `error: FILE#POINTER: WHAT (fix: HOW)` line; exit 2."""
+    for problem in exc.problems[:MAX_SHOWN]:
         typer.echo(f"error: {problem.line()}", err=True)
+    if len(exc.problems) > MAX_SHOWN:
+        typer.echo(f"error: ... and {len(exc.problems) - MAX_SHOWN} more problems", err=True)
     raise typer.Exit(2)
 
 
@@ -49,8 +58,8 @@ def main(
     """Generate ACP bindings: `acp-codegen agent --out myagent/acp/`."""
 
 
-def run_target(target: Target, check_only: bool, force: bool) -> int:
-    """Generate (or check) one target; returns the exit code."""
+def run_target(target: Target, check_only: bool, force: bool, files: dict[str, str] | None = None) -> int:
+    """Generate (or check) one target; returns the exit code. `files`: already generated."""
     try:
         if check_only:
             report = check(target)
@@ -61,12 +70,14 @@ def run_target(target: Target, check_only: bool, force: bool) -> int:
                 return 1
             typer.echo(f"{target.out}: up to date")
             return 0
-        result = write(target, force=force)
+        result = write(target, force=force, files=files)
     except CodegenError as exc:
         _report(exc)
     typer.echo(
         f"{target.out}: {len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed"
     )
+    for rel in result.kept:
+        typer.echo(f"warning: {target.out / rel}: no longer generated but edited since, so left in place", err=True)
     return 0
 
 
@@ -116,14 +127,47 @@ def generate_command(
         targets = load_targets(config)
     except CodegenError as exc:
         _report(exc)
+    if schema is not None:
+        targets = [replace(target, schema=schema) for target in targets]
+    if unstable is not None:
+        targets = [replace(target, unstable=unstable) for target in targets]
+    generated: list[dict[str, str] | None] = [None] * len(targets)
+    if not check_only:
+        # Generate every target before writing any, so bad input leaves all of them untouched.
+        problems: list[Problem] = []
+        for i, target in enumerate(targets):
+            try:
+                generated[i] = generate_files(target)
+            except CodegenError as exc:
+                problems += exc.problems
+        if problems:
+            _report(CodegenError(problems))
     status = 0
-    for target in targets:
-        if schema is not None:
-            target = replace(target, schema=schema)
-        if unstable is not None:
-            target = replace(target, unstable=unstable)
-        status = max(status, run_target(target, check_only, force))
+    for target, files in zip(targets, generated, strict=True):
+        status = max(status, run_target(target, check_only, force, files))
     raise typer.Exit(status)
+
+
+@app.command("diff")
+def diff_command(
+    old: str = typer.Argument(..., help="The old schema: " + SCHEMA_HELP),
+    new: str = typer.Argument(..., help="The new schema, given the same way."),
+    unstable: bool = typer.Option(False, "--unstable", help="Compare the unstable schemas (schema.unstable.json)."),
+    fmt: Format = typer.Option("text", "--format", "-f", help="Output format: text, json or markdown."),
+    fail_on_breaking: bool = typer.Option(
+        False, "--fail-on-breaking", help="Exit 1 if any change is breaking (for the --for side, else for either)."
+    ),
+    side: Literal["agent", "client"] | None = typer.Option(
+        None, "--for", help="With --fail-on-breaking: count only changes breaking this side (agent or client)."
+    ),
+) -> None:
+    """What changed in the API between two schema versions, and whether it breaks agents or clients."""
+    try:
+        report = diff_schemas(old, new, unstable)
+    except CodegenError as exc:
+        _report(exc)
+    typer.echo(render(report, fmt), nl=False)
+    raise typer.Exit(1 if fail_on_breaking and report.breaking(side) else 0)
 
 
 def entry() -> None:
@@ -131,6 +175,15 @@ def entry() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:  # a bug in acp-codegen, not bad input: still no traceback by default
+        if os.environ.get("ACP_CODEGEN_DEBUG"):
+            raise
+        typer.echo(
+            f"error: internal error in acp-codegen {__version__}: {type(exc).__name__}: {exc} "
+            "(fix: please report it with the command you ran; ACP_CODEGEN_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(3)
 
 
 if __name__ == "__main__":

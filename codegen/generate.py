@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import difflib
+import keyword
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from .build import build_package
-from .errors import fail
+from .errors import CodegenError, Problem, fail
 from .format import format_files
 from .load import load, locate
 from .render import render
-from .write import WriteResult, diff_tree, write_tree
+from .validate import validate
+from .write import WriteResult, diff_tree, out_dir_problems, write_tree
 
 
 @dataclass(frozen=True)
@@ -41,24 +43,47 @@ class Target:
 
     def package_name(self) -> str:
         name = self.package or self.out.resolve().name
-        if not all(part.isidentifier() for part in name.split(".")):
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")):
+            given = "--package" if self.package else "the --out folder name"
             raise fail(
-                f"{name!r} is not a valid Python package name",
+                f"{given} {name!r} is not a valid Python package name",
                 self.out,
-                fix="pass --package with an importable name (letters, digits, _ and dots)",
+                fix="pass --package with an importable name (letters, digits and _, not starting with a digit; "
+                "dots between parts)",
             )
         return name
 
+    def problems(self) -> list[Problem]:
+        """What is wrong with the target itself (--out, --package), before any schema is read."""
+        problems = out_dir_problems(self.out)
+        try:
+            self.package_name()
+        except CodegenError as exc:
+            problems += exc.problems
+        return problems
+
 
 def generate_files(target: Target, template_dir: Path | None = None) -> dict[str, str]:
-    """Everything the target's package consists of, formatted, in memory."""
-    schema = load(locate(target.schema, target.unstable))
+    """Everything the target's package consists of, formatted, in memory.
+
+    Bad input of every kind (the target, the schema files, the schema's content) is reported
+    here, together, before the IR runs: nothing has been written when this raises.
+    """
+    problems = target.problems()
+    try:
+        schema = load(locate(target.schema, target.unstable))
+        validate(schema)
+    except CodegenError as exc:
+        problems += exc.problems
+    if problems:
+        raise CodegenError(problems)
     package = build_package(schema, target.role, target.package_name(), target.command())
     return format_files(render(package, template_dir))
 
 
-def write(target: Target, force: bool = False) -> WriteResult:
-    return write_tree(target.out, generate_files(target), force=force)
+def write(target: Target, force: bool = False, files: dict[str, str] | None = None) -> WriteResult:
+    """Generate (unless `files` are given) and write; nothing is written if anything fails."""
+    return write_tree(target.out, generate_files(target) if files is None else files, force=force)
 
 
 def check(target: Target, max_lines: int = 40) -> list[str]:

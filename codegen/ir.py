@@ -125,6 +125,9 @@ class ObjectDef:
     unstable: bool
     side: str | None = None  # x-side
     method: str | None = None  # x-method
+    # Flattened untagged alternatives (e.g. an elicitation's session or request scope): a
+    # value must carry every key of at least one group.
+    one_of_keys: tuple[tuple[str, ...], ...] = ()
 
     kind: Literal["object"] = "object"
 
@@ -151,6 +154,9 @@ class ObjectDispatch:
     keyed: tuple[Variant, ...]  # by a distinguishing key, in order
     fallback: Variant | None  # tag absent / no key matched
     unknown_class: str | None  # unknown tag -> this class keeps the raw object
+    # No catch-all variant, but an untagged fallback that does not constrain the tag: JSON
+    # Schema lets an unknown tag match the fallback, so it is decoded as that (when it fits).
+    unknown_to_fallback: bool = False
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,10 @@ class Method:
     doc: str
     optional: bool  # answered with -32601 until the user implements it
     runtime: bool = False  # protocol-level (`$/...`): the connection itself handles it
+    # A request that may also be sent as a notification (unstable `mcp/message`): the
+    # notification's params type and the handler that receives it.
+    notification_params: str | None = None
+    notification_handler: str | None = None
 
 
 @dataclass(frozen=True)

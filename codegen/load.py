@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import CodegenError, Problem, fail
 from .resources import bundled_schema_dir, bundled_schema_names
 
 META_SIDES = ("agentMethods", "clientMethods", "protocolMethods")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,13 @@ class LoadedSchema:
         return name, self.defs[name]
 
 
+def _schema_choices() -> str:
+    return (
+        "a bundled schema name (" + ", ".join(bundled_schema_names()) + "), a directory holding "
+        "schema.json + meta.json, or the path of a schema.json"
+    )
+
+
 def locate(schema: str | None, unstable: bool) -> SchemaFiles:
     """Turn the --schema argument into file paths (bundled name, directory or schema.json)."""
     name = schema or "v1"
@@ -83,20 +93,15 @@ def locate(schema: str | None, unstable: bool) -> SchemaFiles:
             directory = given
         elif given.is_file() or given.suffix == ".json":
             if not given.exists():
-                raise fail(
-                    "schema file not found",
-                    given,
-                    fix="pass a bundled name (" + ", ".join(bundled_schema_names()) + ") or an existing path",
-                )
+                raise fail("--schema: schema file not found", given, fix=f"pass {_schema_choices()}")
             directory = given.parent
             if given.name not in ("schema.json", "schema.unstable.json"):
                 meta = directory / "meta.json"
                 return SchemaFiles(str(given), given, meta)
         else:
             raise fail(
-                f"no such schema: {name!r}",
-                fix="pass a bundled name (" + ", ".join(bundled_schema_names()) + "), a directory "
-                "holding schema.json + meta.json, or a schema.json path",
+                f"--schema {name!r} is neither a bundled schema nor an existing file or directory",
+                fix=f"pass {_schema_choices()}",
             )
         label = str(given)
     if unstable:
@@ -110,28 +115,55 @@ def locate(schema: str | None, unstable: bool) -> SchemaFiles:
     return SchemaFiles(label, directory / "schema.json", directory / "meta.json")
 
 
+# The largest ACP schema file is ~0.4 MB; anything far beyond is not an ACP schema.
+MAX_BYTES = 16 * 1024 * 1024
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+    return "null" if value is None else names.get(type(value), "a number")
+
+
 def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
+    fix_missing = f"create {path.name} or point --schema elsewhere"
+    if what.startswith("unstable"):
+        fix_missing = f"drop --unstable (this schema has no {path.name}) or point --schema elsewhere"
     try:
+        if path.is_symlink() and not path.exists():
+            raise fail(f"{what} is a symbolic link to a missing file ({os.readlink(path)})", path, fix=fix_missing)
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise fail(
+                f"{what} is {size} bytes; acp-codegen reads at most {MAX_BYTES}",
+                path,
+                fix="check this is the ACP schema (ACP releases are under 1 MB)",
+            )
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise fail(f"{what} not found", path, fix=f"create {path.name} or point --schema elsewhere") from None
+        raise fail(f"{what} not found", path, fix=fix_missing) from None
     except IsADirectoryError:
-        raise fail(f"{what} is a directory, not a file", path, fix="pass the file itself") from None
+        raise fail(f"{what} is a directory, not a file", path, fix=f"put the {path.name} file there") from None
     except OSError as exc:
-        raise fail(f"{what} cannot be read: {exc.strerror}", path, fix="check permissions") from None
+        raise fail(
+            f"{what} cannot be read: {exc.strerror}", path, fix="check the file's permissions (it must be readable)"
+        ) from None
+    if path.is_dir():  # some platforms read a directory as empty instead of failing
+        raise fail(f"{what} is a directory, not a file", path, fix=f"put the {path.name} file there")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise fail(
-            f"{what} is not UTF-8 (bad byte at offset {exc.start})", path, fix="save the file as UTF-8"
+            f"{what} is not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            path,
+            fix="save the file as UTF-8",
         ) from None
     if not text.strip():
-        raise fail(f"{what} is empty", path, fix="supply the ACP JSON schema")
+        raise fail(f"{what} is empty", path, fix=f"supply the ACP {path.name}")
     try:
         return json.loads(text), raw
     except json.JSONDecodeError as exc:
         raise fail(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
             path,
             fix="repair the JSON syntax",
         ) from None
@@ -141,19 +173,38 @@ def _read_json(path: Path, what: str) -> tuple[Any, bytes]:
 
 def _check_schema(doc: Any, path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict):
-        raise fail(f"schema must be a JSON object, found {type(doc).__name__}", path, "", "supply the ACP schema.json")
+        raise fail(
+            f"schema must be a JSON object, found {_kind(doc)}",
+            path,
+            "",
+            'supply the ACP schema.json: {"$defs": {...}}',
+        )
     defs = doc.get("$defs")
     if defs is None:
+        older = "definitions" in doc
         raise fail(
             "schema has no $defs: every ACP type lives under $defs",
             path,
             "/$defs",
-            "use an ACP schema.json (JSON Schema 2020-12 with $defs)",
+            "rename definitions to $defs (and #/definitions/ refs to #/$defs/)"
+            if older
+            else "use an ACP schema.json (JSON Schema 2020-12 with $defs)",
         )
     if not isinstance(defs, dict) or not defs:
-        raise fail("$defs must be a non-empty object", path, "/$defs", "list the ACP types under $defs")
+        found = "an empty object" if isinstance(defs, dict) else _kind(defs)
+        raise fail(
+            f"$defs must be a non-empty object of type name -> schema, found {found}",
+            path,
+            "/$defs",
+            "list the ACP types under $defs",
+        )
     problems = [
-        Problem("type definition must be an object", str(path), f"/$defs/{name}", "fix the definition")
+        Problem(
+            f"type definition must be a JSON object, found {_kind(node)}",
+            str(path),
+            "/$defs/" + name.replace("~", "~0").replace("/", "~1"),
+            'write the type as a schema object, e.g. {"type": "object", "properties": {...}}',
+        )
         for name, node in defs.items()
         if not isinstance(node, dict)
     ]
@@ -163,32 +214,60 @@ def _check_schema(doc: Any, path: Path) -> dict[str, Any]:
 
 
 def _check_meta(doc: Any, path: Path) -> dict[str, list[tuple[str, str]]]:
+    example = '{"version": 1, "agentMethods": {"initialize": "initialize", ...}, "clientMethods": {...}}'
     if not isinstance(doc, dict):
-        raise fail(
-            f"meta.json must be a JSON object, found {type(doc).__name__}",
-            path,
-            fix='supply {"agentMethods": {...}, "clientMethods": {...}}',
-        )
+        raise fail(f"meta.json must be a JSON object, found {_kind(doc)}", path, fix=f"supply {example}")
     if "agentMethods" not in doc and "clientMethods" not in doc:
         raise fail(
             "meta.json lists no methods (no agentMethods / clientMethods)",
             path,
             fix="use the meta.json published with the ACP schema",
         )
-    sides: dict[str, list[tuple[str, str]]] = {}
-    if "version" in doc and not isinstance(doc["version"], int):
-        problems_v = [Problem("version must be an integer (the protocol version)", str(path), "/version")]
-        raise CodegenError(problems_v)
     problems: list[Problem] = []
+    if "version" in doc and (isinstance(doc["version"], bool) or not isinstance(doc["version"], int)):
+        problems.append(
+            Problem(
+                f"version must be an integer (the protocol version), found {_kind(doc['version'])}",
+                str(path),
+                "/version",
+                'write "version": 1',
+            )
+        )
+    sides: dict[str, list[tuple[str, str]]] = {}
     for key in META_SIDES:
         entries = doc.get(key, {})
         if not isinstance(entries, dict):
-            problems.append(Problem(f"{key} must be an object of name -> wire method", str(path), f"/{key}"))
+            problems.append(
+                Problem(
+                    f"{key} must be an object of handler name -> wire method name, found {_kind(entries)}",
+                    str(path),
+                    f"/{key}",
+                    f'write "{key}": {{"session_new": "session/new", ...}}',
+                )
+            )
             continue
         wire: list[tuple[str, str]] = []
         for short, method in entries.items():
-            if not isinstance(method, str) or not method:
-                problems.append(Problem("method name must be a non-empty string", str(path), f"/{key}/{short}"))
+            pointer = f"/{key}/" + short.replace("~", "~0").replace("/", "~1")
+            if not isinstance(method, str) or not method.strip():
+                found = "an empty string" if isinstance(method, str) else _kind(method)
+                problems.append(
+                    Problem(
+                        f"method name must be a non-empty string, found {found}",
+                        str(path),
+                        pointer,
+                        'give the wire method name, e.g. "session/new"',
+                    )
+                )
+            elif not short or not any(c.isalnum() for c in short):
+                problems.append(
+                    Problem(
+                        f"handler name {short!r} has no letters or digits to make a Python method name from",
+                        str(path),
+                        pointer,
+                        'use the method\'s name in snake_case, e.g. "session_new"',
+                    )
+                )
             else:
                 wire.append((str(short), method))
         sides[key.removesuffix("Methods")] = wire
@@ -214,15 +293,30 @@ def _release(directory: Path, meta: dict[str, Any]) -> str:
     return f"protocol-v{version}" if isinstance(version, int) else "unknown"
 
 
+def _attempt(problems: list[Problem], step: Callable[[], _T]) -> _T | None:
+    """Run one check; on bad input record its problems and go on with the next file."""
+    try:
+        return step()
+    except CodegenError as exc:
+        problems.extend(exc.problems)
+        return None
+
+
 def load(files: SchemaFiles) -> LoadedSchema:
-    doc, raw_schema = _read_json(files.schema, "schema")
-    defs = _check_schema(doc, files.schema)
-    meta_doc, raw_meta = _read_json(files.meta, "meta.json")
-    methods = _check_meta(meta_doc, files.meta)
+    """Read and check schema.json and meta.json; problems of both files are reported together."""
+    unstable = files.stable_schema is not None
+    problems: list[Problem] = []
+    schema_read = _attempt(problems, lambda: _read_json(files.schema, "unstable schema" if unstable else "schema"))
+    defs = _attempt(problems, lambda: _check_schema(schema_read[0], files.schema)) if schema_read else None
+    meta_read = _attempt(problems, lambda: _read_json(files.meta, "unstable meta.json" if unstable else "meta.json"))
+    methods = _attempt(problems, lambda: _check_meta(meta_read[0], files.meta)) if meta_read else None
+    if problems or schema_read is None or defs is None or meta_read is None or methods is None:
+        raise CodegenError(problems)
+    raw_schema = schema_read[1]
+    meta_doc, raw_meta = meta_read
     digest = hashlib.sha256(raw_schema + b"\0" + raw_meta).hexdigest()
     stable_defs: frozenset[str] = frozenset(defs)
     stable_methods = frozenset(m for ms in methods.values() for _, m in ms)
-    unstable = files.stable_schema is not None
     if files.stable_schema is not None and files.stable_meta is not None:
         sdoc, _ = _read_json(files.stable_schema, "stable schema")
         stable_defs = frozenset(_check_schema(sdoc, files.stable_schema))

@@ -6,6 +6,7 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,21 @@ _CHECKS = {"str": "str", "bool": "bool", "object": "dict"}
 _NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "object": "object", "null": "null"}
 
 
+@dataclass(frozen=True)
+class DecodePlan:
+    """The decode of one field value `v`, as the decoder template lays it out.
+
+    `cond` is an inline check (`value` when it holds, else a failure naming `expected`);
+    `call` an expression that decodes `v` and may raise DecodeError; neither: `v` as is.
+    """
+
+    cond: str | None
+    value: str
+    expected: str
+    call: str | None
+    enum: str | None = None
+
+
 class Renderer:
     """Holds the definitions by name so filters can see through aliases."""
 
@@ -82,23 +98,13 @@ class Renderer:
         return h
 
     # -- decoding ------------------------------------------------------------------
-    def dec(self, t: TypeExpr, v: str, p: str, fallback: str | None = None) -> str:
-        """An expression decoding JSON value `v` at path `p`.
-
-        It raises DecodeError, or with a `fallback` (a lenient field) reports and yields it.
-        """
+    def dec(self, t: TypeExpr, v: str, p: str) -> str:
+        """An expression decoding JSON value `v` at path `p` (raises DecodeError)."""
         t = self._alias_target(t)
 
         def check(cond: str, expected: str, value: str = v) -> str:
-            """`value` when `cond` holds, else fail (or tolerate, for a lenient field)."""
-            if fallback is None:
-                return f"{value} if {cond} else _fail({p}, {expected!r}, {v})"
-            return f"{value} if {cond} else _tolerate(ctx, {p}, {expected!r}, {v}, {fallback})"
+            return f"{value} if {cond} else _fail({p}, {expected!r}, {v})"
 
-        def call(expr: str) -> str:
-            if fallback is None:
-                return expr
-            return f"{fallback} if (w := _lenient({self.fn(t)}, {v}, {p}, ctx)) is _MISSING else w"
 
         if isinstance(t, Scalar):
             if t.kind == "json":
@@ -108,55 +114,80 @@ class Renderer:
             if t.kind in _CHECKS:
                 return check(f"{v}.__class__ is {_CHECKS[t.kind]}", _NAMES[t.kind])
             fn = "_int" if t.kind == "int" else "_num"
-            return call(f"{v} if {v}.__class__ is {t.kind} else {fn}({v}, {p})")
+            return f"{v} if {v}.__class__ is {t.kind} else {fn}({v}, {p})"
         if isinstance(t, LiteralOf):
             return check(f"{v}.__class__ is str and {v} in {t.values!r}", " | ".join(t.values))
         if isinstance(t, ListOf):
             if t.skip_invalid:
                 # Invalid items are dropped, never raised: only a non-list can fail here.
                 return check(f"{v}.__class__ is list", "array", f"_skip_invalid({v}, {p}, ctx, {self.fn(t.item)})")
-            item = self.dec(t.item, "x", f"({p}, i)")
-            return call(f"[{item} for i, x in enumerate({v})] if {v}.__class__ is list else _fail({p}, 'array', {v})")
+            return f"_list({v}, {p}, ctx, {self.fn(t.item)})"
         if isinstance(t, MapOf):
-            item = self.dec(t.value, "x", f"({p}, k)")
-            return call(
-                f"{{k: {item} for k, x in {v}.items()}} if {v}.__class__ is dict else _fail({p}, 'object', {v})"
-            )
+            return f"_map({v}, {p}, ctx, {self.fn(t.value)})"
         target = self.defs.get(t.name)
         if isinstance(target, EnumDef):
             cls = "str" if target.base == "str" else "int"
             if target.open:
                 return check(f"{v}.__class__ is {cls}", _NAMES[target.base])
-            values = f"_{t.name}_VALUES"
             # cast: the membership test proves the Literal type, which mypy cannot see.
-            ok = f"cast({t.name!r}, {v}) if {v}.__class__ is {cls} and {v} in {values}"
-            if fallback is None:
-                return f"{ok} else _enum_fail({p}, {t.name!r}, {v})"
-            return f"{ok} else _tolerate(ctx, {p}, {'a known ' + t.name!r}, {v}, {fallback})"
-        return call(f"_d_{t.name}({v}, {p}, ctx)")
+            ok = f"cast({t.name!r}, {v}) if {v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
+            return f"{ok} else _enum_fail({p}, {t.name!r}, {v})"
+        return f"_d_{t.name}({v}, {p}, ctx)"
 
-    def field_decode(self, f: Field) -> str:
-        """One expression for a field: absent / null / value, each as the schema says."""
+    def plan(self, f: Field) -> DecodePlan:
+        """How the decoder checks a present, non-null field value `v` (see DecodePlan)."""
+        t = self._alias_target(f.type)
         p = f"(path, {f.wire!r})"
-        fallback = None
+        if isinstance(t, Scalar):
+            if t.kind == "json":
+                return DecodePlan(None, "v", "", None)
+            if t.kind == "null":
+                return DecodePlan("v is None", "v", "null", None)
+            if t.kind in _CHECKS:
+                return DecodePlan(f"v.__class__ is {_CHECKS[t.kind]}", "v", _NAMES[t.kind], None)
+            fn = "_int" if t.kind == "int" else "_num"
+            return DecodePlan(f"v.__class__ is {t.kind}", "v", _NAMES[t.kind], f"{fn}(v, {p})")
+        if isinstance(t, LiteralOf):
+            return DecodePlan(f"v.__class__ is str and v in {t.values!r}", "v", " | ".join(t.values), None)
+        if isinstance(t, ListOf):
+            helper = "_skip_invalid" if t.skip_invalid else "_list"
+            return DecodePlan(None, "v", "array", f"{helper}(v, {p}, ctx, {self.fn(t.item)})")
+        if isinstance(t, MapOf):
+            return DecodePlan(None, "v", "object", f"_map(v, {p}, ctx, {self.fn(t.value)})")
+        target = self.defs.get(t.name)
+        if isinstance(target, EnumDef):
+            cls = "str" if target.base == "str" else "int"
+            if target.open:
+                return DecodePlan(f"v.__class__ is {cls}", "v", _NAMES[target.base], None)
+            # cast: the membership test proves the Literal type, which mypy cannot see.
+            cond = f"v.__class__ is {cls} and v in _{t.name}_VALUES"
+            return DecodePlan(cond, f"cast({t.name!r}, v)", f"a known {t.name}", None, enum=t.name)
+        return DecodePlan(None, "v", t.name, f"_d_{t.name}(v, {p}, ctx)")
+
+    def failure(self, f: Field) -> str:
+        """The statement for a value that failed its inline check."""
+        plan = self.plan(f)
+        p = f"(path, {f.wire!r})"
         if f.lenient:
-            fallback = self.default(f.on_error) if f.on_error is not None else "UNSET"
-        present = self.dec(f.type, "v", p, fallback)
-        if f.nullable:
-            present = f"None if v is None else {present}"
-        if f.required:
-            missing = f"_missing(path, {f.wire!r})"
-        elif f.default is not None:
-            missing = f"_absent_default(absent, {f.wire!r}, {self.default(f.default)})"
-        else:
-            missing = "UNSET"
-        return f"{missing} if (v := obj.get({f.wire!r}, _MISSING)) is _MISSING else {present}"
+            return f"inst.{f.py} = _tolerate(ctx, {p}, {plan.expected!r}, v, {self.fallback(f)})"
+        if plan.enum is not None:
+            return f"_enum_fail({p}, {plan.enum!r}, v)"
+        return f"_fail({p}, {plan.expected!r}, v)"
+
+    def fallback(self, f: Field) -> str:
+        """What a malformed lenient value becomes."""
+        return self.default(f.on_error) if f.on_error is not None else "UNSET"
+
+    def enum_dec(self, e: EnumDef) -> str:
+        return self.dec(Named(e.name, "enum"), "obj", "None")
 
     def fn(self, t: TypeExpr) -> str:
         """A decoder function `(value, path, ctx)` for list items and union variants."""
         t = self._alias_target(t)
         if isinstance(t, Named) and not isinstance(self.defs.get(t.name), EnumDef):
             return f"_d_{t.name}"
+        if isinstance(t, Scalar):
+            return f"_d_{t.kind}"
         return f"lambda x, p, ctx: {self.dec(t, 'x', 'p')}"
 
     # -- encoding ------------------------------------------------------------------
@@ -257,7 +288,10 @@ def environment(renderer: Renderer, template_dir: Path | None = None) -> jinja2.
     env.filters.update(
         hint=renderer.hint,
         field_hint=renderer.field_hint,
-        field_decode=renderer.field_decode,
+        plan=renderer.plan,
+        failure=renderer.failure,
+        fallback=renderer.fallback,
+        enum_dec=renderer.enum_dec,
         dec=renderer.dec,
         enc=renderer.enc,
         fn=renderer.fn,

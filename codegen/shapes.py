@@ -237,3 +237,27 @@ def _raw_default(value: Any) -> Default:
 
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
+
+
+def mixin_groups(
+    schema: LoadedSchema, node: dict[str, Any], seen: frozenset[str] = frozenset()
+) -> tuple[tuple[str, ...], ...]:
+    """For an object whose untagged `anyOf` alternatives were flattened into optional fields:
+    the required keys of each alternative (a value must carry all keys of at least one)."""
+    alts = alternatives(node)
+    if alts is not None and "properties" in node:
+        groups: list[tuple[str, ...]] = []
+        for part in alts[1]:
+            ref = unwrap_ref(part) if isinstance(part, dict) else None
+            target = schema.defs.get(ref) if ref is not None else part
+            required = target.get("required", []) if isinstance(target, dict) else []
+            groups.append(tuple(r for r in required if isinstance(r, str)))
+        if groups and all(groups):
+            return tuple(groups)
+    for part in node.get("allOf", []) if isinstance(node.get("allOf"), list) else []:
+        ref = unwrap_ref(part) if isinstance(part, dict) else None
+        if ref is not None and ref in schema.defs and ref not in seen:
+            found = mixin_groups(schema, schema.defs[ref], seen | {ref})
+            if found:
+                return found
+    return ()

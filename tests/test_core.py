@@ -122,6 +122,7 @@ def test_generated_package_is_stdlib_only() -> None:
         "dataclasses",
         "enum",
         "importlib",
+        "re",
         "json",
         "logging",
         "os",

@@ -14,7 +14,14 @@ import asyncio
 from typing import Any
 
 from . import methods, types
-from .connection import DEFAULT_MAX_MESSAGE_SIZE, Connection, Reader, Writer, stdio_streams
+from .connection import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    DEFAULT_SHUTDOWN_GRACE,
+    Connection,
+    Reader,
+    Writer,
+    stdio_streams,
+)
 from .dispatch import Dispatcher, RequestError
 from .methods import AGENT_HANDLES, METHODS
 
@@ -22,8 +29,9 @@ from .methods import AGENT_HANDLES, METHODS
 class ClientProxy:
     """Calls the client: one typed async method per method the client answers.
 
-    Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error)
-    or `ConnectionClosed`; notifications return once written.
+    Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
+    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema);
+    notifications return once handed to the transport.
     """
 
     def __init__(self, connection: Connection, ctx: types.DecodeContext | None = None) -> None:
@@ -62,7 +70,7 @@ class ClientProxy:
         Request to read content from a text file."""
         spec = METHODS[methods.FS_READ_TEXT_FILE]
         raw = await self.connection.request(methods.FS_READ_TEXT_FILE, spec.encode_params(params))
-        return types.ReadTextFileResponse.from_dict(raw, self.ctx)
+        return types.ReadTextFileResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def fs_write_text_file(
         self, params: types.WriteTextFileRequest
@@ -72,7 +80,7 @@ class ClientProxy:
         Request to write content to a text file."""
         spec = METHODS[methods.FS_WRITE_TEXT_FILE]
         raw = await self.connection.request(methods.FS_WRITE_TEXT_FILE, spec.encode_params(params))
-        return types.WriteTextFileResponse.from_dict(raw, self.ctx)
+        return types.WriteTextFileResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_request_permission(
         self, params: types.RequestPermissionRequest
@@ -84,7 +92,7 @@ class ClientProxy:
         raw = await self.connection.request(
             methods.SESSION_REQUEST_PERMISSION, spec.encode_params(params)
         )
-        return types.RequestPermissionResponse.from_dict(raw, self.ctx)
+        return types.RequestPermissionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_update(self, params: types.SessionNotification) -> None:
         """`session/update` (notification).
@@ -101,7 +109,7 @@ class ClientProxy:
         Request to create a new terminal and execute a command."""
         spec = METHODS[methods.TERMINAL_CREATE]
         raw = await self.connection.request(methods.TERMINAL_CREATE, spec.encode_params(params))
-        return types.CreateTerminalResponse.from_dict(raw, self.ctx)
+        return types.CreateTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def terminal_kill(self, params: types.KillTerminalRequest) -> types.KillTerminalResponse:
         """`terminal/kill` (request).
@@ -109,7 +117,7 @@ class ClientProxy:
         Request to kill a terminal without releasing it."""
         spec = METHODS[methods.TERMINAL_KILL]
         raw = await self.connection.request(methods.TERMINAL_KILL, spec.encode_params(params))
-        return types.KillTerminalResponse.from_dict(raw, self.ctx)
+        return types.KillTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def terminal_output(
         self, params: types.TerminalOutputRequest
@@ -119,7 +127,7 @@ class ClientProxy:
         Request to get the current output and status of a terminal."""
         spec = METHODS[methods.TERMINAL_OUTPUT]
         raw = await self.connection.request(methods.TERMINAL_OUTPUT, spec.encode_params(params))
-        return types.TerminalOutputResponse.from_dict(raw, self.ctx)
+        return types.TerminalOutputResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def terminal_release(
         self, params: types.ReleaseTerminalRequest
@@ -129,7 +137,7 @@ class ClientProxy:
         Request to release a terminal and free its resources."""
         spec = METHODS[methods.TERMINAL_RELEASE]
         raw = await self.connection.request(methods.TERMINAL_RELEASE, spec.encode_params(params))
-        return types.ReleaseTerminalResponse.from_dict(raw, self.ctx)
+        return types.ReleaseTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def terminal_wait_for_exit(
         self, params: types.WaitForTerminalExitRequest
@@ -141,7 +149,7 @@ class ClientProxy:
         raw = await self.connection.request(
             methods.TERMINAL_WAIT_FOR_EXIT, spec.encode_params(params)
         )
-        return types.WaitForTerminalExitResponse.from_dict(raw, self.ctx)
+        return types.WaitForTerminalExitResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def ext_method(self, method: str, params: Any) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
@@ -274,12 +282,17 @@ async def run_agent(
     *,
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
 ) -> None:
     """Serve `agent` on stdin/stdout (or the given streams) until the client closes them."""
     if reader is None or writer is None:
         reader, writer = await stdio_streams()
     connection = Connection(
-        Dispatcher(agent, AGENT_HANDLES, ctx), reader, writer, max_message_size=max_message_size
+        Dispatcher(agent, AGENT_HANDLES, ctx),
+        reader,
+        writer,
+        max_message_size=max_message_size,
+        shutdown_grace=shutdown_grace,
     )
     agent.on_connect(ClientProxy(connection, ctx))
     await connection.run()

@@ -10,7 +10,9 @@
 - `$/cancel_request` cancels the named handler, which then answers -32800;
 - bad input (bytes that are not JSON, JSON that is not a request, oversize lines) gets the
   JSON-RPC error due, and the connection keeps serving the next message;
-- at EOF pending outbound requests fail with `ConnectionClosed`.
+- at EOF pending outbound requests fail with `ConnectionClosed`; handlers already running
+  get `shutdown_grace` seconds to finish and answer (the peer may only have closed its
+  writing half), then are cancelled.
 
 Nothing received is ever evaluated or imported: messages are only parsed as JSON.
 """
@@ -23,7 +25,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
 from .dispatch import Dispatcher, RequestError
@@ -37,12 +39,13 @@ except ImportError:  # pragma: no cover - depends on the environment
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
+DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
 _CHUNK: Final = 256 * 1024
 
 
 class ConnectionClosed(Exception):
-    """The peer went away (EOF) before answering."""
+    """The connection is over (the peer's EOF, or `close()`): no answer can come any more."""
 
 
 class Writer(Protocol):
@@ -65,11 +68,16 @@ def _loads(line: bytes) -> Any:
     return json.loads(line.decode("utf-8"))
 
 
+# One encoder for every message (json.dumps with options builds a new one per call);
+# allow_nan=False: NaN/Infinity are not JSON, so they fail here instead of on the peer.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def _dumps(message: dict[str, Any]) -> bytes:
     if _orjson is not None:
         data: bytes = _orjson.dumps(message)
         return data + b"\n"
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return _encode(message).encode("utf-8") + b"\n"
 
 
 def _valid_id(value: Any) -> bool:
@@ -94,58 +102,71 @@ class Connection:
         writer: Writer,
         *,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     ) -> None:
         self.dispatcher = dispatcher
         self._reader = reader
         self._writer = writer
         self.max_message_size = max_message_size
+        self.shutdown_grace = shutdown_grace
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}
         self._cancelled_by_peer: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._notifications: asyncio.Queue[tuple[int, str, Any] | None] = asyncio.Queue()
         self._received = 0  # sequence number of the last notification received
         self._handled = 0  # sequence number of the last notification handled
-        self._progress = asyncio.Condition()
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # responses held back by _after
         self._worker: asyncio.Task[None] | None = None
-        self._write_lock = asyncio.Lock()
-        self._closed = False
+        self._eof = False  # the peer stopped sending: no response can arrive any more
+        self._closed = False  # we closed our side: nothing more is written
+        self._done = False  # shutdown finished: every queued notification handled or dropped
 
     # -- sending -----------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:
         data = _dumps(message)
-        async with self._write_lock:
-            if self._closed and "method" in message:
-                raise ConnectionClosed("connection closed")
-            try:
-                self._writer.write(data)
-                await self._writer.drain()
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConnectionClosed(f"cannot write: {exc}") from exc
+        if self._closed:
+            raise ConnectionClosed("connection closed")
+        try:
+            # write() queues the whole message at once, so concurrent senders never
+            # interleave and order is kept without a lock; drain() is the back-pressure.
+            self._writer.write(data)
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConnectionClosed(f"cannot write: {exc}") from exc
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its result (raw JSON); errors raise RequestError."""
-        if self._closed:
+        if self._eof or self._closed:
             raise ConnectionClosed(f"connection closed; cannot call {method}")
         request_id = self._next_id
         self._next_id += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         seq: list[int] = [0]
-        self._pending[_id_key(request_id)] = (future, seq)
+        key = _id_key(request_id)
+        self._pending[key] = (future, seq)
         try:
             await self._send(
                 {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             )
             result = await future
         except asyncio.CancelledError:
-            if not self._closed:
+            if not (self._eof or self._closed):
                 # Tell the peer we no longer want the answer.
-                asyncio.ensure_future(self._cancel_quietly(request_id))
+                self._spawn(self._cancel_quietly(request_id))
             raise
         finally:
-            self._pending.pop(_id_key(request_id), None)
-        await self._after(seq[0])
+            self._pending.pop(key, None)
+        if self._handled < seq[0]:
+            await self._after(seq[0])
         return result
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        # The loop keeps only weak references to tasks: hold them until they finish.
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _cancel_quietly(self, request_id: Any) -> None:
         try:
@@ -155,10 +176,22 @@ class Connection:
 
     async def _after(self, seq: int) -> None:
         """Wait until the notifications that arrived before a response are handled."""
-        if asyncio.current_task() is self._worker or self._handled >= seq:
-            return
-        async with self._progress:
-            await self._progress.wait_for(lambda: self._handled >= seq or self._closed)
+        if self._done or asyncio.current_task() is self._worker:
+            return  # the worker itself cannot wait for the worker
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((seq, waiter))
+        await waiter
+
+    def _wake(self) -> None:
+        handled, done = self._handled, self._done
+        keep: list[tuple[int, asyncio.Future[None]]] = []
+        for seq, waiter in self._waiters:
+            if seq <= handled or done:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                keep.append((seq, waiter))
+        self._waiters = keep
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification."""
@@ -174,6 +207,7 @@ class Connection:
         self._worker = asyncio.ensure_future(self._notification_worker())
         buffer = bytearray()
         discarding = False
+        limit = self.max_message_size
         try:
             while True:
                 try:
@@ -191,7 +225,7 @@ class Connection:
                     if end < 0:
                         if not discarding:
                             buffer += chunk[start:]
-                            if len(buffer) > self.max_message_size:
+                            if len(buffer) > limit:
                                 buffer.clear()
                                 discarding = True
                         break
@@ -200,15 +234,21 @@ class Connection:
                         await self._reply_error(
                             None, RequestError.invalid_request(self._too_large())
                         )
-                    else:
+                    elif buffer:
                         buffer += chunk[start:end]
-                        if len(buffer) > self.max_message_size:
+                        if len(buffer) > limit:
                             await self._reply_error(
                                 None, RequestError.invalid_request(self._too_large())
                             )
                         else:
                             await self._handle_line(bytes(buffer))
                         buffer.clear()
+                    elif end - start > limit:
+                        await self._reply_error(
+                            None, RequestError.invalid_request(self._too_large())
+                        )
+                    else:  # the common case: a whole line inside one chunk, no copy into buffer
+                        await self._handle_line(chunk[start:end])
                     start = end + 1
         finally:
             await self._shutdown()
@@ -217,22 +257,19 @@ class Connection:
         return f"message larger than the maximum of {self.max_message_size} bytes"
 
     async def _handle_line(self, line: bytes) -> None:
-        if not line.strip():
-            return
         try:
             message = _loads(line)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
+            if line.strip():  # blank lines are tolerated, not answered
+                await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
             return
-        if isinstance(message, list):
-            await self._reply_error(
-                None, RequestError.invalid_request("batch requests are not supported")
+        if message.__class__ is not dict:
+            detail = (
+                "batch requests are not supported"
+                if isinstance(message, list)
+                else "a message must be a JSON object"
             )
-            return
-        if not isinstance(message, dict):
-            await self._reply_error(
-                None, RequestError.invalid_request("a message must be a JSON object")
-            )
+            await self._reply_error(None, RequestError.invalid_request(detail))
             return
         msg_id = message.get("id")
         has_id = "id" in message
@@ -252,7 +289,7 @@ class Connection:
                     RequestError.invalid_request("not a request, notification or response"),
                 )
             return
-        if not isinstance(method, str):
+        if method.__class__ is not str:
             await self._reply_error(
                 msg_id if has_id and _valid_id(msg_id) else None,
                 RequestError.invalid_request('"method" must be a string'),
@@ -262,7 +299,7 @@ class Connection:
         if params is not None and not isinstance(params, (dict, list)):
             if has_id and _valid_id(msg_id):
                 await self._reply_error(
-                    msg_id, RequestError.invalid_params("params must be an object")
+                    msg_id, RequestError.invalid_request('"params" must be an object or an array')
                 )
             return
         if not has_id:
@@ -288,17 +325,20 @@ class Connection:
         task.add_done_callback(self._forget(key))
 
     def _forget(self, key: tuple[bool, Any]) -> Callable[[asyncio.Task[None]], None]:
-        def forget(_task: asyncio.Task[None]) -> None:
+        def forget(task: asyncio.Task[None]) -> None:
             self._inflight.pop(key, None)
+            self._cancelled_by_peer.discard(task)
 
         return forget
 
     def _resolve(self, message: dict[str, Any]) -> None:
-        entry = self._pending.get(_id_key(message.get("id")))
+        msg_id = message.get("id")
+        entry = self._pending.get(_id_key(msg_id)) if _valid_id(msg_id) else None
         if entry is None:
-            _log.debug("response for unknown id %r ignored", message.get("id"))
+            _log.debug("response for unknown id %r ignored", msg_id)
             return
         future, seq = entry
+        # Notifications that arrived before this response are delivered before it.
         seq[0] = self._received
         if future.done():
             return
@@ -308,7 +348,11 @@ class Connection:
             future.set_result(message.get("result"))
 
     def _peer_cancel(self, params: Any) -> None:
-        if not isinstance(params, dict) or "requestId" not in params:
+        if (
+            not isinstance(params, dict)
+            or "requestId" not in params
+            or not _valid_id(params["requestId"])
+        ):
             return
         task = self._inflight.get(_id_key(params["requestId"]))
         if task is not None and not task.done():
@@ -321,14 +365,17 @@ class Connection:
             result = await self.dispatcher.request(method, params)
         except asyncio.CancelledError:
             if task in self._cancelled_by_peer:
-                self._cancelled_by_peer.discard(task)
                 await self._reply_error(msg_id, RequestError.cancelled())
                 return
             raise
         except RequestError as exc:
             await self._reply_error(msg_id, exc)
             return
+        except ConnectionClosed as exc:  # the peer went away mid-handler: nobody to answer
+            _log.debug("handler for %r stopped: %s", method, exc)
+            return
         except Exception:
+            # The traceback goes to our log (stderr), never to the peer.
             _log.exception("handler for %r failed", method)
             await self._reply_error(msg_id, RequestError.internal_error())
             return
@@ -342,52 +389,63 @@ class Connection:
 
     async def _reply_error(self, msg_id: Any, error: RequestError) -> None:
         try:
-            await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
+            try:
+                await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
+            except (TypeError, ValueError):  # error data that is not JSON
+                await self._send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg_id,
+                        "error": {"code": error.code, "message": error.message},
+                    }
+                )
         except ConnectionClosed:
             pass
-        except (TypeError, ValueError):  # error data that is not JSON
-            await self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": msg_id,
-                    "error": {"code": error.code, "message": error.message},
-                }
-            )
 
     async def _notification_worker(self) -> None:
+        queue = self._notifications
+        dispatcher = self.dispatcher
         while True:
-            item = await self._notifications.get()
+            item = await queue.get()
             if item is None:
                 return
             seq, method, params = item
             try:
-                await self.dispatcher.notification(method, params)
+                await dispatcher.notification(method, params)
             except asyncio.CancelledError:
                 raise
+            except ConnectionClosed as exc:
+                _log.debug("notification handler for %r stopped: %s", method, exc)
             except Exception:
                 _log.exception("notification handler for %r failed", method)
             finally:
                 self._handled = seq
-                async with self._progress:
-                    self._progress.notify_all()
+                if self._waiters:
+                    self._wake()
 
     async def _shutdown(self) -> None:
-        self._closed = True
+        """At EOF: fail our pending requests, give the handlers already running (and the
+        notifications already queued) `shutdown_grace` seconds to finish and answer, then
+        cancel what is left."""
+        self._eof = True
         for future, _ in list(self._pending.values()):
             if not future.done():
                 future.set_exception(ConnectionClosed("the peer closed the connection"))
         self._notifications.put_nowait(None)
+        tasks: list[asyncio.Task[None]] = list(self._inflight.values())
         if self._worker is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._worker), timeout=5)
-            except asyncio.TimeoutError:
-                self._worker.cancel()
-        for task in list(self._inflight.values()):
-            task.cancel()
-        if self._inflight:
-            await asyncio.gather(*self._inflight.values(), return_exceptions=True)
-        async with self._progress:
-            self._progress.notify_all()
+            tasks.append(self._worker)
+        try:
+            if tasks:
+                _, late = await asyncio.wait(tasks, timeout=self.shutdown_grace)
+                for task in late:
+                    task.cancel()
+                if late:
+                    await asyncio.gather(*late, return_exceptions=True)
+        finally:
+            self._done = True
+            self._wake()
+            await self.close()  # nothing more to say: let the peer see EOF too
 
     async def close(self) -> None:
         """Stop writing; the peer sees EOF."""
@@ -404,22 +462,27 @@ class _ThreadWriter:
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._pending: list[bytes] = []
+        self._lock = asyncio.Lock()  # concurrent drains must hit the file in write order
 
     def write(self, data: bytes) -> None:
         self._pending.append(data)
 
     async def drain(self) -> None:
-        data, self._pending = b"".join(self._pending), []
-        await asyncio.get_running_loop().run_in_executor(None, self._write, data)
+        async with self._lock:
+            if not self._pending:
+                return
+            data, self._pending = b"".join(self._pending), []
+            await asyncio.get_running_loop().run_in_executor(None, self._write, data)
 
     def _write(self, data: bytes) -> None:
         self._stream.write(data)
         self._stream.flush()
 
     def close(self) -> None:
+        # Flush only: stdout's descriptor stays open for the rest of the process.
         try:
-            self._stream.close()
-        except OSError:
+            self._stream.flush()
+        except (OSError, ValueError):
             pass
 
 
@@ -432,22 +495,43 @@ class _ThreadReader:
         return data
 
 
+# stat.S_IFMT / S_IFIFO / S_IFSOCK (POSIX values), kept here to keep the import list minimal.
+_S_IFMT: Final = 0o170000
+_S_IFIFO: Final = 0o010000
+_S_IFSOCK: Final = 0o140000
+
+
+def _is_pipe(stream: Any) -> bool:
+    """A pipe or socket, which the event loop can poll; files, ttys and /dev/null it cannot
+    (epoll refuses them, and only later, in a callback: the read would then hang)."""
+    if sys.platform == "win32":
+        return False  # the proactor loop cannot poll inherited stdio handles
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return (mode & _S_IFMT) in (_S_IFIFO, _S_IFSOCK)
+
+
 async def stdio_streams() -> tuple[Reader, Writer]:
     """Streams on this process's stdin/stdout (pipes via the event loop, else threads)."""
     loop = asyncio.get_running_loop()
     reader: Reader
     writer: Writer
-    try:
+    if _is_pipe(sys.stdin):
         stream_reader = asyncio.StreamReader(limit=_CHUNK)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream_reader), sys.stdin)
+        # closefd=False: closing the transport must not close the process's fd 0.
+        stdin = os.fdopen(sys.stdin.fileno(), "rb", closefd=False)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream_reader), stdin)
         reader = stream_reader
-    except (ValueError, OSError):
+    else:
         reader = _ThreadReader(sys.stdin.buffer)
-    try:
+    if _is_pipe(sys.stdout):
+        stdout = os.fdopen(sys.stdout.fileno(), "wb", closefd=False)
         transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(sys.stdout.fileno(), "wb", closefd=False)
+            asyncio.streams.FlowControlMixin, stdout
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    except (ValueError, OSError):
+    else:
         writer = _ThreadWriter(sys.stdout.buffer)
     return reader, writer

@@ -128,22 +128,35 @@ class Dispatcher:
             raise RequestError.method_not_found(method)
         decoded = self._decode(spec, params)
         result = await getattr(self.handler, spec.handler)(decoded)
-        if result is None or spec.encode_result is None:
-            return {}
-        return spec.encode_result(result)
+        if result is None:
+            return {} if spec.result_is_object else None
+        return result if spec.encode_result is None else spec.encode_result(result)
 
     async def notification(self, method: str, params: Any) -> None:
         """Handle a notification; unknown ones are ignored, as JSON-RPC asks."""
         spec = self._spec(method)
-        if spec is None or spec.kind != "notification":
+        if spec is not None and spec.kind == "notification":
+            decode, handler = spec.decode_params, spec.handler
+        elif (
+            spec is not None
+            and spec.decode_notification_params is not None
+            and spec.notification_handler
+        ):
+            decode, handler = spec.decode_notification_params, spec.notification_handler
+        else:
             if method.startswith("_"):
                 await self.handler.ext_notification(method, params)
             else:
                 _log.debug("ignoring unknown notification %r", method)
             return
         try:
-            decoded = self._decode(spec, params)
-        except RequestError as exc:
-            _log.warning("dropping notification %r with invalid params: %s", method, exc.data)
+            decoded = decode({} if params is None else params, self.ctx)
+        except types.DecodeError as exc:
+            _log.warning(
+                "dropping notification %r with invalid params at %s: %s",
+                method,
+                _params_path(exc),
+                exc.message,
+            )
             return
-        await getattr(self.handler, spec.handler)(decoded)
+        await getattr(self.handler, handler)(decoded)

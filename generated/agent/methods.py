@@ -60,6 +60,13 @@ class MethodSpec:
     encode_params: Callable[[Any], Any]
     decode_result: Callable[[Any, types.DecodeContext | None], Any] | None
     encode_result: Callable[[Any], Any] | None
+    # The result is an object: a handler returning None answers {} (else None is JSON null).
+    result_is_object: bool = False
+    # A request that may also arrive as a notification (unstable `mcp/message`).
+    notification_params_type: str | None = None
+    notification_handler: str | None = None
+    decode_notification_params: Callable[[Any, types.DecodeContext | None], Any] | None = None
+    encode_notification_params: Callable[[Any], Any] | None = None
 
 
 METHODS: Final[dict[str, MethodSpec]] = {
@@ -77,6 +84,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.CancelRequestNotification.to_dict,
         decode_result=None,
         encode_result=None,
+        result_is_object=False,
     ),
     AUTHENTICATE: MethodSpec(
         name=AUTHENTICATE,
@@ -92,6 +100,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.AuthenticateRequest.to_dict,
         decode_result=types.AuthenticateResponse.from_dict,
         encode_result=types.AuthenticateResponse.to_dict,
+        result_is_object=True,
     ),
     ELICITATION_COMPLETE: MethodSpec(
         name=ELICITATION_COMPLETE,
@@ -107,6 +116,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.CompleteElicitationNotification.to_dict,
         decode_result=None,
         encode_result=None,
+        result_is_object=False,
     ),
     ELICITATION_CREATE: MethodSpec(
         name=ELICITATION_CREATE,
@@ -122,6 +132,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.encode_CreateElicitationRequest,
         decode_result=types.decode_CreateElicitationResponse,
         encode_result=types.encode_CreateElicitationResponse,
+        result_is_object=False,
     ),
     FS_READ_TEXT_FILE: MethodSpec(
         name=FS_READ_TEXT_FILE,
@@ -137,6 +148,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.ReadTextFileRequest.to_dict,
         decode_result=types.ReadTextFileResponse.from_dict,
         encode_result=types.ReadTextFileResponse.to_dict,
+        result_is_object=True,
     ),
     FS_WRITE_TEXT_FILE: MethodSpec(
         name=FS_WRITE_TEXT_FILE,
@@ -152,6 +164,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.WriteTextFileRequest.to_dict,
         decode_result=types.WriteTextFileResponse.from_dict,
         encode_result=types.WriteTextFileResponse.to_dict,
+        result_is_object=True,
     ),
     INITIALIZE: MethodSpec(
         name=INITIALIZE,
@@ -167,6 +180,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.InitializeRequest.to_dict,
         decode_result=types.InitializeResponse.from_dict,
         encode_result=types.InitializeResponse.to_dict,
+        result_is_object=True,
     ),
     LOGOUT: MethodSpec(
         name=LOGOUT,
@@ -182,6 +196,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.LogoutRequest.to_dict,
         decode_result=types.LogoutResponse.from_dict,
         encode_result=types.LogoutResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_CANCEL: MethodSpec(
         name=SESSION_CANCEL,
@@ -197,6 +212,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.CancelNotification.to_dict,
         decode_result=None,
         encode_result=None,
+        result_is_object=False,
     ),
     SESSION_CLOSE: MethodSpec(
         name=SESSION_CLOSE,
@@ -212,6 +228,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.CloseSessionRequest.to_dict,
         decode_result=types.CloseSessionResponse.from_dict,
         encode_result=types.CloseSessionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_DELETE: MethodSpec(
         name=SESSION_DELETE,
@@ -227,6 +244,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.DeleteSessionRequest.to_dict,
         decode_result=types.DeleteSessionResponse.from_dict,
         encode_result=types.DeleteSessionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_LIST: MethodSpec(
         name=SESSION_LIST,
@@ -242,6 +260,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.ListSessionsRequest.to_dict,
         decode_result=types.ListSessionsResponse.from_dict,
         encode_result=types.ListSessionsResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_LOAD: MethodSpec(
         name=SESSION_LOAD,
@@ -257,6 +276,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.LoadSessionRequest.to_dict,
         decode_result=types.LoadSessionResponse.from_dict,
         encode_result=types.LoadSessionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_NEW: MethodSpec(
         name=SESSION_NEW,
@@ -272,6 +292,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.NewSessionRequest.to_dict,
         decode_result=types.NewSessionResponse.from_dict,
         encode_result=types.NewSessionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_PROMPT: MethodSpec(
         name=SESSION_PROMPT,
@@ -287,6 +308,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.PromptRequest.to_dict,
         decode_result=types.PromptResponse.from_dict,
         encode_result=types.PromptResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_REQUEST_PERMISSION: MethodSpec(
         name=SESSION_REQUEST_PERMISSION,
@@ -302,6 +324,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.RequestPermissionRequest.to_dict,
         decode_result=types.RequestPermissionResponse.from_dict,
         encode_result=types.RequestPermissionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_RESUME: MethodSpec(
         name=SESSION_RESUME,
@@ -317,6 +340,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.ResumeSessionRequest.to_dict,
         decode_result=types.ResumeSessionResponse.from_dict,
         encode_result=types.ResumeSessionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_SET_CONFIG_OPTION: MethodSpec(
         name=SESSION_SET_CONFIG_OPTION,
@@ -332,6 +356,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.encode_SetSessionConfigOptionRequest,
         decode_result=types.SetSessionConfigOptionResponse.from_dict,
         encode_result=types.SetSessionConfigOptionResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_SET_MODE: MethodSpec(
         name=SESSION_SET_MODE,
@@ -347,6 +372,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.SetSessionModeRequest.to_dict,
         decode_result=types.SetSessionModeResponse.from_dict,
         encode_result=types.SetSessionModeResponse.to_dict,
+        result_is_object=True,
     ),
     SESSION_UPDATE: MethodSpec(
         name=SESSION_UPDATE,
@@ -362,6 +388,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.SessionNotification.to_dict,
         decode_result=None,
         encode_result=None,
+        result_is_object=False,
     ),
     TERMINAL_CREATE: MethodSpec(
         name=TERMINAL_CREATE,
@@ -377,6 +404,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.CreateTerminalRequest.to_dict,
         decode_result=types.CreateTerminalResponse.from_dict,
         encode_result=types.CreateTerminalResponse.to_dict,
+        result_is_object=True,
     ),
     TERMINAL_KILL: MethodSpec(
         name=TERMINAL_KILL,
@@ -392,6 +420,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.KillTerminalRequest.to_dict,
         decode_result=types.KillTerminalResponse.from_dict,
         encode_result=types.KillTerminalResponse.to_dict,
+        result_is_object=True,
     ),
     TERMINAL_OUTPUT: MethodSpec(
         name=TERMINAL_OUTPUT,
@@ -407,6 +436,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.TerminalOutputRequest.to_dict,
         decode_result=types.TerminalOutputResponse.from_dict,
         encode_result=types.TerminalOutputResponse.to_dict,
+        result_is_object=True,
     ),
     TERMINAL_RELEASE: MethodSpec(
         name=TERMINAL_RELEASE,
@@ -422,6 +452,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.ReleaseTerminalRequest.to_dict,
         decode_result=types.ReleaseTerminalResponse.from_dict,
         encode_result=types.ReleaseTerminalResponse.to_dict,
+        result_is_object=True,
     ),
     TERMINAL_WAIT_FOR_EXIT: MethodSpec(
         name=TERMINAL_WAIT_FOR_EXIT,
@@ -437,6 +468,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
         encode_params=types.WaitForTerminalExitRequest.to_dict,
         decode_result=types.WaitForTerminalExitResponse.from_dict,
         encode_result=types.WaitForTerminalExitResponse.to_dict,
+        result_is_object=True,
     ),
 }
 """Every method of the schema, by wire name."""

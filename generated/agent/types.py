@@ -21,6 +21,7 @@ import enum
 import importlib
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
@@ -100,10 +101,23 @@ class DecodeContext:
         self.warnings: list[LenientWarning] = []
         self.on_warning = on_warning
 
-    def lenient(self, path: _PathT, message: str) -> None:
+    def lenient(self, path: _PathT, problem: str, action: str = "using the default") -> None:
+        """Report a tolerated value; in strict mode it is an error instead."""
         if self.strict:
-            raise DecodeError(path, message)
-        warning = LenientWarning(format_path(path), message)
+            raise DecodeError(path, problem)
+        self.warn(LenientWarning(format_path(path), f"{problem}; {action}"))
+
+    def tolerated(self, path: _PathT, exc: DecodeError, action: str = "using the default") -> None:
+        """Report a tolerated nested failure; in strict mode `exc` (with its inner path) is raised."""
+        if self.strict:
+            raise exc
+        self.warn(
+            LenientWarning(
+                format_path(path), f"{exc.message} (at {exc.path or '<root>'}); {action}"
+            )
+        )
+
+    def warn(self, warning: LenientWarning) -> None:
         self.warnings.append(warning)
         if self.on_warning is not None:
             self.on_warning(warning)
@@ -114,8 +128,8 @@ class _LoggingContext(DecodeContext):
 
     __slots__ = ()
 
-    def lenient(self, path: _PathT, message: str) -> None:
-        _log.warning("tolerated invalid value at %s: %s", format_path(path) or "<root>", message)
+    def warn(self, warning: LenientWarning) -> None:
+        _log.warning("tolerated invalid value at %s: %s", warning.path or "<root>", warning.message)
 
 
 _DEFAULT_CTX: Final = _LoggingContext()
@@ -170,7 +184,7 @@ def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) 
         try:
             out.append(item(x, (path, i), ctx))
         except DecodeError as exc:
-            ctx.lenient((path, i), f"invalid item dropped: {exc}")
+            ctx.tolerated((path, i), exc, "item dropped")
     return out
 
 
@@ -178,24 +192,56 @@ def _missing(path: _PathT, wire: str) -> NoReturn:
     raise DecodeError((path, wire), "missing required field")
 
 
-def _absent_default(absent: list[str], wire: str, value: Any) -> Any:
-    absent.append(wire)
-    return value
-
-
 def _tolerate(ctx: DecodeContext, path: _PathT, expected: str, value: Any, fallback: Any) -> Any:
     """x-deserialize-default-on-error: report the malformed value, use the default."""
-    ctx.lenient(path, f"expected {expected}, got {_describe(value)}; using the default")
+    ctx.lenient(path, f"expected {expected}, got {_describe(value)}")
     return fallback
 
 
-def _lenient(decode: _Decoder, value: Any, path: _PathT, ctx: DecodeContext) -> Any:
-    """Decode, or report and return _MISSING where the schema tolerates a malformed value."""
-    try:
-        return decode(value, path, ctx)
-    except DecodeError as exc:
-        ctx.lenient(path, f"{exc.message} (at {exc.path}); using the default")
-        return _MISSING
+def _tolerated(ctx: DecodeContext, path: _PathT, exc: DecodeError, fallback: Any) -> Any:
+    """x-deserialize-default-on-error for a nested value: report where it broke, use the default."""
+    ctx.tolerated(path, exc)
+    return fallback
+
+
+def _list(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> list[Any]:
+    if value.__class__ is not list:
+        _fail(path, "array", value)
+    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
+
+
+def _map(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> dict[str, Any]:
+    if value.__class__ is not dict:
+        _fail(path, "object", value)
+    return {k: item(x, (path, k), ctx) for k, x in value.items()}
+
+
+def _d_str(value: Any, path: _PathT, ctx: DecodeContext) -> str:
+    return value if value.__class__ is str else _fail(path, "string", value)
+
+
+def _d_bool(value: Any, path: _PathT, ctx: DecodeContext) -> bool:
+    return value if value.__class__ is bool else _fail(path, "boolean", value)
+
+
+def _d_int(value: Any, path: _PathT, ctx: DecodeContext) -> int:
+    return value if value.__class__ is int else _int(value, path)
+
+
+def _d_float(value: Any, path: _PathT, ctx: DecodeContext) -> float:
+    return value if value.__class__ is float else _num(value, path)
+
+
+def _d_object(value: Any, path: _PathT, ctx: DecodeContext) -> JsonObject:
+    return value if value.__class__ is dict else _fail(path, "object", value)
+
+
+def _d_null(value: Any, path: _PathT, ctx: DecodeContext) -> None:
+    return value if value is None else _fail(path, "null", value)
+
+
+def _d_json(value: Any, path: _PathT, ctx: DecodeContext) -> Any:
+    return value
 
 
 def _extra(obj: JsonObject, known: frozenset[str]) -> JsonObject:
@@ -221,11 +267,19 @@ def _encode_any(value: Any) -> Any:
     return value
 
 
+# orjson reads integers beyond 64 bits as floats (losing digits) and refuses to write them or
+# lone surrogates; such rare documents take the standard library path, which is exact.
+_LONG_DIGITS_B: Final = re.compile(rb"\d{19}")
+_LONG_DIGITS_S: Final = re.compile(r"\d{19}")
+
+
 def loads(data: str | bytes) -> Any:
     """Parse JSON text; a syntax error is a `DecodeError` at the root."""
     try:
         if _orjson is not None:
-            return _orjson.loads(data)
+            long_digits = _LONG_DIGITS_S if isinstance(data, str) else _LONG_DIGITS_B
+            if long_digits.search(data) is None:  # type: ignore[arg-type]
+                return _orjson.loads(data)
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
@@ -235,10 +289,13 @@ _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text (UTF-8, no ASCII escaping)."""
+    """Compact JSON text (no ASCII escaping)."""
     if _orjson is not None:
-        text: str = _orjson.dumps(value).decode()
-        return text
+        try:
+            text: str = _orjson.dumps(value).decode()
+            return text
+        except TypeError:
+            pass  # a big integer or a lone surrogate: the standard library writes both
     return _ENCODER.encode(value)
 
 
@@ -287,6 +344,21 @@ _ToolKind_VALUES: Final = frozenset(
     ]
 )
 
+
+def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
+    """Decode a `ToolKind` from its JSON value."""
+    return (
+        cast("ToolKind", obj)
+        if obj.__class__ is str and obj in _ToolKind_VALUES
+        else _enum_fail(None, "ToolKind", obj)
+    )
+
+
+def encode_ToolKind(value: ToolKind) -> Any:
+    """Encode a `ToolKind` to its JSON value."""
+    return value
+
+
 ToolCallStatus: TypeAlias = Literal[
     "pending",
     "in_progress",
@@ -304,6 +376,21 @@ TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
 _ToolCallStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "failed"])
 
+
+def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
+    """Decode a `ToolCallStatus` from its JSON value."""
+    return (
+        cast("ToolCallStatus", obj)
+        if obj.__class__ is str and obj in _ToolCallStatus_VALUES
+        else _enum_fail(None, "ToolCallStatus", obj)
+    )
+
+
+def encode_ToolCallStatus(value: ToolCallStatus) -> Any:
+    """Encode a `ToolCallStatus` to its JSON value."""
+    return value
+
+
 Role: TypeAlias = Literal[
     "assistant",
     "user",
@@ -312,6 +399,21 @@ Role: TypeAlias = Literal[
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
 _Role_VALUES: Final = frozenset(["assistant", "user"])
+
+
+def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
+    """Decode a `Role` from its JSON value."""
+    return (
+        cast("Role", obj)
+        if obj.__class__ is str and obj in _Role_VALUES
+        else _enum_fail(None, "Role", obj)
+    )
+
+
+def encode_Role(value: Role) -> Any:
+    """Encode a `Role` to its JSON value."""
+    return value
+
 
 PermissionOptionKind: TypeAlias = Literal[
     "allow_once",
@@ -330,10 +432,42 @@ _PermissionOptionKind_VALUES: Final = frozenset(
     ["allow_once", "allow_always", "reject_once", "reject_always"]
 )
 
+
+def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
+    """Decode a `PermissionOptionKind` from its JSON value."""
+    return (
+        cast("PermissionOptionKind", obj)
+        if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
+        else _enum_fail(None, "PermissionOptionKind", obj)
+    )
+
+
+def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
+    """Encode a `PermissionOptionKind` to its JSON value."""
+    return value
+
+
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
 _ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+
+
+def decode_ElicitationSchemaType(
+    obj: Any, ctx: DecodeContext | None = None
+) -> ElicitationSchemaType:
+    """Decode a `ElicitationSchemaType` from its JSON value."""
+    return (
+        cast("ElicitationSchemaType", obj)
+        if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
+        else _enum_fail(None, "ElicitationSchemaType", obj)
+    )
+
+
+def encode_ElicitationSchemaType(value: ElicitationSchemaType) -> Any:
+    """Encode a `ElicitationSchemaType` to its JSON value."""
+    return value
+
 
 StringFormat: TypeAlias = Literal[
     "email",
@@ -347,6 +481,21 @@ STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
 _StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+
+
+def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
+    """Decode a `StringFormat` from its JSON value."""
+    return (
+        cast("StringFormat", obj)
+        if obj.__class__ is str and obj in _StringFormat_VALUES
+        else _enum_fail(None, "StringFormat", obj)
+    )
+
+
+def encode_StringFormat(value: StringFormat) -> Any:
+    """Encode a `StringFormat` to its JSON value."""
+    return value
+
 
 SessionConfigOptionCategory: TypeAlias = (
     Literal[
@@ -376,6 +525,19 @@ _SessionConfigOptionCategory_VALUES: Final = frozenset(
     ["mode", "model", "model_config", "thought_level"]
 )
 
+
+def decode_SessionConfigOptionCategory(
+    obj: Any, ctx: DecodeContext | None = None
+) -> SessionConfigOptionCategory:
+    """Decode a `SessionConfigOptionCategory` from its JSON value."""
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
+
+
+def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
+    """Encode a `SessionConfigOptionCategory` to its JSON value."""
+    return value
+
+
 StopReason: TypeAlias = Literal[
     "end_turn",
     "max_tokens",
@@ -394,6 +556,21 @@ STOP_REASON_CANCELLED: Final = "cancelled"
 _StopReason_VALUES: Final = frozenset(
     ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 )
+
+
+def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
+    """Decode a `StopReason` from its JSON value."""
+    return (
+        cast("StopReason", obj)
+        if obj.__class__ is str and obj in _StopReason_VALUES
+        else _enum_fail(None, "StopReason", obj)
+    )
+
+
+def encode_StopReason(value: StopReason) -> Any:
+    """Encode a `StopReason` to its JSON value."""
+    return value
+
 
 ErrorCode: TypeAlias = (
     Literal[
@@ -426,6 +603,17 @@ _ErrorCode_VALUES: Final = frozenset(
     [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
 )
 
+
+def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
+    """Decode a `ErrorCode` from its JSON value."""
+    return obj if obj.__class__ is int else _fail(None, "integer", obj)
+
+
+def encode_ErrorCode(value: ErrorCode) -> Any:
+    """Encode a `ErrorCode` to its JSON value."""
+    return value
+
+
 PlanEntryPriority: TypeAlias = Literal[
     "high",
     "medium",
@@ -441,6 +629,21 @@ PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
 _PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
 
+
+def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
+    """Decode a `PlanEntryPriority` from its JSON value."""
+    return (
+        cast("PlanEntryPriority", obj)
+        if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
+        else _enum_fail(None, "PlanEntryPriority", obj)
+    )
+
+
+def encode_PlanEntryPriority(value: PlanEntryPriority) -> Any:
+    """Encode a `PlanEntryPriority` to its JSON value."""
+    return value
+
+
 PlanEntryStatus: TypeAlias = Literal[
     "pending",
     "in_progress",
@@ -454,6 +657,20 @@ PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
 _PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed"])
+
+
+def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
+    """Decode a `PlanEntryStatus` from its JSON value."""
+    return (
+        cast("PlanEntryStatus", obj)
+        if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
+        else _enum_fail(None, "PlanEntryStatus", obj)
+    )
+
+
+def encode_PlanEntryStatus(value: PlanEntryStatus) -> Any:
+    """Encode a `PlanEntryStatus` to its JSON value."""
+    return value
 
 
 # -- classes ------------------------------------------------------------------------------
@@ -527,23 +744,29 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentRequest)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.method = (
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v is _MISSING:
         _missing(path, "method")
-        if (v := obj.get("method", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "method"), "string", v)
-    )
-    inst.params = (
-        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    )
+    elif v.__class__ is str:
+        inst.method = v
+    else:
+        _fail((path, "method"), "string", v)
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = {} if _K_AgentRequest.issuperset(obj) else _extra(obj, _K_AgentRequest)
     return inst
 
@@ -587,34 +810,40 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_WriteTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(WriteTextFileRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.path = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("path", _MISSING)
+    if v is _MISSING:
         _missing(path, "path")
-        if (v := obj.get("path", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "path"), "string", v)
-    )
-    inst.content = (
+    elif v.__class__ is str:
+        inst.path = v
+    else:
+        _fail((path, "path"), "string", v)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "content"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.content = v
+    else:
+        _fail((path, "content"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_WriteTextFileRequest.issuperset(obj) else _extra(obj, _K_WriteTextFileRequest)
     )
@@ -666,71 +895,57 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ReadTextFileRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.path = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("path", _MISSING)
+    if v is _MISSING:
         _missing(path, "path")
-        if (v := obj.get("path", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "path"), "string", v)
-    )
-    inst.line = (
-        UNSET
-        if (v := obj.get("line", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "line"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.limit = (
-        UNSET
-        if (v := obj.get("limit", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "limit"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.path = v
+    else:
+        _fail((path, "path"), "string", v)
+    v = obj.get("line", _MISSING)
+    if v is _MISSING:
+        inst.line = UNSET
+    elif v is None:
+        inst.line = None
+    elif v.__class__ is int:
+        inst.line = v
+    else:
+        try:
+            inst.line = _int(v, (path, "line"))
+        except DecodeError as exc:
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
+    v = obj.get("limit", _MISSING)
+    if v is _MISSING:
+        inst.limit = UNSET
+    elif v is None:
+        inst.limit = None
+    elif v.__class__ is int:
+        inst.limit = v
+    else:
+        try:
+            inst.limit = _int(v, (path, "limit"))
+        except DecodeError as exc:
+            inst.limit = _tolerated(ctx, (path, "limit"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ReadTextFileRequest.issuperset(obj) else _extra(obj, _K_ReadTextFileRequest)
     )
@@ -785,38 +1000,36 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(RequestPermissionRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCall", _MISSING)
+    if v is _MISSING:
         _missing(path, "toolCall")
-        if (v := obj.get("toolCall", _MISSING)) is _MISSING
-        else _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
-    )
-    inst.options = (
+    else:
+        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    v = obj.get("options", _MISSING)
+    if v is _MISSING:
         _missing(path, "options")
-        if (v := obj.get("options", _MISSING)) is _MISSING
-        else (
-            [_d_PermissionOption(x, ((path, "options"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "options"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.options = _list(v, (path, "options"), ctx, _d_PermissionOption)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_RequestPermissionRequest.issuperset(obj)
@@ -901,87 +1114,83 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ToolCallUpdate)
-    inst.tool_call_id = (
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
         _missing(path, "toolCallId")
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
-    )
-    inst.kind = (
-        UNSET
-        if (v := obj.get("kind", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                cast("ToolKind", v)
-                if v.__class__ is str and v in _ToolKind_VALUES
-                else _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-            )
-        )
-    )
-    inst.status = (
-        UNSET
-        if (v := obj.get("status", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                cast("ToolCallStatus", v)
-                if v.__class__ is str and v in _ToolCallStatus_VALUES
-                else _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
-            )
-        )
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.content = (
-        UNSET
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "content"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.locations = (
-        UNSET
-        if (v := obj.get("locations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        _fail((path, "toolCallId"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v is _MISSING:
+        inst.kind = UNSET
+    elif v is None:
+        inst.kind = None
+    elif v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = cast("ToolKind", v)
+    else:
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
+    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = cast("ToolCallStatus", v)
+    else:
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        try:
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ToolCallUpdate.issuperset(obj) else _extra(obj, _K_ToolCallUpdate)
     return inst
 
@@ -1027,75 +1236,59 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Annotations)
-    inst.audience = (
-        UNSET
-        if (v := obj.get("audience", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(
-                    v,
-                    (path, "audience"),
-                    ctx,
-                    lambda x, p, ctx: (
-                        cast("Role", x)
-                        if x.__class__ is str and x in _Role_VALUES
-                        else _enum_fail(p, "Role", x)
-                    ),
-                )
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "audience"), "array", v, UNSET)
+    v = obj.get("audience", _MISSING)
+    if v is _MISSING:
+        inst.audience = UNSET
+    elif v is None:
+        inst.audience = None
+    else:
+        try:
+            inst.audience = _skip_invalid(
+                v,
+                (path, "audience"),
+                ctx,
+                lambda x, p, ctx: (
+                    cast("Role", x)
+                    if x.__class__ is str and x in _Role_VALUES
+                    else _enum_fail(p, "Role", x)
+                ),
             )
-        )
-    )
-    inst.last_modified = (
-        UNSET
-        if (v := obj.get("lastModified", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.priority = (
-        UNSET
-        if (v := obj.get("priority", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is float else _num(x, p),
-                        v,
-                        (path, "priority"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
+    v = obj.get("lastModified", _MISSING)
+    if v is _MISSING:
+        inst.last_modified = UNSET
+    elif v is None:
+        inst.last_modified = None
+    elif v.__class__ is str:
+        inst.last_modified = v
+    else:
+        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+    v = obj.get("priority", _MISSING)
+    if v is _MISSING:
+        inst.priority = UNSET
+    elif v is None:
+        inst.priority = None
+    elif v.__class__ is float:
+        inst.priority = v
+    else:
+        try:
+            inst.priority = _num(v, (path, "priority"))
+        except DecodeError as exc:
+            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Annotations.issuperset(obj) else _extra(obj, _K_Annotations)
     return inst
 
@@ -1137,37 +1330,36 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TextContent)
-    inst.text = (
+    v = obj.get("text", _MISSING)
+    if v is _MISSING:
         _missing(path, "text")
-        if (v := obj.get("text", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "text"), "string", v)
-    )
-    inst.annotations = (
-        UNSET
-        if (v := obj.get("annotations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Annotations, v, (path, "annotations"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.text = v
+    else:
+        _fail((path, "text"), "string", v)
+    v = obj.get("annotations", _MISSING)
+    if v is _MISSING:
+        inst.annotations = UNSET
+    elif v is None:
+        inst.annotations = None
+    else:
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_TextContent.issuperset(obj) else _extra(obj, _K_TextContent)
     return inst
 
@@ -1217,51 +1409,52 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ImageContent)
-    inst.data = (
+    v = obj.get("data", _MISSING)
+    if v is _MISSING:
         _missing(path, "data")
-        if (v := obj.get("data", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "data"), "string", v)
-    )
-    inst.mime_type = (
+    elif v.__class__ is str:
+        inst.data = v
+    else:
+        _fail((path, "data"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v is _MISSING:
         _missing(path, "mimeType")
-        if (v := obj.get("mimeType", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "mimeType"), "string", v)
-    )
-    inst.annotations = (
-        UNSET
-        if (v := obj.get("annotations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Annotations, v, (path, "annotations"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.uri = (
-        UNSET
-        if (v := obj.get("uri", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "uri"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.mime_type = v
+    else:
+        _fail((path, "mimeType"), "string", v)
+    v = obj.get("annotations", _MISSING)
+    if v is _MISSING:
+        inst.annotations = UNSET
+    elif v is None:
+        inst.annotations = None
+    else:
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("uri", _MISSING)
+    if v is _MISSING:
+        inst.uri = UNSET
+    elif v is None:
+        inst.uri = None
+    elif v.__class__ is str:
+        inst.uri = v
+    else:
+        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ImageContent.issuperset(obj) else _extra(obj, _K_ImageContent)
     return inst
 
@@ -1307,42 +1500,43 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AudioContent)
-    inst.data = (
+    v = obj.get("data", _MISSING)
+    if v is _MISSING:
         _missing(path, "data")
-        if (v := obj.get("data", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "data"), "string", v)
-    )
-    inst.mime_type = (
+    elif v.__class__ is str:
+        inst.data = v
+    else:
+        _fail((path, "data"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v is _MISSING:
         _missing(path, "mimeType")
-        if (v := obj.get("mimeType", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "mimeType"), "string", v)
-    )
-    inst.annotations = (
-        UNSET
-        if (v := obj.get("annotations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Annotations, v, (path, "annotations"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.mime_type = v
+    else:
+        _fail((path, "mimeType"), "string", v)
+    v = obj.get("annotations", _MISSING)
+    if v is _MISSING:
+        inst.annotations = UNSET
+    elif v is None:
+        inst.annotations = None
+    else:
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AudioContent.issuperset(obj) else _extra(obj, _K_AudioContent)
     return inst
 
@@ -1404,94 +1598,82 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ResourceLink)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.uri = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("uri", _MISSING)
+    if v is _MISSING:
         _missing(path, "uri")
-        if (v := obj.get("uri", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "uri"), "string", v)
-    )
-    inst.annotations = (
-        UNSET
-        if (v := obj.get("annotations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Annotations, v, (path, "annotations"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.mime_type = (
-        UNSET
-        if (v := obj.get("mimeType", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-        )
-    )
-    inst.size = (
-        UNSET
-        if (v := obj.get("size", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "size"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.uri = v
+    else:
+        _fail((path, "uri"), "string", v)
+    v = obj.get("annotations", _MISSING)
+    if v is _MISSING:
+        inst.annotations = UNSET
+    elif v is None:
+        inst.annotations = None
+    else:
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("mimeType", _MISSING)
+    if v is _MISSING:
+        inst.mime_type = UNSET
+    elif v is None:
+        inst.mime_type = None
+    elif v.__class__ is str:
+        inst.mime_type = v
+    else:
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("size", _MISSING)
+    if v is _MISSING:
+        inst.size = UNSET
+    elif v is None:
+        inst.size = None
+    elif v.__class__ is int:
+        inst.size = v
+    else:
+        try:
+            inst.size = _int(v, (path, "size"))
+        except DecodeError as exc:
+            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ResourceLink.issuperset(obj) else _extra(obj, _K_ResourceLink)
     return inst
 
@@ -1533,38 +1715,42 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TextResourceContents)
-    inst.text = (
+    v = obj.get("text", _MISSING)
+    if v is _MISSING:
         _missing(path, "text")
-        if (v := obj.get("text", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "text"), "string", v)
-    )
-    inst.uri = (
+    elif v.__class__ is str:
+        inst.text = v
+    else:
+        _fail((path, "text"), "string", v)
+    v = obj.get("uri", _MISSING)
+    if v is _MISSING:
         _missing(path, "uri")
-        if (v := obj.get("uri", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "uri"), "string", v)
-    )
-    inst.mime_type = (
-        UNSET
-        if (v := obj.get("mimeType", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.uri = v
+    else:
+        _fail((path, "uri"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v is _MISSING:
+        inst.mime_type = UNSET
+    elif v is None:
+        inst.mime_type = None
+    elif v.__class__ is str:
+        inst.mime_type = v
+    else:
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_TextResourceContents.issuperset(obj) else _extra(obj, _K_TextResourceContents)
     )
@@ -1608,38 +1794,42 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(BlobResourceContents)
-    inst.blob = (
+    v = obj.get("blob", _MISSING)
+    if v is _MISSING:
         _missing(path, "blob")
-        if (v := obj.get("blob", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "blob"), "string", v)
-    )
-    inst.uri = (
+    elif v.__class__ is str:
+        inst.blob = v
+    else:
+        _fail((path, "blob"), "string", v)
+    v = obj.get("uri", _MISSING)
+    if v is _MISSING:
         _missing(path, "uri")
-        if (v := obj.get("uri", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "uri"), "string", v)
-    )
-    inst.mime_type = (
-        UNSET
-        if (v := obj.get("mimeType", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.uri = v
+    else:
+        _fail((path, "uri"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v is _MISSING:
+        inst.mime_type = UNSET
+    elif v is None:
+        inst.mime_type = None
+    elif v.__class__ is str:
+        inst.mime_type = v
+    else:
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_BlobResourceContents.issuperset(obj) else _extra(obj, _K_BlobResourceContents)
     )
@@ -1683,37 +1873,34 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(EmbeddedResource)
-    inst.resource = (
+    v = obj.get("resource", _MISSING)
+    if v is _MISSING:
         _missing(path, "resource")
-        if (v := obj.get("resource", _MISSING)) is _MISSING
-        else _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    )
-    inst.annotations = (
-        UNSET
-        if (v := obj.get("annotations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Annotations, v, (path, "annotations"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    v = obj.get("annotations", _MISSING)
+    if v is _MISSING:
+        inst.annotations = UNSET
+    elif v is None:
+        inst.annotations = None
+    else:
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_EmbeddedResource.issuperset(obj) else _extra(obj, _K_EmbeddedResource)
     return inst
 
@@ -1751,24 +1938,24 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: _PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Content)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else _d_ContentBlock(v, (path, "content"), ctx)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Content.issuperset(obj) else _extra(obj, _K_Content)
     return inst
 
@@ -1816,38 +2003,42 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 
 
 def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Diff)
-    inst.path = (
+    v = obj.get("path", _MISSING)
+    if v is _MISSING:
         _missing(path, "path")
-        if (v := obj.get("path", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "path"), "string", v)
-    )
-    inst.new_text = (
+    elif v.__class__ is str:
+        inst.path = v
+    else:
+        _fail((path, "path"), "string", v)
+    v = obj.get("newText", _MISSING)
+    if v is _MISSING:
         _missing(path, "newText")
-        if (v := obj.get("newText", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "newText"), "string", v)
-    )
-    inst.old_text = (
-        UNSET
-        if (v := obj.get("oldText", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.new_text = v
+    else:
+        _fail((path, "newText"), "string", v)
+    v = obj.get("oldText", _MISSING)
+    if v is _MISSING:
+        inst.old_text = UNSET
+    elif v is None:
+        inst.old_text = None
+    elif v.__class__ is str:
+        inst.old_text = v
+    else:
+        inst.old_text = _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Diff.issuperset(obj) else _extra(obj, _K_Diff)
     return inst
 
@@ -1889,24 +2080,26 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: _PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Terminal)
-    inst.terminal_id = (
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Terminal.issuperset(obj) else _extra(obj, _K_Terminal)
     return inst
 
@@ -1952,45 +2145,38 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ToolCallLocation)
-    inst.path = (
+    v = obj.get("path", _MISSING)
+    if v is _MISSING:
         _missing(path, "path")
-        if (v := obj.get("path", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "path"), "string", v)
-    )
-    inst.line = (
-        UNSET
-        if (v := obj.get("line", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "line"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.path = v
+    else:
+        _fail((path, "path"), "string", v)
+    v = obj.get("line", _MISSING)
+    if v is _MISSING:
+        inst.line = UNSET
+    elif v is None:
+        inst.line = None
+    elif v.__class__ is int:
+        inst.line = v
+    else:
+        try:
+            inst.line = _int(v, (path, "line"))
+        except DecodeError as exc:
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ToolCallLocation.issuperset(obj) else _extra(obj, _K_ToolCallLocation)
     return inst
 
@@ -2030,38 +2216,40 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(PermissionOption)
-    inst.option_id = (
+    v = obj.get("optionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "optionId")
-        if (v := obj.get("optionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "optionId"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.option_id = v
+    else:
+        _fail((path, "optionId"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.kind = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v is _MISSING:
         _missing(path, "kind")
-        if (v := obj.get("kind", _MISSING)) is _MISSING
-        else (
-            cast("PermissionOptionKind", v)
-            if v.__class__ is str and v in _PermissionOptionKind_VALUES
-            else _enum_fail((path, "kind"), "PermissionOptionKind", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str and v in _PermissionOptionKind_VALUES:
+        inst.kind = cast("PermissionOptionKind", v)
+    else:
+        _enum_fail((path, "kind"), "PermissionOptionKind", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PermissionOption.issuperset(obj) else _extra(obj, _K_PermissionOption)
     return inst
 
@@ -2124,82 +2312,70 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateTerminalRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.command = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("command", _MISSING)
+    if v is _MISSING:
         _missing(path, "command")
-        if (v := obj.get("command", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "command"), "string", v)
-    )
-    inst.args = (
-        UNSET
-        if (v := obj.get("args", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "args"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-            )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "args"), "array", v, UNSET)
-        )
-    )
-    inst.env = (
-        UNSET
-        if (v := obj.get("env", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "env"), "array", v, UNSET)
-        )
-    )
-    inst.cwd = (
-        UNSET
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
-        )
-    )
-    inst.output_byte_limit = (
-        UNSET
-        if (v := obj.get("outputByteLimit", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "outputByteLimit"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.command = v
+    else:
+        _fail((path, "command"), "string", v)
+    v = obj.get("args", _MISSING)
+    if v is _MISSING:
+        inst.args = UNSET
+    else:
+        try:
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
+        except DecodeError as exc:
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
+        inst.env = UNSET
+    else:
+        try:
+            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+        except DecodeError as exc:
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+    v = obj.get("outputByteLimit", _MISSING)
+    if v is _MISSING:
+        inst.output_byte_limit = UNSET
+    elif v is None:
+        inst.output_byte_limit = None
+    elif v.__class__ is int:
+        inst.output_byte_limit = v
+    else:
+        try:
+            inst.output_byte_limit = _int(v, (path, "outputByteLimit"))
+        except DecodeError as exc:
+            inst.output_byte_limit = _tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_CreateTerminalRequest.issuperset(obj) else _extra(obj, _K_CreateTerminalRequest)
     )
@@ -2239,29 +2415,33 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: _PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(EnvVariable)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.value = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v is _MISSING:
         _missing(path, "value")
-        if (v := obj.get("value", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "value"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.value = v
+    else:
+        _fail((path, "value"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_EnvVariable.issuperset(obj) else _extra(obj, _K_EnvVariable)
     return inst
 
@@ -2299,29 +2479,33 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 
 
 def _d_TerminalOutputRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TerminalOutputRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.terminal_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_TerminalOutputRequest.issuperset(obj) else _extra(obj, _K_TerminalOutputRequest)
     )
@@ -2361,29 +2545,33 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ReleaseTerminalRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.terminal_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ReleaseTerminalRequest.issuperset(obj) else _extra(obj, _K_ReleaseTerminalRequest)
     )
@@ -2427,29 +2615,33 @@ _K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
 def _d_WaitForTerminalExitRequest(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(WaitForTerminalExitRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.terminal_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_WaitForTerminalExitRequest.issuperset(obj)
@@ -2491,29 +2683,33 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 
 
 def _d_KillTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(KillTerminalRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.terminal_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_KillTerminalRequest.issuperset(obj) else _extra(obj, _K_KillTerminalRequest)
     )
@@ -2580,52 +2776,54 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateElicitationRequestForm)
-    inst.message = (
+    v = obj.get("message", _MISSING)
+    if v is _MISSING:
         _missing(path, "message")
-        if (v := obj.get("message", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "message"), "string", v)
-    )
-    inst.requested_schema = (
+    elif v.__class__ is str:
+        inst.message = v
+    else:
+        _fail((path, "message"), "string", v)
+    v = obj.get("requestedSchema", _MISSING)
+    if v is _MISSING:
         _missing(path, "requestedSchema")
-        if (v := obj.get("requestedSchema", _MISSING)) is _MISSING
-        else _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
-    inst.session_id = (
-        UNSET
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call_id = (
-        UNSET
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.request_id = (
-        UNSET
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
+    else:
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
+        inst.session_id = UNSET
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
         if _K_CreateElicitationRequestForm.issuperset(obj)
@@ -2697,57 +2895,63 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateElicitationRequestUrl)
-    inst.message = (
+    v = obj.get("message", _MISSING)
+    if v is _MISSING:
         _missing(path, "message")
-        if (v := obj.get("message", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "message"), "string", v)
-    )
-    inst.elicitation_id = (
+    elif v.__class__ is str:
+        inst.message = v
+    else:
+        _fail((path, "message"), "string", v)
+    v = obj.get("elicitationId", _MISSING)
+    if v is _MISSING:
         _missing(path, "elicitationId")
-        if (v := obj.get("elicitationId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
-    )
-    inst.url = (
+    elif v.__class__ is str:
+        inst.elicitation_id = v
+    else:
+        _fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
         _missing(path, "url")
-        if (v := obj.get("url", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "url"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
-    inst.session_id = (
-        UNSET
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call_id = (
-        UNSET
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.request_id = (
-        UNSET
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
+    elif v.__class__ is str:
+        inst.url = v
+    else:
+        _fail((path, "url"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
+        inst.session_id = UNSET
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
         if _K_CreateElicitationRequestUrl.issuperset(obj)
@@ -2792,28 +2996,26 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationSessionScope)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call_id = (
-        UNSET
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-            )
-        )
-    )
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
         {}
         if _K_ElicitationSessionScope.issuperset(obj)
@@ -2848,15 +3050,15 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationRequestScope)
-    inst.request_id = (
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
         _missing(path, "requestId")
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         {}
         if _K_ElicitationRequestScope.issuperset(obj)
@@ -2929,79 +3131,59 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationSchema)
-    inst.type = (
-        _absent_default(absent, "type", "object")
-        if (v := obj.get("type", _MISSING)) is _MISSING
-        else (
-            cast("ElicitationSchemaType", v)
-            if v.__class__ is str and v in _ElicitationSchemaType_VALUES
-            else _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
-        )
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.properties = (
-        _absent_default(absent, "properties", {})
-        if (v := obj.get("properties", _MISSING)) is _MISSING
-        else (
-            {
-                k: _d_ElicitationPropertySchema(x, ((path, "properties"), k), ctx)
-                for k, x in v.items()
-            }
-            if v.__class__ is dict
-            else _fail((path, "properties"), "object", v)
-        )
-    )
-    inst.required = (
-        UNSET
-        if (v := obj.get("required", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                [
-                    x if x.__class__ is str else _fail(((path, "required"), i), "string", x)
-                    for i, x in enumerate(v)
-                ]
-                if v.__class__ is list
-                else _fail((path, "required"), "array", v)
-            )
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("type", _MISSING)
+    if v is _MISSING:
+        inst.type = "object"
+        absent.append("type")
+    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = cast("ElicitationSchemaType", v)
+    else:
+        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("properties", _MISSING)
+    if v is _MISSING:
+        inst.properties = {}
+        absent.append("properties")
+    else:
+        inst.properties = _map(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+    v = obj.get("required", _MISSING)
+    if v is _MISSING:
+        inst.required = UNSET
+    elif v is None:
+        inst.required = None
+    else:
+        inst.required = _list(v, (path, "required"), ctx, _d_str)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ElicitationSchema.issuperset(obj) else _extra(obj, _K_ElicitationSchema)
     inst._absent = frozenset(absent)
     return inst
@@ -3048,42 +3230,42 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(EnumOption)
-    inst.const = (
+    v = obj.get("const", _MISSING)
+    if v is _MISSING:
         _missing(path, "const")
-        if (v := obj.get("const", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "const"), "string", v)
-    )
-    inst.title = (
+    elif v.__class__ is str:
+        inst.const = v
+    else:
+        _fail((path, "const"), "string", v)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
         _missing(path, "title")
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "title"), "string", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        _fail((path, "title"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_EnumOption.issuperset(obj) else _extra(obj, _K_EnumOption)
     return inst
 
@@ -3192,111 +3374,96 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(StringPropertySchema)
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.min_length = (
-        UNSET
-        if (v := obj.get("minLength", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "minLength"))
-    )
-    inst.max_length = (
-        UNSET
-        if (v := obj.get("maxLength", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "maxLength"))
-    )
-    inst.pattern = (
-        UNSET
-        if (v := obj.get("pattern", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _fail((path, "pattern"), "string", v)
-        )
-    )
-    inst.format = (
-        UNSET
-        if (v := obj.get("format", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                cast("StringFormat", v)
-                if v.__class__ is str and v in _StringFormat_VALUES
-                else _enum_fail((path, "format"), "StringFormat", v)
-            )
-        )
-    )
-    inst.default = (
-        UNSET
-        if (v := obj.get("default", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "default"), "string", v, UNSET)
-        )
-    )
-    inst.enum = (
-        UNSET
-        if (v := obj.get("enum", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                [
-                    x if x.__class__ is str else _fail(((path, "enum"), i), "string", x)
-                    for i, x in enumerate(v)
-                ]
-                if v.__class__ is list
-                else _fail((path, "enum"), "array", v)
-            )
-        )
-    )
-    inst.one_of = (
-        UNSET
-        if (v := obj.get("oneOf", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                [_d_EnumOption(x, ((path, "oneOf"), i), ctx) for i, x in enumerate(v)]
-                if v.__class__ is list
-                else _fail((path, "oneOf"), "array", v)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minLength", _MISSING)
+    if v is _MISSING:
+        inst.min_length = UNSET
+    elif v is None:
+        inst.min_length = None
+    elif v.__class__ is int:
+        inst.min_length = v
+    else:
+        inst.min_length = _int(v, (path, "minLength"))
+    v = obj.get("maxLength", _MISSING)
+    if v is _MISSING:
+        inst.max_length = UNSET
+    elif v is None:
+        inst.max_length = None
+    elif v.__class__ is int:
+        inst.max_length = v
+    else:
+        inst.max_length = _int(v, (path, "maxLength"))
+    v = obj.get("pattern", _MISSING)
+    if v is _MISSING:
+        inst.pattern = UNSET
+    elif v is None:
+        inst.pattern = None
+    elif v.__class__ is str:
+        inst.pattern = v
+    else:
+        _fail((path, "pattern"), "string", v)
+    v = obj.get("format", _MISSING)
+    if v is _MISSING:
+        inst.format = UNSET
+    elif v is None:
+        inst.format = None
+    elif v.__class__ is str and v in _StringFormat_VALUES:
+        inst.format = cast("StringFormat", v)
+    else:
+        _enum_fail((path, "format"), "StringFormat", v)
+    v = obj.get("default", _MISSING)
+    if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    elif v.__class__ is str:
+        inst.default = v
+    else:
+        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
+    v = obj.get("enum", _MISSING)
+    if v is _MISSING:
+        inst.enum = UNSET
+    elif v is None:
+        inst.enum = None
+    else:
+        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
+    v = obj.get("oneOf", _MISSING)
+    if v is _MISSING:
+        inst.one_of = UNSET
+    elif v is None:
+        inst.one_of = None
+    else:
+        inst.one_of = _list(v, (path, "oneOf"), ctx, _d_EnumOption)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_StringPropertySchema.issuperset(obj) else _extra(obj, _K_StringPropertySchema)
     )
@@ -3368,72 +3535,67 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(NumberPropertySchema)
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.minimum = (
-        UNSET
-        if (v := obj.get("minimum", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is float else _num(v, (path, "minimum"))
-    )
-    inst.maximum = (
-        UNSET
-        if (v := obj.get("maximum", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is float else _num(v, (path, "maximum"))
-    )
-    inst.default = (
-        UNSET
-        if (v := obj.get("default", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is float else _num(x, p),
-                        v,
-                        (path, "default"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minimum", _MISSING)
+    if v is _MISSING:
+        inst.minimum = UNSET
+    elif v is None:
+        inst.minimum = None
+    elif v.__class__ is float:
+        inst.minimum = v
+    else:
+        inst.minimum = _num(v, (path, "minimum"))
+    v = obj.get("maximum", _MISSING)
+    if v is _MISSING:
+        inst.maximum = UNSET
+    elif v is None:
+        inst.maximum = None
+    elif v.__class__ is float:
+        inst.maximum = v
+    else:
+        inst.maximum = _num(v, (path, "maximum"))
+    v = obj.get("default", _MISSING)
+    if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    elif v.__class__ is float:
+        inst.default = v
+    else:
+        try:
+            inst.default = _num(v, (path, "default"))
+        except DecodeError as exc:
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_NumberPropertySchema.issuperset(obj) else _extra(obj, _K_NumberPropertySchema)
     )
@@ -3505,72 +3667,67 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(IntegerPropertySchema)
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.minimum = (
-        UNSET
-        if (v := obj.get("minimum", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "minimum"))
-    )
-    inst.maximum = (
-        UNSET
-        if (v := obj.get("maximum", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "maximum"))
-    )
-    inst.default = (
-        UNSET
-        if (v := obj.get("default", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "default"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minimum", _MISSING)
+    if v is _MISSING:
+        inst.minimum = UNSET
+    elif v is None:
+        inst.minimum = None
+    elif v.__class__ is int:
+        inst.minimum = v
+    else:
+        inst.minimum = _int(v, (path, "minimum"))
+    v = obj.get("maximum", _MISSING)
+    if v is _MISSING:
+        inst.maximum = UNSET
+    elif v is None:
+        inst.maximum = None
+    elif v.__class__ is int:
+        inst.maximum = v
+    else:
+        inst.maximum = _int(v, (path, "maximum"))
+    v = obj.get("default", _MISSING)
+    if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    elif v.__class__ is int:
+        inst.default = v
+    else:
+        try:
+            inst.default = _int(v, (path, "default"))
+        except DecodeError as exc:
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_IntegerPropertySchema.issuperset(obj) else _extra(obj, _K_IntegerPropertySchema)
     )
@@ -3630,52 +3787,46 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(BooleanPropertySchema)
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.default = (
-        UNSET
-        if (v := obj.get("default", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is bool else _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("default", _MISSING)
+    if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    elif v.__class__ is bool:
+        inst.default = v
+    else:
+        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_BooleanPropertySchema.issuperset(obj) else _extra(obj, _K_BooleanPropertySchema)
     )
@@ -3717,31 +3868,24 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(StringMultiSelectItems)
-    inst.enum = (
+    v = obj.get("enum", _MISSING)
+    if v is _MISSING:
         _missing(path, "enum")
-        if (v := obj.get("enum", _MISSING)) is _MISSING
-        else (
-            [
-                x if x.__class__ is str else _fail(((path, "enum"), i), "string", x)
-                for i, x in enumerate(v)
-            ]
-            if v.__class__ is list
-            else _fail((path, "enum"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_StringMultiSelectItems.issuperset(obj) else _extra(obj, _K_StringMultiSelectItems)
     )
@@ -3781,28 +3925,24 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TitledMultiSelectItems)
-    inst.any_of = (
+    v = obj.get("anyOf", _MISSING)
+    if v is _MISSING:
         _missing(path, "anyOf")
-        if (v := obj.get("anyOf", _MISSING)) is _MISSING
-        else (
-            [_d_EnumOption(x, ((path, "anyOf"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "anyOf"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.any_of = _list(v, (path, "anyOf"), ctx, _d_EnumOption)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_TitledMultiSelectItems.issuperset(obj) else _extra(obj, _K_TitledMultiSelectItems)
     )
@@ -3878,74 +4018,70 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(MultiSelectPropertySchema)
-    inst.items = (
+    v = obj.get("items", _MISSING)
+    if v is _MISSING:
         _missing(path, "items")
-        if (v := obj.get("items", _MISSING)) is _MISSING
-        else _d_MultiSelectItems(v, (path, "items"), ctx)
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.min_items = (
-        UNSET
-        if (v := obj.get("minItems", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "minItems"))
-    )
-    inst.max_items = (
-        UNSET
-        if (v := obj.get("maxItems", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is int else _int(v, (path, "maxItems"))
-    )
-    inst.default = (
-        UNSET
-        if (v := obj.get("default", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(
-                    v,
-                    (path, "default"),
-                    ctx,
-                    lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-                )
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "default"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minItems", _MISSING)
+    if v is _MISSING:
+        inst.min_items = UNSET
+    elif v is None:
+        inst.min_items = None
+    elif v.__class__ is int:
+        inst.min_items = v
+    else:
+        inst.min_items = _int(v, (path, "minItems"))
+    v = obj.get("maxItems", _MISSING)
+    if v is _MISSING:
+        inst.max_items = UNSET
+    elif v is None:
+        inst.max_items = None
+    elif v.__class__ is int:
+        inst.max_items = v
+    else:
+        inst.max_items = _int(v, (path, "maxItems"))
+    v = obj.get("default", _MISSING)
+    if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    else:
+        try:
+            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
+        except DecodeError as exc:
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_MultiSelectPropertySchema.issuperset(obj)
@@ -3994,38 +4130,38 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationFormMode)
-    inst.requested_schema = (
+    v = obj.get("requestedSchema", _MISSING)
+    if v is _MISSING:
         _missing(path, "requestedSchema")
-        if (v := obj.get("requestedSchema", _MISSING)) is _MISSING
-        else _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    )
-    inst.session_id = (
-        UNSET
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call_id = (
-        UNSET
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.request_id = (
-        UNSET
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
+    else:
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
+        inst.session_id = UNSET
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {} if _K_ElicitationFormMode.issuperset(obj) else _extra(obj, _K_ElicitationFormMode)
     )
@@ -4074,43 +4210,47 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationUrlMode)
-    inst.elicitation_id = (
+    v = obj.get("elicitationId", _MISSING)
+    if v is _MISSING:
         _missing(path, "elicitationId")
-        if (v := obj.get("elicitationId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
-    )
-    inst.url = (
+    elif v.__class__ is str:
+        inst.elicitation_id = v
+    else:
+        _fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
         _missing(path, "url")
-        if (v := obj.get("url", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "url"), "string", v)
-    )
-    inst.session_id = (
-        UNSET
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.tool_call_id = (
-        UNSET
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.request_id = (
-        UNSET
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
+    elif v.__class__ is str:
+        inst.url = v
+    else:
+        _fail((path, "url"), "string", v)
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
+        inst.session_id = UNSET
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = {} if _K_ElicitationUrlMode.issuperset(obj) else _extra(obj, _K_ElicitationUrlMode)
     return inst
 
@@ -4140,16 +4280,20 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentResponseResult)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
+    if v is _MISSING:
+        _missing(path, "result")
+    else:
+        inst.result = v
     inst.extra = (
         {} if _K_AgentResponseResult.issuperset(obj) else _extra(obj, _K_AgentResponseResult)
     )
@@ -4181,20 +4325,20 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentResponseError)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.error = (
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("error", _MISSING)
+    if v is _MISSING:
         _missing(path, "error")
-        if (v := obj.get("error", _MISSING)) is _MISSING
-        else _d_Error(v, (path, "error"), ctx)
-    )
+    else:
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = {} if _K_AgentResponseError.issuperset(obj) else _extra(obj, _K_AgentResponseError)
     return inst
 
@@ -4259,39 +4403,44 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(PromptCapabilities)
-    inst.image = (
-        _absent_default(absent, "image", False)
-        if (v := obj.get("image", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "image"), "boolean", v, False)
-    )
-    inst.audio = (
-        _absent_default(absent, "audio", False)
-        if (v := obj.get("audio", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "audio"), "boolean", v, False)
-    )
-    inst.embedded_context = (
-        _absent_default(absent, "embeddedContext", False)
-        if (v := obj.get("embeddedContext", _MISSING)) is _MISSING
-        else (
-            v
-            if v.__class__ is bool
-            else _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("image", _MISSING)
+    if v is _MISSING:
+        inst.image = False
+        absent.append("image")
+    elif v.__class__ is bool:
+        inst.image = v
+    else:
+        inst.image = _tolerate(ctx, (path, "image"), "boolean", v, False)
+    v = obj.get("audio", _MISSING)
+    if v is _MISSING:
+        inst.audio = False
+        absent.append("audio")
+    elif v.__class__ is bool:
+        inst.audio = v
+    else:
+        inst.audio = _tolerate(ctx, (path, "audio"), "boolean", v, False)
+    v = obj.get("embeddedContext", _MISSING)
+    if v is _MISSING:
+        inst.embedded_context = False
+        absent.append("embeddedContext")
+    elif v.__class__ is bool:
+        inst.embedded_context = v
+    else:
+        inst.embedded_context = _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PromptCapabilities.issuperset(obj) else _extra(obj, _K_PromptCapabilities)
     inst._absent = frozenset(absent)
     return inst
@@ -4336,30 +4485,36 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
 
 
 def _d_McpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(McpCapabilities)
-    inst.http = (
-        _absent_default(absent, "http", False)
-        if (v := obj.get("http", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "http"), "boolean", v, False)
-    )
-    inst.sse = (
-        _absent_default(absent, "sse", False)
-        if (v := obj.get("sse", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "sse"), "boolean", v, False)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("http", _MISSING)
+    if v is _MISSING:
+        inst.http = False
+        absent.append("http")
+    elif v.__class__ is bool:
+        inst.http = v
+    else:
+        inst.http = _tolerate(ctx, (path, "http"), "boolean", v, False)
+    v = obj.get("sse", _MISSING)
+    if v is _MISSING:
+        inst.sse = False
+        absent.append("sse")
+    elif v.__class__ is bool:
+        inst.sse = v
+    else:
+        inst.sse = _tolerate(ctx, (path, "sse"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_McpCapabilities.issuperset(obj) else _extra(obj, _K_McpCapabilities)
     inst._absent = frozenset(absent)
     return inst
@@ -4445,94 +4600,73 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionCapabilities)
-    inst.list = (
-        UNSET
-        if (v := obj.get("list", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionListCapabilities, v, (path, "list"), ctx)) is _MISSING
-                else w
+    v = obj.get("list", _MISSING)
+    if v is _MISSING:
+        inst.list = UNSET
+    elif v is None:
+        inst.list = None
+    else:
+        try:
+            inst.list = _d_SessionListCapabilities(v, (path, "list"), ctx)
+        except DecodeError as exc:
+            inst.list = _tolerated(ctx, (path, "list"), exc, UNSET)
+    v = obj.get("delete", _MISSING)
+    if v is _MISSING:
+        inst.delete = UNSET
+    elif v is None:
+        inst.delete = None
+    else:
+        try:
+            inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
+        except DecodeError as exc:
+            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    elif v is None:
+        inst.additional_directories = None
+    else:
+        try:
+            inst.additional_directories = _d_SessionAdditionalDirectoriesCapabilities(
+                v, (path, "additionalDirectories"), ctx
             )
-        )
-    )
-    inst.delete = (
-        UNSET
-        if (v := obj.get("delete", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionDeleteCapabilities, v, (path, "delete"), ctx))
-                is _MISSING
-                else w
+        except DecodeError as exc:
+            inst.additional_directories = _tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
             )
-        )
-    )
-    inst.additional_directories = (
-        UNSET
-        if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        _d_SessionAdditionalDirectoriesCapabilities,
-                        v,
-                        (path, "additionalDirectories"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.resume = (
-        UNSET
-        if (v := obj.get("resume", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionResumeCapabilities, v, (path, "resume"), ctx))
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.close = (
-        UNSET
-        if (v := obj.get("close", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionCloseCapabilities, v, (path, "close"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("resume", _MISSING)
+    if v is _MISSING:
+        inst.resume = UNSET
+    elif v is None:
+        inst.resume = None
+    else:
+        try:
+            inst.resume = _d_SessionResumeCapabilities(v, (path, "resume"), ctx)
+        except DecodeError as exc:
+            inst.resume = _tolerated(ctx, (path, "resume"), exc, UNSET)
+    v = obj.get("close", _MISSING)
+    if v is _MISSING:
+        inst.close = UNSET
+    elif v is None:
+        inst.close = None
+    else:
+        try:
+            inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
+        except DecodeError as exc:
+            inst.close = _tolerated(ctx, (path, "close"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_SessionCapabilities.issuperset(obj) else _extra(obj, _K_SessionCapabilities)
     )
@@ -4575,32 +4709,29 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentAuthCapabilities)
-    inst.logout = (
-        UNSET
-        if (v := obj.get("logout", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_LogoutCapabilities, v, (path, "logout"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("logout", _MISSING)
+    if v is _MISSING:
+        inst.logout = UNSET
+    elif v is None:
+        inst.logout = None
+    else:
+        try:
+            inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
+        except DecodeError as exc:
+            inst.logout = _tolerated(ctx, (path, "logout"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_AgentAuthCapabilities.issuperset(obj) else _extra(obj, _K_AgentAuthCapabilities)
     )
@@ -4679,69 +4810,77 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentCapabilities)
-    inst.load_session = (
-        _absent_default(absent, "loadSession", False)
-        if (v := obj.get("loadSession", _MISSING)) is _MISSING
-        else (
-            v if v.__class__ is bool else _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
+    v = obj.get("loadSession", _MISSING)
+    if v is _MISSING:
+        inst.load_session = False
+        absent.append("loadSession")
+    elif v.__class__ is bool:
+        inst.load_session = v
+    else:
+        inst.load_session = _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
+    v = obj.get("promptCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.prompt_capabilities = PromptCapabilities(
+            image=False, audio=False, embedded_context=False
         )
-    )
-    inst.prompt_capabilities = (
-        _absent_default(
-            absent,
-            "promptCapabilities",
-            PromptCapabilities(image=False, audio=False, embedded_context=False),
-        )
-        if (v := obj.get("promptCapabilities", _MISSING)) is _MISSING
-        else (
-            PromptCapabilities(image=False, audio=False, embedded_context=False)
-            if (w := _lenient(_d_PromptCapabilities, v, (path, "promptCapabilities"), ctx))
-            is _MISSING
-            else w
-        )
-    )
-    inst.mcp_capabilities = (
-        _absent_default(absent, "mcpCapabilities", McpCapabilities(http=False, sse=False))
-        if (v := obj.get("mcpCapabilities", _MISSING)) is _MISSING
-        else (
-            McpCapabilities(http=False, sse=False)
-            if (w := _lenient(_d_McpCapabilities, v, (path, "mcpCapabilities"), ctx)) is _MISSING
-            else w
-        )
-    )
-    inst.session_capabilities = (
-        _absent_default(absent, "sessionCapabilities", SessionCapabilities())
-        if (v := obj.get("sessionCapabilities", _MISSING)) is _MISSING
-        else (
-            SessionCapabilities()
-            if (w := _lenient(_d_SessionCapabilities, v, (path, "sessionCapabilities"), ctx))
-            is _MISSING
-            else w
-        )
-    )
-    inst.auth = (
-        _absent_default(absent, "auth", AgentAuthCapabilities())
-        if (v := obj.get("auth", _MISSING)) is _MISSING
-        else (
-            AgentAuthCapabilities()
-            if (w := _lenient(_d_AgentAuthCapabilities, v, (path, "auth"), ctx)) is _MISSING
-            else w
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        absent.append("promptCapabilities")
+    else:
+        try:
+            inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
+        except DecodeError as exc:
+            inst.prompt_capabilities = _tolerated(
+                ctx,
+                (path, "promptCapabilities"),
+                exc,
+                PromptCapabilities(image=False, audio=False, embedded_context=False),
+            )
+    v = obj.get("mcpCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
+        absent.append("mcpCapabilities")
+    else:
+        try:
+            inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
+        except DecodeError as exc:
+            inst.mcp_capabilities = _tolerated(
+                ctx, (path, "mcpCapabilities"), exc, McpCapabilities(http=False, sse=False)
+            )
+    v = obj.get("sessionCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.session_capabilities = SessionCapabilities()
+        absent.append("sessionCapabilities")
+    else:
+        try:
+            inst.session_capabilities = _d_SessionCapabilities(
+                v, (path, "sessionCapabilities"), ctx
+            )
+        except DecodeError as exc:
+            inst.session_capabilities = _tolerated(
+                ctx, (path, "sessionCapabilities"), exc, SessionCapabilities()
+            )
+    v = obj.get("auth", _MISSING)
+    if v is _MISSING:
+        inst.auth = AgentAuthCapabilities()
+        absent.append("auth")
+    else:
+        try:
+            inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AgentCapabilities.issuperset(obj) else _extra(obj, _K_AgentCapabilities)
     inst._absent = frozenset(absent)
     return inst
@@ -4821,77 +4960,76 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(InitializeResponse)
-    inst.protocol_version = (
+    v = obj.get("protocolVersion", _MISSING)
+    if v is _MISSING:
         _missing(path, "protocolVersion")
-        if (v := obj.get("protocolVersion", _MISSING)) is _MISSING
-        else v if v.__class__ is int else _int(v, (path, "protocolVersion"))
-    )
-    inst.agent_capabilities = (
-        _absent_default(
-            absent,
-            "agentCapabilities",
-            AgentCapabilities(
-                load_session=False,
-                prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=False
-                ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
-                session_capabilities=SessionCapabilities(),
-                auth=AgentAuthCapabilities(),
+    elif v.__class__ is int:
+        inst.protocol_version = v
+    else:
+        inst.protocol_version = _int(v, (path, "protocolVersion"))
+    v = obj.get("agentCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.agent_capabilities = AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=PromptCapabilities(
+                image=False, audio=False, embedded_context=False
             ),
+            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            session_capabilities=SessionCapabilities(),
+            auth=AgentAuthCapabilities(),
         )
-        if (v := obj.get("agentCapabilities", _MISSING)) is _MISSING
-        else (
-            AgentCapabilities(
-                load_session=False,
-                prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=False
+        absent.append("agentCapabilities")
+    else:
+        try:
+            inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
+        except DecodeError as exc:
+            inst.agent_capabilities = _tolerated(
+                ctx,
+                (path, "agentCapabilities"),
+                exc,
+                AgentCapabilities(
+                    load_session=False,
+                    prompt_capabilities=PromptCapabilities(
+                        image=False, audio=False, embedded_context=False
+                    ),
+                    mcp_capabilities=McpCapabilities(http=False, sse=False),
+                    session_capabilities=SessionCapabilities(),
+                    auth=AgentAuthCapabilities(),
                 ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
-                session_capabilities=SessionCapabilities(),
-                auth=AgentAuthCapabilities(),
             )
-            if (w := _lenient(_d_AgentCapabilities, v, (path, "agentCapabilities"), ctx))
-            is _MISSING
-            else w
-        )
-    )
-    inst.auth_methods = (
-        _absent_default(absent, "authMethods", [])
-        if (v := obj.get("authMethods", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "authMethods"), "array", v, [])
-        )
-    )
-    inst.agent_info = (
-        UNSET
-        if (v := obj.get("agentInfo", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Implementation, v, (path, "agentInfo"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("authMethods", _MISSING)
+    if v is _MISSING:
+        inst.auth_methods = []
+        absent.append("authMethods")
+    else:
+        try:
+            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
+        except DecodeError as exc:
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
+    v = obj.get("agentInfo", _MISSING)
+    if v is _MISSING:
+        inst.agent_info = UNSET
+    elif v is None:
+        inst.agent_info = None
+    else:
+        try:
+            inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
+        except DecodeError as exc:
+            inst.agent_info = _tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_InitializeResponse.issuperset(obj) else _extra(obj, _K_InitializeResponse)
     inst._absent = frozenset(absent)
     return inst
@@ -4930,19 +5068,19 @@ _K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionListCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionListCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionListCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionListCapabilities.issuperset(obj)
@@ -4984,19 +5122,19 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionDeleteCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionDeleteCapabilities.issuperset(obj)
@@ -5041,19 +5179,19 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
@@ -5095,19 +5233,19 @@ _K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionResumeCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionResumeCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionResumeCapabilities.issuperset(obj)
@@ -5149,19 +5287,19 @@ _K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionCloseCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionCloseCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionCloseCapabilities.issuperset(obj)
@@ -5201,19 +5339,19 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(LogoutCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_LogoutCapabilities.issuperset(obj) else _extra(obj, _K_LogoutCapabilities)
     return inst
 
@@ -5274,80 +5412,58 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AuthMethodTerminal)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "id"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.id = v
+    else:
+        _fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.args = (
-        UNSET
-        if (v := obj.get("args", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "args"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-            )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "args"), "array", v, UNSET)
-        )
-    )
-    inst.env = (
-        UNSET
-        if (v := obj.get("env", _MISSING)) is _MISSING
-        else (
-            UNSET
-            if (
-                w := _lenient(
-                    lambda x, p, ctx: (
-                        {
-                            k: x if x.__class__ is str else _fail((p, k), "string", x)
-                            for k, x in x.items()
-                        }
-                        if x.__class__ is dict
-                        else _fail(p, "object", x)
-                    ),
-                    v,
-                    (path, "env"),
-                    ctx,
-                )
-            )
-            is _MISSING
-            else w
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("args", _MISSING)
+    if v is _MISSING:
+        inst.args = UNSET
+    else:
+        try:
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
+        except DecodeError as exc:
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
+        inst.env = UNSET
+    else:
+        try:
+            inst.env = _map(v, (path, "env"), ctx, _d_str)
+        except DecodeError as exc:
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AuthMethodTerminal.issuperset(obj) else _extra(obj, _K_AuthMethodTerminal)
     return inst
 
@@ -5391,42 +5507,42 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 
 
 def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AuthMethodAgent)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "id"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.id = v
+    else:
+        _fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AuthMethodAgent.issuperset(obj) else _extra(obj, _K_AuthMethodAgent)
     return inst
 
@@ -5475,38 +5591,42 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Implementation)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.version = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("version", _MISSING)
+    if v is _MISSING:
         _missing(path, "version")
-        if (v := obj.get("version", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "version"), "string", v)
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.version = v
+    else:
+        _fail((path, "version"), "string", v)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Implementation.issuperset(obj) else _extra(obj, _K_Implementation)
     return inst
 
@@ -5540,19 +5660,19 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AuthenticateResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_AuthenticateResponse.issuperset(obj) else _extra(obj, _K_AuthenticateResponse)
     )
@@ -5588,19 +5708,19 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(LogoutResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_LogoutResponse.issuperset(obj) else _extra(obj, _K_LogoutResponse)
     return inst
 
@@ -5653,50 +5773,48 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(NewSessionResponse)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.modes = (
-        UNSET
-        if (v := obj.get("modes", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionModeState, v, (path, "modes"), ctx)) is _MISSING
-                else w
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("modes", _MISSING)
+    if v is _MISSING:
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
+    else:
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
-        )
-    )
-    inst.config_options = (
-        UNSET
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_NewSessionResponse.issuperset(obj) else _extra(obj, _K_NewSessionResponse)
     return inst
 
@@ -5737,33 +5855,34 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 
 
 def _d_SessionModeState(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionModeState)
-    inst.current_mode_id = (
+    v = obj.get("currentModeId", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentModeId")
-        if (v := obj.get("currentModeId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "currentModeId"), "string", v)
-    )
-    inst.available_modes = (
+    elif v.__class__ is str:
+        inst.current_mode_id = v
+    else:
+        _fail((path, "currentModeId"), "string", v)
+    v = obj.get("availableModes", _MISSING)
+    if v is _MISSING:
         _missing(path, "availableModes")
-        if (v := obj.get("availableModes", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "availableModes"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
+        except DecodeError as exc:
+            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_SessionModeState.issuperset(obj) else _extra(obj, _K_SessionModeState)
     return inst
 
@@ -5807,42 +5926,42 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 
 
 def _d_SessionMode(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionMode)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "id"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.id = v
+    else:
+        _fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_SessionMode.issuperset(obj) else _extra(obj, _K_SessionMode)
     return inst
 
@@ -5904,61 +6023,63 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigOptionSelect)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "id"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.id = v
+    else:
+        _fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.current_value = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("currentValue", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentValue")
-        if (v := obj.get("currentValue", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "currentValue"), "string", v)
-    )
-    inst.options = (
+    elif v.__class__ is str:
+        inst.current_value = v
+    else:
+        _fail((path, "currentValue"), "string", v)
+    v = obj.get("options", _MISSING)
+    if v is _MISSING:
         _missing(path, "options")
-        if (v := obj.get("options", _MISSING)) is _MISSING
-        else _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.category = (
-        UNSET
-        if (v := obj.get("category", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "category"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("category", _MISSING)
+    if v is _MISSING:
+        inst.category = UNSET
+    elif v is None:
+        inst.category = None
+    elif v.__class__ is str:
+        inst.category = v
+    else:
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionConfigOptionSelect.issuperset(obj)
@@ -6021,56 +6142,58 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigOptionBoolean)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "id"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.id = v
+    else:
+        _fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.current_value = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("currentValue", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentValue")
-        if (v := obj.get("currentValue", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _fail((path, "currentValue"), "boolean", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.category = (
-        UNSET
-        if (v := obj.get("category", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "category"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is bool:
+        inst.current_value = v
+    else:
+        _fail((path, "currentValue"), "boolean", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("category", _MISSING)
+    if v is _MISSING:
+        inst.category = UNSET
+    elif v is None:
+        inst.category = None
+    elif v.__class__ is str:
+        inst.category = v
+    else:
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionConfigOptionBoolean.issuperset(obj)
@@ -6120,42 +6243,42 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigSelectOption)
-    inst.value = (
+    v = obj.get("value", _MISSING)
+    if v is _MISSING:
         _missing(path, "value")
-        if (v := obj.get("value", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "value"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.value = v
+    else:
+        _fail((path, "value"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.description = (
-        UNSET
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "description"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionConfigSelectOption.issuperset(obj)
@@ -6207,38 +6330,41 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigSelectGroup)
-    inst.group = (
+    v = obj.get("group", _MISSING)
+    if v is _MISSING:
         _missing(path, "group")
-        if (v := obj.get("group", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "group"), "string", v)
-    )
-    inst.name = (
+    elif v.__class__ is str:
+        inst.group = v
+    else:
+        _fail((path, "group"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.options = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("options", _MISSING)
+    if v is _MISSING:
         _missing(path, "options")
-        if (v := obj.get("options", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "options"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+        except DecodeError as exc:
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionConfigSelectGroup.issuperset(obj)
@@ -6275,20 +6401,22 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigSelect)
-    inst.current_value = (
+    v = obj.get("currentValue", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentValue")
-        if (v := obj.get("currentValue", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "currentValue"), "string", v)
-    )
-    inst.options = (
+    elif v.__class__ is str:
+        inst.current_value = v
+    else:
+        _fail((path, "currentValue"), "string", v)
+    v = obj.get("options", _MISSING)
+    if v is _MISSING:
         _missing(path, "options")
-        if (v := obj.get("options", _MISSING)) is _MISSING
-        else _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    )
+    else:
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         {} if _K_SessionConfigSelect.issuperset(obj) else _extra(obj, _K_SessionConfigSelect)
     )
@@ -6318,15 +6446,17 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigBoolean)
-    inst.current_value = (
+    v = obj.get("currentValue", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentValue")
-        if (v := obj.get("currentValue", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _fail((path, "currentValue"), "boolean", v)
-    )
+    elif v.__class__ is bool:
+        inst.current_value = v
+    else:
+        _fail((path, "currentValue"), "boolean", v)
     inst.extra = (
         {} if _K_SessionConfigBoolean.issuperset(obj) else _extra(obj, _K_SessionConfigBoolean)
     )
@@ -6372,45 +6502,41 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 
 
 def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(LoadSessionResponse)
-    inst.modes = (
-        UNSET
-        if (v := obj.get("modes", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionModeState, v, (path, "modes"), ctx)) is _MISSING
-                else w
+    v = obj.get("modes", _MISSING)
+    if v is _MISSING:
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
+    else:
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
-        )
-    )
-    inst.config_options = (
-        UNSET
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_LoadSessionResponse.issuperset(obj) else _extra(obj, _K_LoadSessionResponse)
     )
@@ -6453,41 +6579,36 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ListSessionsResponse)
-    inst.sessions = (
+    v = obj.get("sessions", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessions")
-        if (v := obj.get("sessions", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "sessions"), "array", v, [])
-        )
-    )
-    inst.next_cursor = (
-        UNSET
-        if (v := obj.get("nextCursor", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v
-                if v.__class__ is str
-                else _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+        except DecodeError as exc:
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
+    v = obj.get("nextCursor", _MISSING)
+    if v is _MISSING:
+        inst.next_cursor = UNSET
+    elif v is None:
+        inst.next_cursor = None
+    elif v.__class__ is str:
+        inst.next_cursor = v
+    else:
+        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ListSessionsResponse.issuperset(obj) else _extra(obj, _K_ListSessionsResponse)
     )
@@ -6545,63 +6666,63 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionInfo)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.cwd = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
         _missing(path, "cwd")
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
-    )
-    inst.additional_directories = (
-        UNSET
-        if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "additionalDirectories"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        _fail((path, "cwd"), "string", v)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
-        )
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.updated_at = (
-        UNSET
-        if (v := obj.get("updatedAt", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        except DecodeError as exc:
+            inst.additional_directories = _tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
             )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    elif v.__class__ is str:
+        inst.updated_at = v
+    else:
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_SessionInfo.issuperset(obj) else _extra(obj, _K_SessionInfo)
     return inst
 
@@ -6635,19 +6756,19 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(DeleteSessionResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_DeleteSessionResponse.issuperset(obj) else _extra(obj, _K_DeleteSessionResponse)
     )
@@ -6693,45 +6814,41 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 
 
 def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ResumeSessionResponse)
-    inst.modes = (
-        UNSET
-        if (v := obj.get("modes", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_SessionModeState, v, (path, "modes"), ctx)) is _MISSING
-                else w
+    v = obj.get("modes", _MISSING)
+    if v is _MISSING:
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
+    else:
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
-        )
-    )
-    inst.config_options = (
-        UNSET
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "configOptions"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ResumeSessionResponse.issuperset(obj) else _extra(obj, _K_ResumeSessionResponse)
     )
@@ -6767,19 +6884,19 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CloseSessionResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_CloseSessionResponse.issuperset(obj) else _extra(obj, _K_CloseSessionResponse)
     )
@@ -6815,19 +6932,19 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SetSessionModeResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_SetSessionModeResponse.issuperset(obj) else _extra(obj, _K_SetSessionModeResponse)
     )
@@ -6867,28 +6984,29 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SetSessionConfigOptionResponse)
-    inst.config_options = (
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
         _missing(path, "configOptions")
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "configOptions"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.config_options = _skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SetSessionConfigOptionResponse.issuperset(obj)
@@ -6931,28 +7049,26 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(PromptResponse)
-    inst.stop_reason = (
+    v = obj.get("stopReason", _MISSING)
+    if v is _MISSING:
         _missing(path, "stopReason")
-        if (v := obj.get("stopReason", _MISSING)) is _MISSING
-        else (
-            cast("StopReason", v)
-            if v.__class__ is str and v in _StopReason_VALUES
-            else _enum_fail((path, "stopReason"), "StopReason", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str and v in _StopReason_VALUES:
+        inst.stop_reason = cast("StopReason", v)
+    else:
+        _enum_fail((path, "stopReason"), "StopReason", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PromptResponse.issuperset(obj) else _extra(obj, _K_PromptResponse)
     return inst
 
@@ -6995,21 +7111,29 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: _PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Error)
-    inst.code = (
+    v = obj.get("code", _MISSING)
+    if v is _MISSING:
         _missing(path, "code")
-        if (v := obj.get("code", _MISSING)) is _MISSING
-        else v if v.__class__ is int else _fail((path, "code"), "integer", v)
-    )
-    inst.message = (
+    elif v.__class__ is int:
+        inst.code = v
+    else:
+        _fail((path, "code"), "integer", v)
+    v = obj.get("message", _MISSING)
+    if v is _MISSING:
         _missing(path, "message")
-        if (v := obj.get("message", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "message"), "string", v)
-    )
-    inst.data = UNSET if (v := obj.get("data", _MISSING)) is _MISSING else v
+    elif v.__class__ is str:
+        inst.message = v
+    else:
+        _fail((path, "message"), "string", v)
+    v = obj.get("data", _MISSING)
+    if v is _MISSING:
+        inst.data = UNSET
+    else:
+        inst.data = v
     inst.extra = {} if _K_Error.issuperset(obj) else _extra(obj, _K_Error)
     return inst
 
@@ -7041,18 +7165,24 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AgentNotification)
-    inst.method = (
+    v = obj.get("method", _MISSING)
+    if v is _MISSING:
         _missing(path, "method")
-        if (v := obj.get("method", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "method"), "string", v)
-    )
-    inst.params = (
-        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    )
+    elif v.__class__ is str:
+        inst.method = v
+    else:
+        _fail((path, "method"), "string", v)
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = {} if _K_AgentNotification.issuperset(obj) else _extra(obj, _K_AgentNotification)
     return inst
 
@@ -7095,29 +7225,31 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 
 
 def _d_SessionNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionNotification)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.update = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("update", _MISSING)
+    if v is _MISSING:
         _missing(path, "update")
-        if (v := obj.get("update", _MISSING)) is _MISSING
-        else _d_SessionUpdate(v, (path, "update"), ctx)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_SessionNotification.issuperset(obj) else _extra(obj, _K_SessionNotification)
     )
@@ -7168,35 +7300,33 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionUpdateUserMessageChunk)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else _d_ContentBlock(v, (path, "content"), ctx)
-    )
-    inst.message_id = (
-        UNSET
-        if (v := obj.get("messageId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    v = obj.get("messageId", _MISSING)
+    if v is _MISSING:
+        inst.message_id = UNSET
+    elif v is None:
+        inst.message_id = None
+    elif v.__class__ is str:
+        inst.message_id = v
+    else:
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionUpdateUserMessageChunk.issuperset(obj)
@@ -7249,35 +7379,33 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionUpdateAgentMessageChunk)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else _d_ContentBlock(v, (path, "content"), ctx)
-    )
-    inst.message_id = (
-        UNSET
-        if (v := obj.get("messageId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    v = obj.get("messageId", _MISSING)
+    if v is _MISSING:
+        inst.message_id = UNSET
+    elif v is None:
+        inst.message_id = None
+    elif v.__class__ is str:
+        inst.message_id = v
+    else:
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
@@ -7330,35 +7458,33 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionUpdateAgentThoughtChunk)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else _d_ContentBlock(v, (path, "content"), ctx)
-    )
-    inst.message_id = (
-        UNSET
-        if (v := obj.get("messageId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    v = obj.get("messageId", _MISSING)
+    if v is _MISSING:
+        inst.message_id = UNSET
+    elif v is None:
+        inst.message_id = None
+    elif v.__class__ is str:
+        inst.message_id = v
+    else:
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
@@ -7443,87 +7569,83 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionUpdateToolCallUpdate)
-    inst.tool_call_id = (
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
         _missing(path, "toolCallId")
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
-    )
-    inst.kind = (
-        UNSET
-        if (v := obj.get("kind", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                cast("ToolKind", v)
-                if v.__class__ is str and v in _ToolKind_VALUES
-                else _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-            )
-        )
-    )
-    inst.status = (
-        UNSET
-        if (v := obj.get("status", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                cast("ToolCallStatus", v)
-                if v.__class__ is str and v in _ToolCallStatus_VALUES
-                else _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
-            )
-        )
-    )
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.content = (
-        UNSET
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "content"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.locations = (
-        UNSET
-        if (v := obj.get("locations", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-                if v.__class__ is list
-                else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
-            )
-        )
-    )
-    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        _fail((path, "toolCallId"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v is _MISSING:
+        inst.kind = UNSET
+    elif v is None:
+        inst.kind = None
+    elif v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = cast("ToolKind", v)
+    else:
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
+    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = cast("ToolCallStatus", v)
+    else:
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        try:
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionUpdateToolCallUpdate.issuperset(obj)
@@ -7570,35 +7692,33 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 
 
 def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ContentChunk)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else _d_ContentBlock(v, (path, "content"), ctx)
-    )
-    inst.message_id = (
-        UNSET
-        if (v := obj.get("messageId", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    v = obj.get("messageId", _MISSING)
+    if v is _MISSING:
+        inst.message_id = UNSET
+    elif v is None:
+        inst.message_id = None
+    elif v.__class__ is str:
+        inst.message_id = v
+    else:
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ContentChunk.issuperset(obj) else _extra(obj, _K_ContentChunk)
     return inst
 
@@ -7686,67 +7806,73 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ToolCall)
-    inst.tool_call_id = (
+    v = obj.get("toolCallId", _MISSING)
+    if v is _MISSING:
         _missing(path, "toolCallId")
-        if (v := obj.get("toolCallId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "toolCallId"), "string", v)
-    )
-    inst.title = (
+    elif v.__class__ is str:
+        inst.tool_call_id = v
+    else:
+        _fail((path, "toolCallId"), "string", v)
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
         _missing(path, "title")
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "title"), "string", v)
-    )
-    inst.kind = (
-        UNSET
-        if (v := obj.get("kind", _MISSING)) is _MISSING
-        else (
-            cast("ToolKind", v)
-            if v.__class__ is str and v in _ToolKind_VALUES
-            else _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-        )
-    )
-    inst.status = (
-        UNSET
-        if (v := obj.get("status", _MISSING)) is _MISSING
-        else (
-            cast("ToolCallStatus", v)
-            if v.__class__ is str and v in _ToolCallStatus_VALUES
-            else _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
-        )
-    )
-    inst.content = (
-        UNSET
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "content"), "array", v, UNSET)
-        )
-    )
-    inst.locations = (
-        UNSET
-        if (v := obj.get("locations", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "locations"), "array", v, UNSET)
-        )
-    )
-    inst.raw_input = UNSET if (v := obj.get("rawInput", _MISSING)) is _MISSING else v
-    inst.raw_output = UNSET if (v := obj.get("rawOutput", _MISSING)) is _MISSING else v
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        _fail((path, "title"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v is _MISSING:
+        inst.kind = UNSET
+    elif v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = cast("ToolKind", v)
+    else:
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v is _MISSING:
+        inst.status = UNSET
+    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = cast("ToolCallStatus", v)
+    else:
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    else:
+        try:
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    else:
+        try:
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ToolCall.issuperset(obj) else _extra(obj, _K_ToolCall)
     return inst
 
@@ -7792,42 +7918,40 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(PlanEntry)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "content"), "string", v)
-    )
-    inst.priority = (
+    elif v.__class__ is str:
+        inst.content = v
+    else:
+        _fail((path, "content"), "string", v)
+    v = obj.get("priority", _MISSING)
+    if v is _MISSING:
         _missing(path, "priority")
-        if (v := obj.get("priority", _MISSING)) is _MISSING
-        else (
-            cast("PlanEntryPriority", v)
-            if v.__class__ is str and v in _PlanEntryPriority_VALUES
-            else _enum_fail((path, "priority"), "PlanEntryPriority", v)
-        )
-    )
-    inst.status = (
+    elif v.__class__ is str and v in _PlanEntryPriority_VALUES:
+        inst.priority = cast("PlanEntryPriority", v)
+    else:
+        _enum_fail((path, "priority"), "PlanEntryPriority", v)
+    v = obj.get("status", _MISSING)
+    if v is _MISSING:
         _missing(path, "status")
-        if (v := obj.get("status", _MISSING)) is _MISSING
-        else (
-            cast("PlanEntryStatus", v)
-            if v.__class__ is str and v in _PlanEntryStatus_VALUES
-            else _enum_fail((path, "status"), "PlanEntryStatus", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str and v in _PlanEntryStatus_VALUES:
+        inst.status = cast("PlanEntryStatus", v)
+    else:
+        _enum_fail((path, "status"), "PlanEntryStatus", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PlanEntry.issuperset(obj) else _extra(obj, _K_PlanEntry)
     return inst
 
@@ -7874,28 +7998,27 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 
 
 def _d_Plan(obj: Any, path: _PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Plan)
-    inst.entries = (
+    v = obj.get("entries", _MISSING)
+    if v is _MISSING:
         _missing(path, "entries")
-        if (v := obj.get("entries", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "entries"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+        except DecodeError as exc:
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Plan.issuperset(obj) else _extra(obj, _K_Plan)
     return inst
 
@@ -7937,42 +8060,43 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AvailableCommand)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.description = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v is _MISSING:
         _missing(path, "description")
-        if (v := obj.get("description", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "description"), "string", v)
-    )
-    inst.input = (
-        UNSET
-        if (v := obj.get("input", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_AvailableCommandInput, v, (path, "input"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.description = v
+    else:
+        _fail((path, "description"), "string", v)
+    v = obj.get("input", _MISSING)
+    if v is _MISSING:
+        inst.input = UNSET
+    elif v is None:
+        inst.input = None
+    else:
+        try:
+            inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
+        except DecodeError as exc:
+            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AvailableCommand.issuperset(obj) else _extra(obj, _K_AvailableCommand)
     return inst
 
@@ -8010,24 +8134,26 @@ _K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"]
 def _d_UnstructuredCommandInput(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(UnstructuredCommandInput)
-    inst.hint = (
+    v = obj.get("hint", _MISSING)
+    if v is _MISSING:
         _missing(path, "hint")
-        if (v := obj.get("hint", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "hint"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.hint = v
+    else:
+        _fail((path, "hint"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_UnstructuredCommandInput.issuperset(obj)
@@ -8076,28 +8202,29 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AvailableCommandsUpdate)
-    inst.available_commands = (
+    v = obj.get("availableCommands", _MISSING)
+    if v is _MISSING:
         _missing(path, "availableCommands")
-        if (v := obj.get("availableCommands", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "availableCommands"), ctx, _d_AvailableCommand)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "availableCommands"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.available_commands = _skip_invalid(
+                v, (path, "availableCommands"), ctx, _d_AvailableCommand
+            )
+        except DecodeError as exc:
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_AvailableCommandsUpdate.issuperset(obj)
@@ -8144,24 +8271,26 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 
 
 def _d_CurrentModeUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CurrentModeUpdate)
-    inst.current_mode_id = (
+    v = obj.get("currentModeId", _MISSING)
+    if v is _MISSING:
         _missing(path, "currentModeId")
-        if (v := obj.get("currentModeId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "currentModeId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.current_mode_id = v
+    else:
+        _fail((path, "currentModeId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_CurrentModeUpdate.issuperset(obj) else _extra(obj, _K_CurrentModeUpdate)
     return inst
 
@@ -8204,28 +8333,29 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ConfigOptionUpdate)
-    inst.config_options = (
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
         _missing(path, "configOptions")
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "configOptions"), ctx, _d_SessionConfigOption)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "configOptions"), "array", v, [])
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        try:
+            inst.config_options = _skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ConfigOptionUpdate.issuperset(obj) else _extra(obj, _K_ConfigOptionUpdate)
     return inst
 
@@ -8274,39 +8404,37 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionInfoUpdate)
-    inst.title = (
-        UNSET
-        if (v := obj.get("title", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "title"), "string", v, UNSET)
-        )
-    )
-    inst.updated_at = (
-        UNSET
-        if (v := obj.get("updatedAt", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                v if v.__class__ is str else _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("title", _MISSING)
+    if v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    elif v.__class__ is str:
+        inst.title = v
+    else:
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    elif v.__class__ is str:
+        inst.updated_at = v
+    else:
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_SessionInfoUpdate.issuperset(obj) else _extra(obj, _K_SessionInfoUpdate)
     return inst
 
@@ -8344,29 +8472,33 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: _PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(Cost)
-    inst.amount = (
+    v = obj.get("amount", _MISSING)
+    if v is _MISSING:
         _missing(path, "amount")
-        if (v := obj.get("amount", _MISSING)) is _MISSING
-        else v if v.__class__ is float else _num(v, (path, "amount"))
-    )
-    inst.currency = (
+    elif v.__class__ is float:
+        inst.amount = v
+    else:
+        inst.amount = _num(v, (path, "amount"))
+    v = obj.get("currency", _MISSING)
+    if v is _MISSING:
         _missing(path, "currency")
-        if (v := obj.get("currency", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "currency"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.currency = v
+    else:
+        _fail((path, "currency"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Cost.issuperset(obj) else _extra(obj, _K_Cost)
     return inst
 
@@ -8412,38 +8544,43 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(UsageUpdate)
-    inst.used = (
+    v = obj.get("used", _MISSING)
+    if v is _MISSING:
         _missing(path, "used")
-        if (v := obj.get("used", _MISSING)) is _MISSING
-        else v if v.__class__ is int else _int(v, (path, "used"))
-    )
-    inst.size = (
+    elif v.__class__ is int:
+        inst.used = v
+    else:
+        inst.used = _int(v, (path, "used"))
+    v = obj.get("size", _MISSING)
+    if v is _MISSING:
         _missing(path, "size")
-        if (v := obj.get("size", _MISSING)) is _MISSING
-        else v if v.__class__ is int else _int(v, (path, "size"))
-    )
-    inst.cost = (
-        UNSET
-        if (v := obj.get("cost", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else UNSET if (w := _lenient(_d_Cost, v, (path, "cost"), ctx)) is _MISSING else w
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is int:
+        inst.size = v
+    else:
+        inst.size = _int(v, (path, "size"))
+    v = obj.get("cost", _MISSING)
+    if v is _MISSING:
+        inst.cost = UNSET
+    elif v is None:
+        inst.cost = None
+    else:
+        try:
+            inst.cost = _d_Cost(v, (path, "cost"), ctx)
+        except DecodeError as exc:
+            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_UsageUpdate.issuperset(obj) else _extra(obj, _K_UsageUpdate)
     return inst
 
@@ -8483,24 +8620,26 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CompleteElicitationNotification)
-    inst.elicitation_id = (
+    v = obj.get("elicitationId", _MISSING)
+    if v is _MISSING:
         _missing(path, "elicitationId")
-        if (v := obj.get("elicitationId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "elicitationId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.elicitation_id = v
+    else:
+        _fail((path, "elicitationId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_CompleteElicitationNotification.issuperset(obj)
@@ -8538,23 +8677,29 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientRequest)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.method = (
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v is _MISSING:
         _missing(path, "method")
-        if (v := obj.get("method", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "method"), "string", v)
-    )
-    inst.params = (
-        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    )
+    elif v.__class__ is str:
+        inst.method = v
+    else:
+        _fail((path, "method"), "string", v)
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = {} if _K_ClientRequest.issuperset(obj) else _extra(obj, _K_ClientRequest)
     return inst
 
@@ -8603,38 +8748,36 @@ _K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(FileSystemCapabilities)
-    inst.read_text_file = (
-        _absent_default(absent, "readTextFile", False)
-        if (v := obj.get("readTextFile", _MISSING)) is _MISSING
-        else (
-            v
-            if v.__class__ is bool
-            else _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
-        )
-    )
-    inst.write_text_file = (
-        _absent_default(absent, "writeTextFile", False)
-        if (v := obj.get("writeTextFile", _MISSING)) is _MISSING
-        else (
-            v
-            if v.__class__ is bool
-            else _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("readTextFile", _MISSING)
+    if v is _MISSING:
+        inst.read_text_file = False
+        absent.append("readTextFile")
+    elif v.__class__ is bool:
+        inst.read_text_file = v
+    else:
+        inst.read_text_file = _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
+    v = obj.get("writeTextFile", _MISSING)
+    if v is _MISSING:
+        inst.write_text_file = False
+        absent.append("writeTextFile")
+    elif v.__class__ is bool:
+        inst.write_text_file = v
+    else:
+        inst.write_text_file = _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_FileSystemCapabilities.issuperset(obj) else _extra(obj, _K_FileSystemCapabilities)
     )
@@ -8685,25 +8828,28 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AuthCapabilities)
-    inst.terminal = (
-        _absent_default(absent, "terminal", False)
-        if (v := obj.get("terminal", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("terminal", _MISSING)
+    if v is _MISSING:
+        inst.terminal = False
+        absent.append("terminal")
+    elif v.__class__ is bool:
+        inst.terminal = v
+    else:
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_AuthCapabilities.issuperset(obj) else _extra(obj, _K_AuthCapabilities)
     inst._absent = frozenset(absent)
     return inst
@@ -8782,73 +8928,71 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientCapabilities)
-    inst.fs = (
-        _absent_default(
-            absent, "fs", FileSystemCapabilities(read_text_file=False, write_text_file=False)
-        )
-        if (v := obj.get("fs", _MISSING)) is _MISSING
-        else (
-            FileSystemCapabilities(read_text_file=False, write_text_file=False)
-            if (w := _lenient(_d_FileSystemCapabilities, v, (path, "fs"), ctx)) is _MISSING
-            else w
-        )
-    )
-    inst.terminal = (
-        _absent_default(absent, "terminal", False)
-        if (v := obj.get("terminal", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    )
-    inst.session = (
-        UNSET
-        if (v := obj.get("session", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_ClientSessionCapabilities, v, (path, "session"), ctx))
-                is _MISSING
-                else w
+    v = obj.get("fs", _MISSING)
+    if v is _MISSING:
+        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        absent.append("fs")
+    else:
+        try:
+            inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
+        except DecodeError as exc:
+            inst.fs = _tolerated(
+                ctx,
+                (path, "fs"),
+                exc,
+                FileSystemCapabilities(read_text_file=False, write_text_file=False),
             )
-        )
-    )
-    inst.auth = (
-        _absent_default(absent, "auth", AuthCapabilities(terminal=False))
-        if (v := obj.get("auth", _MISSING)) is _MISSING
-        else (
-            AuthCapabilities(terminal=False)
-            if (w := _lenient(_d_AuthCapabilities, v, (path, "auth"), ctx)) is _MISSING
-            else w
-        )
-    )
-    inst.elicitation = (
-        UNSET
-        if (v := obj.get("elicitation", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_ElicitationCapabilities, v, (path, "elicitation"), ctx))
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("terminal", _MISSING)
+    if v is _MISSING:
+        inst.terminal = False
+        absent.append("terminal")
+    elif v.__class__ is bool:
+        inst.terminal = v
+    else:
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    v = obj.get("session", _MISSING)
+    if v is _MISSING:
+        inst.session = UNSET
+    elif v is None:
+        inst.session = None
+    else:
+        try:
+            inst.session = _d_ClientSessionCapabilities(v, (path, "session"), ctx)
+        except DecodeError as exc:
+            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
+    v = obj.get("auth", _MISSING)
+    if v is _MISSING:
+        inst.auth = AuthCapabilities(terminal=False)
+        absent.append("auth")
+    else:
+        try:
+            inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
+    v = obj.get("elicitation", _MISSING)
+    if v is _MISSING:
+        inst.elicitation = UNSET
+    elif v is None:
+        inst.elicitation = None
+    else:
+        try:
+            inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
+        except DecodeError as exc:
+            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ClientCapabilities.issuperset(obj) else _extra(obj, _K_ClientCapabilities)
     inst._absent = frozenset(absent)
     return inst
@@ -8917,60 +9061,59 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(InitializeRequest)
-    inst.protocol_version = (
+    v = obj.get("protocolVersion", _MISSING)
+    if v is _MISSING:
         _missing(path, "protocolVersion")
-        if (v := obj.get("protocolVersion", _MISSING)) is _MISSING
-        else v if v.__class__ is int else _int(v, (path, "protocolVersion"))
-    )
-    inst.client_capabilities = (
-        _absent_default(
-            absent,
-            "clientCapabilities",
-            ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                terminal=False,
-                auth=AuthCapabilities(terminal=False),
-            ),
+    elif v.__class__ is int:
+        inst.protocol_version = v
+    else:
+        inst.protocol_version = _int(v, (path, "protocolVersion"))
+    v = obj.get("clientCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.client_capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            terminal=False,
+            auth=AuthCapabilities(terminal=False),
         )
-        if (v := obj.get("clientCapabilities", _MISSING)) is _MISSING
-        else (
-            ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                terminal=False,
-                auth=AuthCapabilities(terminal=False),
+        absent.append("clientCapabilities")
+    else:
+        try:
+            inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
+        except DecodeError as exc:
+            inst.client_capabilities = _tolerated(
+                ctx,
+                (path, "clientCapabilities"),
+                exc,
+                ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                    terminal=False,
+                    auth=AuthCapabilities(terminal=False),
+                ),
             )
-            if (w := _lenient(_d_ClientCapabilities, v, (path, "clientCapabilities"), ctx))
-            is _MISSING
-            else w
-        )
-    )
-    inst.client_info = (
-        UNSET
-        if (v := obj.get("clientInfo", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_Implementation, v, (path, "clientInfo"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("clientInfo", _MISSING)
+    if v is _MISSING:
+        inst.client_info = UNSET
+    elif v is None:
+        inst.client_info = None
+    else:
+        try:
+            inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
+        except DecodeError as exc:
+            inst.client_info = _tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_InitializeRequest.issuperset(obj) else _extra(obj, _K_InitializeRequest)
     inst._absent = frozenset(absent)
     return inst
@@ -9014,37 +9157,31 @@ _K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions"
 def _d_ClientSessionCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientSessionCapabilities)
-    inst.config_options = (
-        UNSET
-        if (v := obj.get("configOptions", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        _d_SessionConfigOptionsCapabilities, v, (path, "configOptions"), ctx
-                    )
-                )
-                is _MISSING
-                else w
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _d_SessionConfigOptionsCapabilities(
+                v, (path, "configOptions"), ctx
             )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_ClientSessionCapabilities.issuperset(obj)
@@ -9093,33 +9230,29 @@ _K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean
 def _d_SessionConfigOptionsCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SessionConfigOptionsCapabilities)
-    inst.boolean = (
-        UNSET
-        if (v := obj.get("boolean", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_BooleanConfigOptionCapabilities, v, (path, "boolean"), ctx))
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("boolean", _MISSING)
+    if v is _MISSING:
+        inst.boolean = UNSET
+    elif v is None:
+        inst.boolean = None
+    else:
+        try:
+            inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
+        except DecodeError as exc:
+            inst.boolean = _tolerated(ctx, (path, "boolean"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SessionConfigOptionsCapabilities.issuperset(obj)
@@ -9161,19 +9294,19 @@ _K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_BooleanConfigOptionCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(BooleanConfigOptionCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_BooleanConfigOptionCapabilities.issuperset(obj)
@@ -9229,46 +9362,39 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationCapabilities)
-    inst.form = (
-        UNSET
-        if (v := obj.get("form", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_ElicitationFormCapabilities, v, (path, "form"), ctx))
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.url = (
-        UNSET
-        if (v := obj.get("url", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_ElicitationUrlCapabilities, v, (path, "url"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("form", _MISSING)
+    if v is _MISSING:
+        inst.form = UNSET
+    elif v is None:
+        inst.form = None
+    else:
+        try:
+            inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
+        except DecodeError as exc:
+            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
+        inst.url = UNSET
+    elif v is None:
+        inst.url = None
+    else:
+        try:
+            inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
+        except DecodeError as exc:
+            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_ElicitationCapabilities.issuperset(obj)
@@ -9312,19 +9438,19 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationFormCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_ElicitationFormCapabilities.issuperset(obj)
@@ -9368,19 +9494,19 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationUrlCapabilities)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_ElicitationUrlCapabilities.issuperset(obj)
@@ -9423,24 +9549,26 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(AuthenticateRequest)
-    inst.method_id = (
+    v = obj.get("methodId", _MISSING)
+    if v is _MISSING:
         _missing(path, "methodId")
-        if (v := obj.get("methodId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "methodId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.method_id = v
+    else:
+        _fail((path, "methodId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_AuthenticateRequest.issuperset(obj) else _extra(obj, _K_AuthenticateRequest)
     )
@@ -9478,19 +9606,19 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(LogoutRequest)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_LogoutRequest.issuperset(obj) else _extra(obj, _K_LogoutRequest)
     return inst
 
@@ -9541,47 +9669,46 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(NewSessionRequest)
-    inst.cwd = (
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
         _missing(path, "cwd")
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
-    )
-    inst.mcp_servers = (
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        _fail((path, "cwd"), "string", v)
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
         _missing(path, "mcpServers")
-        if (v := obj.get("mcpServers", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "mcpServers"), "array", v, [])
-        )
-    )
-    inst.additional_directories = (
-        UNSET
-        if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "additionalDirectories"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
+    else:
+        try:
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.additional_directories = _tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_NewSessionRequest.issuperset(obj) else _extra(obj, _K_NewSessionRequest)
     return inst
 
@@ -9619,29 +9746,33 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: _PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(HttpHeader)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.value = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v is _MISSING:
         _missing(path, "value")
-        if (v := obj.get("value", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "value"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.value = v
+    else:
+        _fail((path, "value"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_HttpHeader.issuperset(obj) else _extra(obj, _K_HttpHeader)
     return inst
 
@@ -9688,38 +9819,38 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(McpServerHttp)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.url = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
         _missing(path, "url")
-        if (v := obj.get("url", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "url"), "string", v)
-    )
-    inst.headers = (
+    elif v.__class__ is str:
+        inst.url = v
+    else:
+        _fail((path, "url"), "string", v)
+    v = obj.get("headers", _MISSING)
+    if v is _MISSING:
         _missing(path, "headers")
-        if (v := obj.get("headers", _MISSING)) is _MISSING
-        else (
-            [_d_HttpHeader(x, ((path, "headers"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "headers"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.headers = _list(v, (path, "headers"), ctx, _d_HttpHeader)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_McpServerHttp.issuperset(obj) else _extra(obj, _K_McpServerHttp)
     return inst
 
@@ -9766,38 +9897,38 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 
 
 def _d_McpServerSse(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(McpServerSse)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.url = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
         _missing(path, "url")
-        if (v := obj.get("url", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "url"), "string", v)
-    )
-    inst.headers = (
+    elif v.__class__ is str:
+        inst.url = v
+    else:
+        _fail((path, "url"), "string", v)
+    v = obj.get("headers", _MISSING)
+    if v is _MISSING:
         _missing(path, "headers")
-        if (v := obj.get("headers", _MISSING)) is _MISSING
-        else (
-            [_d_HttpHeader(x, ((path, "headers"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "headers"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.headers = _list(v, (path, "headers"), ctx, _d_HttpHeader)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_McpServerSse.issuperset(obj) else _extra(obj, _K_McpServerSse)
     return inst
 
@@ -9844,50 +9975,43 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 
 
 def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(McpServerStdio)
-    inst.name = (
+    v = obj.get("name", _MISSING)
+    if v is _MISSING:
         _missing(path, "name")
-        if (v := obj.get("name", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "name"), "string", v)
-    )
-    inst.command = (
+    elif v.__class__ is str:
+        inst.name = v
+    else:
+        _fail((path, "name"), "string", v)
+    v = obj.get("command", _MISSING)
+    if v is _MISSING:
         _missing(path, "command")
-        if (v := obj.get("command", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "command"), "string", v)
-    )
-    inst.args = (
+    elif v.__class__ is str:
+        inst.command = v
+    else:
+        _fail((path, "command"), "string", v)
+    v = obj.get("args", _MISSING)
+    if v is _MISSING:
         _missing(path, "args")
-        if (v := obj.get("args", _MISSING)) is _MISSING
-        else (
-            [
-                x if x.__class__ is str else _fail(((path, "args"), i), "string", x)
-                for i, x in enumerate(v)
-            ]
-            if v.__class__ is list
-            else _fail((path, "args"), "array", v)
-        )
-    )
-    inst.env = (
+    else:
+        inst.args = _list(v, (path, "args"), ctx, _d_str)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
         _missing(path, "env")
-        if (v := obj.get("env", _MISSING)) is _MISSING
-        else (
-            [_d_EnvVariable(x, ((path, "env"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "env"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.env = _list(v, (path, "env"), ctx, _d_EnvVariable)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_McpServerStdio.issuperset(obj) else _extra(obj, _K_McpServerStdio)
     return inst
 
@@ -9947,52 +10071,53 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_LoadSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(LoadSessionRequest)
-    inst.mcp_servers = (
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
         _missing(path, "mcpServers")
-        if (v := obj.get("mcpServers", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "mcpServers"), "array", v, [])
-        )
-    )
-    inst.cwd = (
+    else:
+        try:
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
         _missing(path, "cwd")
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
-    )
-    inst.session_id = (
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        _fail((path, "cwd"), "string", v)
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.additional_directories = (
-        UNSET
-        if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "additionalDirectories"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.additional_directories = _tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_LoadSessionRequest.issuperset(obj) else _extra(obj, _K_LoadSessionRequest)
     return inst
 
@@ -10036,31 +10161,37 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ListSessionsRequest)
-    inst.cwd = (
-        UNSET
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else None if v is None else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
-    )
-    inst.cursor = (
-        UNSET
-        if (v := obj.get("cursor", _MISSING)) is _MISSING
-        else (
-            None if v is None else v if v.__class__ is str else _fail((path, "cursor"), "string", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        _fail((path, "cwd"), "string", v)
+    v = obj.get("cursor", _MISSING)
+    if v is _MISSING:
+        inst.cursor = UNSET
+    elif v is None:
+        inst.cursor = None
+    elif v.__class__ is str:
+        inst.cursor = v
+    else:
+        _fail((path, "cursor"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ListSessionsRequest.issuperset(obj) else _extra(obj, _K_ListSessionsRequest)
     )
@@ -10100,24 +10231,26 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(DeleteSessionRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_DeleteSessionRequest.issuperset(obj) else _extra(obj, _K_DeleteSessionRequest)
     )
@@ -10177,52 +10310,53 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ResumeSessionRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.cwd = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v is _MISSING:
         _missing(path, "cwd")
-        if (v := obj.get("cwd", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "cwd"), "string", v)
-    )
-    inst.additional_directories = (
-        UNSET
-        if (v := obj.get("additionalDirectories", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(
-                v,
-                (path, "additionalDirectories"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
+    elif v.__class__ is str:
+        inst.cwd = v
+    else:
+        _fail((path, "cwd"), "string", v)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "additionalDirectories"), "array", v, UNSET)
-        )
-    )
-    inst.mcp_servers = (
-        UNSET
-        if (v := obj.get("mcpServers", _MISSING)) is _MISSING
-        else (
-            _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-            if v.__class__ is list
-            else _tolerate(ctx, (path, "mcpServers"), "array", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+        except DecodeError as exc:
+            inst.additional_directories = _tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
+        inst.mcp_servers = UNSET
+    else:
+        try:
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ResumeSessionRequest.issuperset(obj) else _extra(obj, _K_ResumeSessionRequest)
     )
@@ -10266,24 +10400,26 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CloseSessionRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_CloseSessionRequest.issuperset(obj) else _extra(obj, _K_CloseSessionRequest)
     )
@@ -10323,29 +10459,33 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 
 
 def _d_SetSessionModeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SetSessionModeRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.mode_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("modeId", _MISSING)
+    if v is _MISSING:
         _missing(path, "modeId")
-        if (v := obj.get("modeId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "modeId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.mode_id = v
+    else:
+        _fail((path, "modeId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_SetSessionModeRequest.issuperset(obj) else _extra(obj, _K_SetSessionModeRequest)
     )
@@ -10398,34 +10538,40 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SetSessionConfigOptionRequestBoolean)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.config_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("configId", _MISSING)
+    if v is _MISSING:
         _missing(path, "configId")
-        if (v := obj.get("configId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "configId"), "string", v)
-    )
-    inst.value = (
+    elif v.__class__ is str:
+        inst.config_id = v
+    else:
+        _fail((path, "configId"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v is _MISSING:
         _missing(path, "value")
-        if (v := obj.get("value", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _fail((path, "value"), "boolean", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is bool:
+        inst.value = v
+    else:
+        _fail((path, "value"), "boolean", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
@@ -10481,34 +10627,40 @@ _K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestValueId(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SetSessionConfigOptionRequestValueId)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.config_id = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("configId", _MISSING)
+    if v is _MISSING:
         _missing(path, "configId")
-        if (v := obj.get("configId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "configId"), "string", v)
-    )
-    inst.value = (
+    elif v.__class__ is str:
+        inst.config_id = v
+    else:
+        _fail((path, "configId"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v is _MISSING:
         _missing(path, "value")
-        if (v := obj.get("value", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "value"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.value = v
+    else:
+        _fail((path, "value"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
@@ -10567,33 +10719,31 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(PromptRequest)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.prompt = (
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("prompt", _MISSING)
+    if v is _MISSING:
         _missing(path, "prompt")
-        if (v := obj.get("prompt", _MISSING)) is _MISSING
-        else (
-            [_d_ContentBlock(x, ((path, "prompt"), i), ctx) for i, x in enumerate(v)]
-            if v.__class__ is list
-            else _fail((path, "prompt"), "array", v)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.prompt = _list(v, (path, "prompt"), ctx, _d_ContentBlock)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PromptRequest.issuperset(obj) else _extra(obj, _K_PromptRequest)
     return inst
 
@@ -10623,16 +10773,20 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientResponseResult)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.result = _missing(path, "result") if (v := obj.get("result", _MISSING)) is _MISSING else v
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
+    if v is _MISSING:
+        _missing(path, "result")
+    else:
+        inst.result = v
     inst.extra = (
         {} if _K_ClientResponseResult.issuperset(obj) else _extra(obj, _K_ClientResponseResult)
     )
@@ -10664,20 +10818,20 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientResponseError)
-    inst.id = (
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
         _missing(path, "id")
-        if (v := obj.get("id", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "id"), ctx)
-    )
-    inst.error = (
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("error", _MISSING)
+    if v is _MISSING:
         _missing(path, "error")
-        if (v := obj.get("error", _MISSING)) is _MISSING
-        else _d_Error(v, (path, "error"), ctx)
-    )
+    else:
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         {} if _K_ClientResponseError.issuperset(obj) else _extra(obj, _K_ClientResponseError)
     )
@@ -10713,19 +10867,19 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(WriteTextFileResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_WriteTextFileResponse.issuperset(obj) else _extra(obj, _K_WriteTextFileResponse)
     )
@@ -10763,24 +10917,26 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ReadTextFileResponse)
-    inst.content = (
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
         _missing(path, "content")
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "content"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.content = v
+    else:
+        _fail((path, "content"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_ReadTextFileResponse.issuperset(obj) else _extra(obj, _K_ReadTextFileResponse)
     )
@@ -10820,24 +10976,24 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(RequestPermissionResponse)
-    inst.outcome = (
+    v = obj.get("outcome", _MISSING)
+    if v is _MISSING:
         _missing(path, "outcome")
-        if (v := obj.get("outcome", _MISSING)) is _MISSING
-        else _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_RequestPermissionResponse.issuperset(obj)
@@ -10878,7 +11034,7 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(RequestPermissionOutcomeCancelled)
@@ -10925,24 +11081,26 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(SelectedPermissionOutcome)
-    inst.option_id = (
+    v = obj.get("optionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "optionId")
-        if (v := obj.get("optionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "optionId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.option_id = v
+    else:
+        _fail((path, "optionId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_SelectedPermissionOutcome.issuperset(obj)
@@ -10982,24 +11140,26 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 
 
 def _d_CreateTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateTerminalResponse)
-    inst.terminal_id = (
+    v = obj.get("terminalId", _MISSING)
+    if v is _MISSING:
         _missing(path, "terminalId")
-        if (v := obj.get("terminalId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "terminalId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.terminal_id = v
+    else:
+        _fail((path, "terminalId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_CreateTerminalResponse.issuperset(obj) else _extra(obj, _K_CreateTerminalResponse)
     )
@@ -11045,42 +11205,43 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TerminalOutputResponse)
-    inst.output = (
+    v = obj.get("output", _MISSING)
+    if v is _MISSING:
         _missing(path, "output")
-        if (v := obj.get("output", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "output"), "string", v)
-    )
-    inst.truncated = (
+    elif v.__class__ is str:
+        inst.output = v
+    else:
+        _fail((path, "output"), "string", v)
+    v = obj.get("truncated", _MISSING)
+    if v is _MISSING:
         _missing(path, "truncated")
-        if (v := obj.get("truncated", _MISSING)) is _MISSING
-        else v if v.__class__ is bool else _fail((path, "truncated"), "boolean", v)
-    )
-    inst.exit_status = (
-        UNSET
-        if (v := obj.get("exitStatus", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (w := _lenient(_d_TerminalExitStatus, v, (path, "exitStatus"), ctx)) is _MISSING
-                else w
-            )
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is bool:
+        inst.truncated = v
+    else:
+        _fail((path, "truncated"), "boolean", v)
+    v = obj.get("exitStatus", _MISSING)
+    if v is _MISSING:
+        inst.exit_status = UNSET
+    elif v is None:
+        inst.exit_status = None
+    else:
+        try:
+            inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
+        except DecodeError as exc:
+            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_TerminalOutputResponse.issuperset(obj) else _extra(obj, _K_TerminalOutputResponse)
     )
@@ -11124,49 +11285,40 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(TerminalExitStatus)
-    inst.exit_code = (
-        UNSET
-        if (v := obj.get("exitCode", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "exitCode"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.signal = (
-        UNSET
-        if (v := obj.get("signal", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "signal"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("exitCode", _MISSING)
+    if v is _MISSING:
+        inst.exit_code = UNSET
+    elif v is None:
+        inst.exit_code = None
+    elif v.__class__ is int:
+        inst.exit_code = v
+    else:
+        try:
+            inst.exit_code = _int(v, (path, "exitCode"))
+        except DecodeError as exc:
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
+    v = obj.get("signal", _MISSING)
+    if v is _MISSING:
+        inst.signal = UNSET
+    elif v is None:
+        inst.signal = None
+    elif v.__class__ is str:
+        inst.signal = v
+    else:
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_TerminalExitStatus.issuperset(obj) else _extra(obj, _K_TerminalExitStatus)
     return inst
 
@@ -11202,19 +11354,19 @@ _K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ReleaseTerminalResponse(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ReleaseTerminalResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_ReleaseTerminalResponse.issuperset(obj)
@@ -11262,49 +11414,40 @@ _K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "
 def _d_WaitForTerminalExitResponse(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(WaitForTerminalExitResponse)
-    inst.exit_code = (
-        UNSET
-        if (v := obj.get("exitCode", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                UNSET
-                if (
-                    w := _lenient(
-                        lambda x, p, ctx: x if x.__class__ is int else _int(x, p),
-                        v,
-                        (path, "exitCode"),
-                        ctx,
-                    )
-                )
-                is _MISSING
-                else w
-            )
-        )
-    )
-    inst.signal = (
-        UNSET
-        if (v := obj.get("signal", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is str else _tolerate(ctx, (path, "signal"), "string", v, UNSET)
-        )
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("exitCode", _MISSING)
+    if v is _MISSING:
+        inst.exit_code = UNSET
+    elif v is None:
+        inst.exit_code = None
+    elif v.__class__ is int:
+        inst.exit_code = v
+    else:
+        try:
+            inst.exit_code = _int(v, (path, "exitCode"))
+        except DecodeError as exc:
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
+    v = obj.get("signal", _MISSING)
+    if v is _MISSING:
+        inst.signal = UNSET
+    elif v is None:
+        inst.signal = None
+    elif v.__class__ is str:
+        inst.signal = v
+    else:
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_WaitForTerminalExitResponse.issuperset(obj)
@@ -11342,19 +11485,19 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(KillTerminalResponse)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {} if _K_KillTerminalResponse.issuperset(obj) else _extra(obj, _K_KillTerminalResponse)
     )
@@ -11406,35 +11549,26 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateElicitationResponseAccept)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
-    inst.content = (
-        UNSET
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                {
-                    k: _d_ElicitationContentValue(x, ((path, "content"), k), ctx)
-                    for k, x in v.items()
-                }
-                if v.__class__ is dict
-                else _fail((path, "content"), "object", v)
-            )
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
         if _K_CreateElicitationResponseAccept.issuperset(obj)
@@ -11478,19 +11612,19 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateElicitationResponseDecline)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_CreateElicitationResponseDecline.issuperset(obj)
@@ -11534,19 +11668,19 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CreateElicitationResponseCancel)
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_CreateElicitationResponseCancel.issuperset(obj)
@@ -11586,26 +11720,17 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ElicitationAcceptAction)
-    inst.content = (
-        UNSET
-        if (v := obj.get("content", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else (
-                {
-                    k: _d_ElicitationContentValue(x, ((path, "content"), k), ctx)
-                    for k, x in v.items()
-                }
-                if v.__class__ is dict
-                else _fail((path, "content"), "object", v)
-            )
-        )
-    )
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
         if _K_ElicitationAcceptAction.issuperset(obj)
@@ -11641,18 +11766,24 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(ClientNotification)
-    inst.method = (
+    v = obj.get("method", _MISSING)
+    if v is _MISSING:
         _missing(path, "method")
-        if (v := obj.get("method", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "method"), "string", v)
-    )
-    inst.params = (
-        UNSET if (v := obj.get("params", _MISSING)) is _MISSING else None if v is None else v
-    )
+    elif v.__class__ is str:
+        inst.method = v
+    else:
+        _fail((path, "method"), "string", v)
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = {} if _K_ClientNotification.issuperset(obj) else _extra(obj, _K_ClientNotification)
     return inst
 
@@ -11691,24 +11822,26 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CancelNotification)
-    inst.session_id = (
+    v = obj.get("sessionId", _MISSING)
+    if v is _MISSING:
         _missing(path, "sessionId")
-        if (v := obj.get("sessionId", _MISSING)) is _MISSING
-        else v if v.__class__ is str else _fail((path, "sessionId"), "string", v)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    elif v.__class__ is str:
+        inst.session_id = v
+    else:
+        _fail((path, "sessionId"), "string", v)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_CancelNotification.issuperset(obj) else _extra(obj, _K_CancelNotification)
     return inst
 
@@ -11748,24 +11881,24 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict:
+    if obj.__class__ is not dict and not isinstance(obj, dict):
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below, in declaration order.
     inst = _new(CancelRequestNotification)
-    inst.request_id = (
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
         _missing(path, "requestId")
-        if (v := obj.get("requestId", _MISSING)) is _MISSING
-        else _d_RequestId(v, (path, "requestId"), ctx)
-    )
-    inst.meta = (
-        UNSET
-        if (v := obj.get("_meta", _MISSING)) is _MISSING
-        else (
-            None
-            if v is None
-            else v if v.__class__ is dict else _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-        )
-    )
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    elif v.__class__ is dict:
+        inst.meta = v
+    else:
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
         if _K_CancelRequestNotification.issuperset(obj)
@@ -12233,7 +12366,7 @@ def encode_ExtRequest(value: ExtRequest) -> Any:
 def _d_RequestId(obj: Any, path: _PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
-    if obj.__class__ is int:
+    if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
         return obj if obj.__class__ is int else _int(obj, path)
     if obj.__class__ is str:
         return obj if obj.__class__ is str else _fail(path, "string", obj)
@@ -12279,7 +12412,7 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 
 
 def _d_ToolCallContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12310,7 +12443,7 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 
 
 def _d_ContentBlock(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12345,7 +12478,7 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
 def _d_EmbeddedResourceResource(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
@@ -12397,7 +12530,7 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 def _d_CreateElicitationRequest(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("mode", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12431,7 +12564,7 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 def _d_ElicitationPropertySchema(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12466,7 +12599,7 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 
 
 def _d_MultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12523,7 +12656,7 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
 
 
 def _d_AgentResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
@@ -12557,7 +12690,7 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 
 
 def _d_AuthMethod(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12614,7 +12747,7 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
 
 
 def _d_SessionConfigOption(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12676,22 +12809,10 @@ def _d_SessionConfigSelectOptions(
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return (
-                [_d_SessionConfigSelectOption(x, (path, i), ctx) for i, x in enumerate(obj)]
-                if obj.__class__ is list
-                else _fail(path, "array", obj)
-            )
+            return _list(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "group" in obj[0]:
-            return (
-                [_d_SessionConfigSelectGroup(x, (path, i), ctx) for i, x in enumerate(obj)]
-                if obj.__class__ is list
-                else _fail(path, "array", obj)
-            )
-        return (
-            [_d_SessionConfigSelectOption(x, (path, i), ctx) for i, x in enumerate(obj)]
-            if obj.__class__ is list
-            else _fail(path, "array", obj)
-        )
+            return _list(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _list(obj, path, ctx, _d_SessionConfigSelectOption)
     _fail(path, "array", obj)
 
 
@@ -12736,7 +12857,7 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 
 
 def _d_SessionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("sessionUpdate", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12789,7 +12910,7 @@ def encode_MessageId(value: MessageId) -> Any:
 
 
 def _d_AvailableCommandInput(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         return _d_UnstructuredCommandInput(obj, path, ctx)
     _fail(path, "object", obj)
 
@@ -12807,7 +12928,7 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 
 
 def _d_McpServer(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12839,7 +12960,7 @@ def encode_McpServer(value: McpServer) -> Any:
 def _d_SetSessionConfigOptionRequest(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("type", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12847,7 +12968,11 @@ def _d_SetSessionConfigOptionRequest(
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
-            return UnknownSetSessionConfigOptionRequest(obj)
+            # The schema sends unknown tags to its fallback variant; what that cannot read stays raw.
+            try:
+                return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
+            except DecodeError:
+                return UnknownSetSessionConfigOptionRequest(obj)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
     _fail(path, "object", obj)
 
@@ -12870,7 +12995,7 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
 
 
 def _d_ClientResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
@@ -12892,7 +13017,7 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 def _d_RequestPermissionOutcome(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("outcome", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12926,7 +13051,7 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 def _d_CreateElicitationResponse(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict:
+    if obj.__class__ is dict or isinstance(obj, dict):
         tag = obj.get("action", _MISSING)
         if tag is not _MISSING:
             if tag.__class__ is not str:
@@ -12962,11 +13087,7 @@ def _d_ElicitationContentValue(
     obj: Any, path: _PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return (
-            [x if x.__class__ is str else _fail((path, i), "string", x) for i, x in enumerate(obj)]
-            if obj.__class__ is list
-            else _fail(path, "array", obj)
-        )
+        return _list(obj, path, ctx, _d_str)
     if obj.__class__ is str:
         return obj if obj.__class__ is str else _fail(path, "string", obj)
     if obj.__class__ is int:

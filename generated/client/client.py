@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from . import methods, types
-from .connection import DEFAULT_MAX_MESSAGE_SIZE, Connection, Reader, Writer
+from .connection import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SHUTDOWN_GRACE, Connection, Reader, Writer
 from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
 
@@ -24,8 +24,9 @@ from .methods import CLIENT_HANDLES, METHODS
 class AgentProxy:
     """Calls the agent: one typed async method per method the agent answers.
 
-    Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error)
-    or `ConnectionClosed`; notifications return once written.
+    Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
+    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema);
+    notifications return once handed to the transport.
     """
 
     def __init__(self, connection: Connection, ctx: types.DecodeContext | None = None) -> None:
@@ -45,7 +46,7 @@ class AgentProxy:
         Request parameters for the authenticate method."""
         spec = METHODS[methods.AUTHENTICATE]
         raw = await self.connection.request(methods.AUTHENTICATE, spec.encode_params(params))
-        return types.AuthenticateResponse.from_dict(raw, self.ctx)
+        return types.AuthenticateResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
         """`initialize` (request).
@@ -53,7 +54,7 @@ class AgentProxy:
         Request parameters for the initialize method."""
         spec = METHODS[methods.INITIALIZE]
         raw = await self.connection.request(methods.INITIALIZE, spec.encode_params(params))
-        return types.InitializeResponse.from_dict(raw, self.ctx)
+        return types.InitializeResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def logout(self, params: types.LogoutRequest) -> types.LogoutResponse:
         """`logout` (request).
@@ -61,7 +62,7 @@ class AgentProxy:
         Request parameters for the logout method."""
         spec = METHODS[methods.LOGOUT]
         raw = await self.connection.request(methods.LOGOUT, spec.encode_params(params))
-        return types.LogoutResponse.from_dict(raw, self.ctx)
+        return types.LogoutResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_cancel(self, params: types.CancelNotification) -> None:
         """`session/cancel` (notification).
@@ -76,7 +77,7 @@ class AgentProxy:
         Request parameters for closing an active session."""
         spec = METHODS[methods.SESSION_CLOSE]
         raw = await self.connection.request(methods.SESSION_CLOSE, spec.encode_params(params))
-        return types.CloseSessionResponse.from_dict(raw, self.ctx)
+        return types.CloseSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_delete(
         self, params: types.DeleteSessionRequest
@@ -86,7 +87,7 @@ class AgentProxy:
         Request parameters for deleting an existing session from `session/list`."""
         spec = METHODS[methods.SESSION_DELETE]
         raw = await self.connection.request(methods.SESSION_DELETE, spec.encode_params(params))
-        return types.DeleteSessionResponse.from_dict(raw, self.ctx)
+        return types.DeleteSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_list(self, params: types.ListSessionsRequest) -> types.ListSessionsResponse:
         """`session/list` (request).
@@ -94,7 +95,7 @@ class AgentProxy:
         Request parameters for listing existing sessions."""
         spec = METHODS[methods.SESSION_LIST]
         raw = await self.connection.request(methods.SESSION_LIST, spec.encode_params(params))
-        return types.ListSessionsResponse.from_dict(raw, self.ctx)
+        return types.ListSessionsResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_load(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
         """`session/load` (request).
@@ -102,7 +103,7 @@ class AgentProxy:
         Request parameters for loading an existing session."""
         spec = METHODS[methods.SESSION_LOAD]
         raw = await self.connection.request(methods.SESSION_LOAD, spec.encode_params(params))
-        return types.LoadSessionResponse.from_dict(raw, self.ctx)
+        return types.LoadSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         """`session/new` (request).
@@ -110,7 +111,7 @@ class AgentProxy:
         Request parameters for creating a new session."""
         spec = METHODS[methods.SESSION_NEW]
         raw = await self.connection.request(methods.SESSION_NEW, spec.encode_params(params))
-        return types.NewSessionResponse.from_dict(raw, self.ctx)
+        return types.NewSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
         """`session/prompt` (request).
@@ -118,7 +119,7 @@ class AgentProxy:
         Request parameters for sending a user prompt to the agent."""
         spec = METHODS[methods.SESSION_PROMPT]
         raw = await self.connection.request(methods.SESSION_PROMPT, spec.encode_params(params))
-        return types.PromptResponse.from_dict(raw, self.ctx)
+        return types.PromptResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_resume(
         self, params: types.ResumeSessionRequest
@@ -128,7 +129,7 @@ class AgentProxy:
         Request parameters for resuming an existing session."""
         spec = METHODS[methods.SESSION_RESUME]
         raw = await self.connection.request(methods.SESSION_RESUME, spec.encode_params(params))
-        return types.ResumeSessionResponse.from_dict(raw, self.ctx)
+        return types.ResumeSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_set_config_option(
         self, params: types.SetSessionConfigOptionRequest
@@ -140,7 +141,7 @@ class AgentProxy:
         raw = await self.connection.request(
             methods.SESSION_SET_CONFIG_OPTION, spec.encode_params(params)
         )
-        return types.SetSessionConfigOptionResponse.from_dict(raw, self.ctx)
+        return types.SetSessionConfigOptionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_set_mode(
         self, params: types.SetSessionModeRequest
@@ -150,7 +151,7 @@ class AgentProxy:
         Request parameters for setting a session mode."""
         spec = METHODS[methods.SESSION_SET_MODE]
         raw = await self.connection.request(methods.SESSION_SET_MODE, spec.encode_params(params))
-        return types.SetSessionModeResponse.from_dict(raw, self.ctx)
+        return types.SetSessionModeResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def ext_method(self, method: str, params: Any) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
@@ -276,10 +277,15 @@ def connect(
     *,
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
 ) -> tuple[AgentProxy, Connection]:
     """Wire `client` to an agent over the given streams; run `connection.run()` to serve."""
     connection = Connection(
-        Dispatcher(client, CLIENT_HANDLES, ctx), reader, writer, max_message_size=max_message_size
+        Dispatcher(client, CLIENT_HANDLES, ctx),
+        reader,
+        writer,
+        max_message_size=max_message_size,
+        shutdown_grace=shutdown_grace,
     )
     proxy = AgentProxy(connection, ctx)
     client.on_connect(proxy)
@@ -295,6 +301,7 @@ async def spawn_agent(
     env: Mapping[str, str] | None = None,
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     shutdown_timeout: float = 5.0,
 ) -> AsyncIterator[AgentProxy]:
     """Start the agent `command` as a subprocess speaking ACP on its stdio; yield its proxy.
@@ -311,7 +318,12 @@ async def spawn_agent(
     )
     assert process.stdin is not None and process.stdout is not None
     proxy, connection = connect(
-        client, process.stdout, process.stdin, ctx=ctx, max_message_size=max_message_size
+        client,
+        process.stdout,
+        process.stdin,
+        ctx=ctx,
+        max_message_size=max_message_size,
+        shutdown_grace=shutdown_grace,
     )
     serving = asyncio.ensure_future(connection.run())
     try:
@@ -323,4 +335,8 @@ async def spawn_agent(
         except asyncio.TimeoutError:
             process.kill()
             await process.wait()
-        await serving
+        try:
+            # A grandchild may still hold the agent's stdout open: do not wait for its EOF forever.
+            await asyncio.wait_for(serving, timeout=shutdown_timeout)
+        except asyncio.TimeoutError:
+            pass

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""The echo client of the echo contract, built only on the generated `client` package.
+
+    python examples/echo_client.py <agent command...>
+    python examples/echo_client.py python examples/echo_agent.py
+
+Spawns the agent, runs one scripted session against it (initialize, session/new, an echo,
+a file read it serves, a permission request it grants, a slow turn it cancels, and
+session/load if the agent supports it), prints one line per step and a closing line
+`N passed, M failed`. Exits 0 when every step passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+# The example imports the checked-in generated package, wherever it is run from.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
+
+from client import (
+    GENERATOR_VERSION,
+    PROTOCOL_VERSION,
+    AgentProxy,
+    Client,
+    RequestError,
+    spawn_agent,
+    types,
+)  # noqa: E402
+
+STEP_TIMEOUT = 10.0
+READ_FILE_CONTENT = "echo client test file\nline 2: héllo wörld\n"
+
+
+class StepFailed(Exception):
+    pass
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise StepFailed(message)
+
+
+class EchoClient(Client):
+    """Records every session/update; serves the file system inside its sandbox directory."""
+
+    def __init__(self, sandbox: Path) -> None:
+        self.sandbox = sandbox.resolve()
+        self.updates: dict[str, list[types.SessionUpdate]] = {}
+        self.update_arrived = asyncio.Event()
+        self.permission_requests: list[types.RequestPermissionRequest] = []
+        self.file_reads: list[types.ReadTextFileRequest] = []
+
+    async def session_update(self, params: types.SessionNotification) -> None:
+        self.updates.setdefault(params.session_id, []).append(params.update)
+        self.update_arrived.set()
+
+    async def session_request_permission(
+        self, params: types.RequestPermissionRequest
+    ) -> types.RequestPermissionResponse:
+        self.permission_requests.append(params)
+        if not params.options:
+            return types.RequestPermissionResponse(outcome=types.RequestPermissionOutcomeCancelled())
+        return types.RequestPermissionResponse(
+            outcome=types.SelectedPermissionOutcome(option_id=params.options[0].option_id)
+        )
+
+    async def fs_read_text_file(self, params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
+        self.file_reads.append(params)
+        path = self._inside(params.path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RequestError(-32002, "Resource not found", {"path": params.path}) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RequestError(-32603, "Internal error", {"details": str(exc)}) from None
+        line = params.line if isinstance(params.line, int) else 1  # 1-based
+        limit = params.limit if isinstance(params.limit, int) else None
+        if line > 1 or limit is not None:
+            first = max(line - 1, 0)
+            text = "".join(text.splitlines(keepends=True)[first : None if limit is None else first + limit])
+        return types.ReadTextFileResponse(content=text)
+
+    async def fs_write_text_file(self, params: types.WriteTextFileRequest) -> types.WriteTextFileResponse:
+        self._inside(params.path).write_text(params.content, encoding="utf-8")
+        return types.WriteTextFileResponse()
+
+    def _inside(self, raw: str) -> Path:
+        # An agent is not trusted with the whole disk: only the sandbox is served.
+        if not os.path.isabs(raw):
+            raise RequestError.invalid_params("path must be absolute", "params.path")
+        path = Path(raw).resolve()
+        if path != self.sandbox and self.sandbox not in path.parents:
+            raise RequestError.invalid_params("path is outside the session directory", "params.path")
+        return path
+
+
+def text_of(update: types.SessionUpdate) -> str | None:
+    if isinstance(update, types.SessionUpdateAgentMessageChunk) and isinstance(update.content, types.TextContent):
+        return update.content.text
+    return None
+
+
+class Script:
+    def __init__(self, agent: AgentProxy, client: EchoClient, sandbox: Path) -> None:
+        self.agent = agent
+        self.client = client
+        self.sandbox = sandbox
+        self.passed = 0
+        self.failed = 0
+        self.session_id = ""
+        self.load_session = False
+        # What session/load must replay: user blocks and agent chunks, in order.
+        self.history: list[dict[str, Any]] = []
+
+    async def step(self, name: str, body: Callable[[], Awaitable[str]]) -> bool:
+        try:
+            detail = await asyncio.wait_for(body(), STEP_TIMEOUT)
+        except StepFailed as exc:
+            return self._report(False, name, str(exc))
+        except RequestError as exc:
+            return self._report(False, name, f"error {exc.code} {exc.message} {exc.data!r}")
+        except asyncio.TimeoutError:
+            return self._report(False, name, f"no answer within {STEP_TIMEOUT:g} s")
+        except Exception as exc:  # a broken agent must not stop the report
+            return self._report(False, name, f"{type(exc).__name__}: {exc}")
+        return self._report(True, name, detail)
+
+    def _report(self, ok: bool, name: str, detail: str) -> bool:
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        return ok
+
+    def skip(self, name: str, why: str) -> None:
+        self._report(False, name, f"not run: {why}")
+
+    async def prompt(self, text: str) -> tuple[types.PromptResponse, list[types.SessionUpdate]]:
+        """One prompt turn; returns the response and the updates of the turn."""
+        seen = len(self.client.updates.get(self.session_id, []))
+        block = types.TextContent(text=text)
+        response = await self.agent.session_prompt(types.PromptRequest(session_id=self.session_id, prompt=[block]))
+        # The runtime hands us the response only after the updates sent before it.
+        updates = self.client.updates.get(self.session_id, [])[seen:]
+        self.history.append(types.SessionUpdateUserMessageChunk(content=block).to_dict())
+        self.history.extend(update.to_dict() for update in updates)
+        return response, updates
+
+    # -- the steps -------------------------------------------------------------------
+    async def initialize(self) -> str:
+        response = await self.agent.initialize(
+            types.InitializeRequest(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=types.ClientCapabilities(
+                    fs=types.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+                ),
+                client_info=types.Implementation(
+                    name="acp-codegen-echo-client", title="Echo client", version=GENERATOR_VERSION
+                ),
+            )
+        )
+        check(
+            response.protocol_version == PROTOCOL_VERSION,
+            f"protocolVersion {response.protocol_version}, expected {PROTOCOL_VERSION}",
+        )
+        self.load_session = response.agent_capabilities.load_session
+        info = response.agent_info
+        name = f"{info.name} {info.version}" if isinstance(info, types.Implementation) else "unnamed agent"
+        return f"protocolVersion {response.protocol_version}, {name}, loadSession {str(self.load_session).lower()}"
+
+    async def new_session(self) -> str:
+        response = await self.agent.session_new(types.NewSessionRequest(cwd=str(self.sandbox), mcp_servers=[]))
+        check(bool(response.session_id), "empty sessionId")
+        self.session_id = response.session_id
+        modes = response.modes
+        if isinstance(modes, types.SessionModeState):
+            mode_ids = [mode.id for mode in modes.available_modes]
+            return f"session {self.session_id}, mode {modes.current_mode_id} of {', '.join(mode_ids)}"
+        return f"session {self.session_id}"
+
+    async def echo(self) -> str:
+        response, updates = await self.prompt("hello")
+        texts = [text_of(update) for update in updates]
+        check(texts == ["hello"], f"expected one agent_message_chunk 'hello', got {texts!r}")
+        check(response.stop_reason == "end_turn", f"stopReason {response.stop_reason}")
+        return "'hello' echoed, end_turn"
+
+    async def read(self) -> str:
+        path = self.sandbox / "echo-client.txt"
+        path.write_text(READ_FILE_CONTENT, encoding="utf-8")
+        reads = len(self.client.file_reads)
+        response, updates = await self.prompt(f"read {path}")
+        check(len(self.client.file_reads) == reads + 1, "the agent did not call fs/read_text_file")
+        texts = [text_of(update) for update in updates]
+        check(texts == [READ_FILE_CONTENT], f"expected the file content verbatim, got {texts!r}")
+        check(response.stop_reason == "end_turn", f"stopReason {response.stop_reason}")
+        return f"served fs/read_text_file {path.name}, content returned verbatim"
+
+    async def permission(self) -> str:
+        asked = len(self.client.permission_requests)
+        response, updates = await self.prompt("permission")
+        check(len(self.client.permission_requests) == asked + 1, "the agent did not call session/request_permission")
+        options = self.client.permission_requests[-1].options
+        check(bool(options), "the permission request has no options")
+        chosen = options[0].option_id
+        texts = [text_of(update) for update in updates]
+        check(texts == [f"permission: selected {chosen}"], f"got {texts!r}")
+        check(response.stop_reason == "end_turn", f"stopReason {response.stop_reason}")
+        return f"granted {chosen}, agent confirmed"
+
+    async def slow_cancel(self) -> str:
+        updates = self.client.updates.setdefault(self.session_id, [])
+        seen = len(updates)
+        turn = asyncio.ensure_future(self.prompt("slow"))
+        try:
+            # Cancel midway: once a few chunks have streamed.
+            while len(updates) < seen + 3 and not turn.done():
+                self.client.update_arrived.clear()
+                arrived = asyncio.ensure_future(self.client.update_arrived.wait())
+                await asyncio.wait([arrived, turn], return_when=asyncio.FIRST_COMPLETED)
+                arrived.cancel()
+            check(not turn.done(), "the slow turn ended before it could be cancelled")
+            await self.agent.session_cancel(types.CancelNotification(session_id=self.session_id))
+            response, turn_updates = await turn
+        finally:
+            turn.cancel()
+        check(response.stop_reason == "cancelled", f"stopReason {response.stop_reason}, expected cancelled")
+        texts = [text_of(update) for update in turn_updates]
+        check(0 < len(texts) < 20, f"{len(texts)} chunks before the cancel took effect")
+        check(texts == [f"slow {i}/20\n" for i in range(1, len(texts) + 1)], f"unexpected chunks {texts!r}")
+        after = len(updates)
+        await asyncio.sleep(0.2)
+        check(len(updates) == after, f"{len(updates) - after} update(s) after the cancelled turn's response")
+        return f"cancelled after {len(texts)} of 20 chunks, stopReason cancelled, nothing after"
+
+    async def load(self) -> str:
+        updates = self.client.updates.setdefault(self.session_id, [])
+        seen = len(updates)
+        await self.agent.session_load(
+            types.LoadSessionRequest(session_id=self.session_id, cwd=str(self.sandbox), mcp_servers=[])
+        )
+        replay = [update.to_dict() for update in updates[seen:]]
+        if replay != self.history:
+            for i, (got, want) in enumerate(zip(replay, self.history, strict=False)):
+                if got != want:
+                    raise StepFailed(f"replay item {i}: got {got!r}, expected {want!r}")
+            raise StepFailed(f"replayed {len(replay)} updates, expected {len(self.history)}")
+        return f"replayed {len(replay)} updates in order"
+
+    async def run(self) -> None:
+        if not await self.step("initialize", self.initialize):
+            self.skip("session/new", "initialize failed")
+            return
+        if not await self.step("session/new", self.new_session):
+            for name in ("prompt hello", "prompt read", "prompt permission", "prompt slow + cancel"):
+                self.skip(name, "no session")
+            return
+        await self.step("prompt hello", self.echo)
+        await self.step("prompt read", self.read)
+        await self.step("prompt permission", self.permission)
+        await self.step("prompt slow + cancel", self.slow_cancel)
+        if self.load_session:
+            await self.step("session/load", self.load)
+        else:
+            print("skip session/load: the agent does not advertise loadSession", flush=True)
+
+
+async def amain(command: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="acp-echo-client-") as tmp:
+        sandbox = Path(tmp).resolve()
+        client = EchoClient(sandbox)
+        try:
+            async with spawn_agent(client, command) as agent:
+                script = Script(agent, client, sandbox)
+                await script.run()
+        except OSError as exc:
+            print(f"FAIL spawn: cannot start {command[0]!r}: {exc}", flush=True)
+            print("0 passed, 1 failed", flush=True)
+            return 1
+    print(f"{script.passed} passed, {script.failed} failed", flush=True)
+    return 0 if script.failed == 0 and script.passed > 0 else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the agent command line")
+    args = parser.parse_args()
+    if not args.command:
+        parser.error("give the agent command, e.g.: python examples/echo_client.py python examples/echo_agent.py")
+    sys.exit(asyncio.run(amain(args.command)))
+
+
+if __name__ == "__main__":
+    main()
