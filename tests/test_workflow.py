@@ -48,6 +48,8 @@ def test_project_config_targets_generate_and_check(tmp_path: Path) -> None:
     )
     assert cli("generate", cwd=tmp_path).returncode == 0
     assert (tmp_path / "src/pkg/acp/agent.py").is_file()
+    # --package / `package` names the import path the package documents for itself.
+    assert "from pkg.acp import Agent, run_agent, types" in (tmp_path / "src/pkg/acp/__init__.py").read_text()
     client_methods = (tmp_path / "editor_acp/methods.py").read_text()
     assert "unstable=True" in client_methods
     assert "regenerate with: acp-codegen generate" in client_methods

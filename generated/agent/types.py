@@ -44,7 +44,7 @@ class Unset(enum.Enum):
 
     UNSET = "UNSET"
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:
         return False
 
     def __repr__(self) -> str:

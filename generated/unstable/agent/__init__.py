@@ -5,7 +5,16 @@
 
 `types` holds the protocol types, `methods` the method table, `agent` the base class
 to implement and the proxy for calling the client, `connection` the JSON-RPC runtime.
-Standard library only.
+Standard library only. Use it as::
+
+    from agent import Agent, run_agent, types
+
+    class MyAgent(Agent):
+        async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
+            return types.InitializeResponse(protocol_version=1)
+        ...
+
+    asyncio.run(run_agent(MyAgent()))
 """
 
 from typing import Final

@@ -5,7 +5,17 @@
 
 `types` holds the protocol types, `methods` the method table, `client` the base class
 to implement and the proxy for calling the agent, `connection` the JSON-RPC runtime.
-Standard library only.
+Standard library only. Use it as::
+
+    from client import Client, spawn_agent, types
+
+    class MyClient(Client):
+        async def session_update(self, params: types.SessionNotification) -> None:
+            ...
+        ...
+
+    async with spawn_agent(MyClient(), ["my-agent"]) as agent:
+        await agent.initialize(types.InitializeRequest(protocol_version=2))
 """
 
 from typing import Final
