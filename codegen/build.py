@@ -64,11 +64,13 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
     for py, (_, wire) in types.method_types.items():
         tagged.setdefault(wire, []).append(py)
     sides: dict[str, tuple[str, set[str]]] = {}
+    pointers: dict[str, str] = {}  # wire name -> where meta.json lists it
     for side, entries in schema.methods.items():
         for key, wire in entries:
             handler, seen = sides.get(wire, (snake(key), set()))
             seen.add(side)
             sides[wire] = (handler, seen)
+            pointers.setdefault(wire, f"/{side}Methods/{key}")
     problems: list[Problem] = []
     out: list[Method] = []
     for wire, (handler, seen) in sorted(sides.items()):
@@ -84,7 +86,7 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
                 Problem(
                     f"meta.json lists method {wire!r} but no type describes its params",
                     str(schema.files.meta),
-                    "",
+                    pointers[wire],
                     f'add a type with "x-method": "{wire}" to the schema, or drop the method',
                 )
             )

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from . import ir
 from .build import build_package
 from .load import load, locate
+from .validate import validate
 
 SIDES = ("agent", "client")
 BOTH = frozenset(SIDES)
@@ -107,7 +108,7 @@ class DiffReport:
 
 def diff_schemas(old: str, new: str, unstable: bool = False) -> DiffReport:
     """Compare two schemas given like --schema (bundled name, directory or schema.json path)."""
-    a, b = (build_package(load(locate(arg, unstable)), "agent", "acp", "acp-codegen diff") for arg in (old, new))
+    a, b = (_package(arg, unstable) for arg in (old, new))
     return DiffReport(SchemaInfo(old, a.release, unstable), SchemaInfo(new, b.release, unstable), diff_packages(a, b))
 
 
@@ -396,3 +397,9 @@ def _widens(x: ir.TypeExpr, y: ir.TypeExpr) -> bool:
     if isinstance(x, ir.MapOf):
         return y == ir.Scalar("object") or (isinstance(y, ir.MapOf) and _widens(x.value, y.value))
     return isinstance(x, ir.ListOf) and isinstance(y, ir.ListOf) and _widens(x.item, y.item)
+
+
+def _package(schema_arg: str, unstable: bool) -> ir.Package:
+    schema = load(locate(schema_arg, unstable))
+    validate(schema)  # bad input is reported as problems, as for generation
+    return build_package(schema, "agent", "acp", "acp-codegen diff")

@@ -222,18 +222,22 @@ def test_keyword_property_names_become_trailing_underscore(tmp_path: Path) -> No
 
 
 # -- the pre-IR checks agree with the IR and keep it from crashing ---------------------------------
-def test_validate_names_types_like_the_ir() -> None:
-    from codegen.build_types import TypeBuilder
-    from codegen.classmodel import ClassModel
+def test_validate_names_types_like_the_ir(tmp_path: Path) -> None:
+    """validate.py restates the IR's type naming to check it early: the two must agree."""
+    from codegen.build import build_package
     from codegen.load import load, locate
-    from codegen.validate import python_type_name
+    from codegen.validate import ptr_escape, python_type_name
 
-    for bundled in ("v1", "v2"):
-        schema = load(locate(bundled, True))
-        builder = TypeBuilder(schema, ClassModel({}))
-        tricky = ["Foo-Bar", "foo bar", "123abc", "class", "Unset", "Any", "_private", "Déjà", "a.b", "x/y"]
-        for name in [*schema.defs, *tricky]:
-            assert python_type_name(name) == builder._type_name(name), name
+    tricky = ["Foo-Bar", "123abc", "class", "Unset", "Any", "_private", "Déjà", "a.b", "x/y"]
+    defs = {name: {"type": "object", "properties": {"v": {"type": "string"}}} for name in tricky}
+    (tmp_path / "schema.json").write_text(json.dumps({"$defs": defs}))
+    (tmp_path / "meta.json").write_text(json.dumps(META))
+    for where in ("v1", "v2", str(tmp_path)):
+        schema = load(locate(where, where != str(tmp_path)))
+        package = build_package(schema, "agent", "pkg", "cmd")
+        by_pointer = {d.pointer: d.name for d in package.definitions}
+        for name in schema.defs:
+            assert by_pointer[f"/$defs/{ptr_escape(name)}"] == python_type_name(name), name
 
 
 JUNK: list[Any] = [

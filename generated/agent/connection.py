@@ -8,13 +8,18 @@
 - incoming notifications are handled one at a time, in arrival order, and a response to one
   of our requests is only delivered after the notifications that arrived before it;
 - `$/cancel_request` cancels the named handler, which then answers -32800;
-- bad input (bytes that are not JSON, JSON that is not a request, oversize lines) gets the
-  JSON-RPC error due, and the connection keeps serving the next message;
+- bad input gets the JSON-RPC error due and the connection keeps serving the next message:
+  bytes that are not JSON -32700 (id null); JSON that is not a request -32600; responses are
+  never answered (a malformed one fails the request it answers with `InvalidResponse`);
+- a line over `max_message_size` is not kept: its top level is skimmed for `id`/`method` as it
+  streams past, so an oversize request is refused with -32600 under its own id and an oversize
+  response fails the request it answers with `MessageTooLarge` (nothing waits forever);
 - at EOF pending outbound requests fail with `ConnectionClosed`; handlers already running
   get `shutdown_grace` seconds to finish and answer (the peer may only have closed its
   writing half), then are cancelled.
 
-Nothing received is ever evaluated or imported: messages are only parsed as JSON.
+Nothing received is ever evaluated or imported: messages are only parsed as JSON, and method
+names are only looked up in the METHODS table.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, Protocol
 
-from .dispatch import Dispatcher, RequestError
+from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -48,6 +54,22 @@ class ConnectionClosed(Exception):
     """The connection is over (the peer's EOF, or `close()`): no answer can come any more."""
 
 
+class InvalidResponse(RequestError):
+    """The peer answered one of our requests with something that is not a valid JSON-RPC
+    response; raised locally by `request()`, never sent."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(INTERNAL_ERROR, "Invalid response", {"details": detail})
+
+
+class MessageTooLarge(InvalidResponse):
+    """The answer to one of our requests was larger than `max_message_size` and was dropped."""
+
+    def __init__(self, max_message_size: int) -> None:
+        super().__init__(f"response larger than the maximum of {max_message_size} bytes")
+        self.max_message_size = max_message_size
+
+
 class Writer(Protocol):
     """What the connection writes to: an asyncio StreamWriter or anything shaped like it."""
 
@@ -62,22 +84,53 @@ class Reader(Protocol):
     async def read(self, n: int = -1) -> bytes: ...
 
 
+# orjson reads integers beyond 64 bits as floats (losing digits): lines with such long digit
+# runs take the standard library path, which is exact. Both reject NaN and Infinity.
+_LONG_DIGITS: Final = re.compile(rb"\d{19}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float).decode
+
+
 def _loads(line: bytes) -> Any:
-    if _orjson is not None:
+    """Parse one line; ValueError (UnicodeDecodeError included) or RecursionError if it is not JSON."""
+    if _orjson is not None and _LONG_DIGITS.search(line) is None:
         return _orjson.loads(line)
-    return json.loads(line.decode("utf-8"))
+    return _decode(line.decode("utf-8"))
 
 
 # One encoder for every message (json.dumps with options builds a new one per call);
 # allow_nan=False: NaN/Infinity are not JSON, so they fail here instead of on the peer.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
+    """One line of JSON; TypeError or ValueError if `message` is not JSON."""
     if _orjson is not None:
-        data: bytes = _orjson.dumps(message)
-        return data + b"\n"
-    return _encode(message).encode("utf-8") + b"\n"
+        try:
+            data: bytes = _orjson.dumps(message)
+            return data + b"\n"
+        except TypeError:
+            pass  # a big integer, a lone surrogate, deep nesting: the standard library decides
+    try:
+        try:
+            return _encode(message).encode("utf-8") + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: escaped, it is still valid JSON
+            return _encode_ascii(message).encode("ascii") + b"\n"
+    except RecursionError:
+        raise ValueError("nested too deeply to encode") from None
 
 
 def _valid_id(value: Any) -> bool:
@@ -90,6 +143,158 @@ def _valid_id(value: Any) -> bool:
 
 def _id_key(value: Any) -> tuple[bool, Any]:
     return (isinstance(value, str), value)
+
+
+# -- skimming an oversize line ------------------------------------------------------------------
+_SKIM_MAX: Final = 64 * 1024  # the most top-level text kept (keys, punctuation, scalars)
+_SKIM_STRING: Final = 1024  # a longer top-level string is replaced by a placeholder
+_STRING_BODY: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # up to a closing quote
+_NESTED_MARK: Final = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
+_TOP_PLAIN: Final = re.compile(rb'[^"{}\[\]]*')  # separators and scalars at the top level
+_QUOTE: Final = 0x22
+_BACKSLASH: Final = 0x5C
+_OPENERS: Final = (0x7B, 0x5B)
+
+
+class _Skim:
+    """The top level of a line too large to keep, read as it streams past in constant memory.
+
+    Nested values become `[]` and long strings `""` (keys) or `[]` (values), so `head()` is a
+    small JSON object with the line's top-level `jsonrpc`, `id`, `method`, `result`/`error`
+    keys, or None if the line is not one complete JSON object (or its top level is too big).
+    Only the framing is checked, not every byte: it decides whom to answer, nothing more.
+    """
+
+    __slots__ = (
+        "out",
+        "depth",
+        "in_str",
+        "esc",
+        "key_next",
+        "is_key",
+        "str_at",
+        "overflow",
+        "started",
+        "ended",
+        "bad",
+    )
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.depth = 0  # 1 inside the top-level object, more inside nested values
+        self.in_str = False
+        self.esc = False  # the previous chunk ended inside a string on a backslash
+        self.key_next = False  # the next top-level string is a key
+        self.is_key = False  # the current top-level string is a key
+        self.str_at = 0  # where the current top-level string starts in `out`
+        self.overflow = False  # the current top-level string is too long to keep
+        self.started = False
+        self.ended = False
+        self.bad = False
+
+    def feed(self, data: bytes | bytearray, pos: int, end: int) -> None:
+        out = self.out
+        while pos < end and not self.bad:
+            if self.in_str:
+                if self.esc:  # the byte after a backslash that ended the previous chunk
+                    self.esc = False
+                    if self.depth == 1 and not self.overflow:
+                        out += data[pos : pos + 1]
+                    pos += 1
+                    continue
+                stop = _STRING_BODY.match(data, pos, end).end()  # type: ignore[union-attr]
+                if self.depth == 1 and not self.overflow:
+                    out += data[pos:stop]
+                    if len(out) - self.str_at > _SKIM_STRING:
+                        del out[self.str_at :]
+                        self.overflow = True
+                pos = stop
+                if pos == end:
+                    break
+                if (
+                    data[pos] == _BACKSLASH
+                ):  # only at the end: the escaped byte is in the next chunk
+                    self.esc = True
+                    if self.depth == 1 and not self.overflow:
+                        out.append(_BACKSLASH)
+                    pos += 1
+                    continue
+                pos += 1  # the closing quote
+                self.in_str = False
+                if self.depth == 1:
+                    if self.overflow:
+                        out += b'""' if self.is_key else b"[]"
+                    else:
+                        out.append(_QUOTE)
+                continue
+            if self.depth >= 2:
+                found = _NESTED_MARK.search(data, pos, end)
+                if found is None:
+                    break
+                pos = found.end()
+                mark = data[pos - 1]
+                if mark == _QUOTE:
+                    self.in_str = True
+                elif mark in _OPENERS:
+                    self.depth += 1
+                else:
+                    self.depth -= 1
+                    if self.depth == 1:
+                        out += b"[]"  # the nested value's placeholder
+                continue
+            if self.depth == 1:
+                stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
+                if stop > pos:
+                    plain = bytes(data[pos:stop]).translate(None, b" \t\r\n")
+                    if plain:
+                        colon, comma = plain.rfind(b":"), plain.rfind(b",")
+                        if colon != comma:
+                            self.key_next = comma > colon
+                        out += plain
+                    pos = stop
+                    continue
+                mark = data[pos]
+                pos += 1
+                if mark == _QUOTE:
+                    self.in_str, self.is_key, self.overflow = True, self.key_next, False
+                    self.str_at = len(out)
+                    out.append(_QUOTE)
+                elif mark in _OPENERS:
+                    self.depth = 2
+                elif mark == 0x7D:  # the top-level object's closing brace
+                    out.append(mark)
+                    self.depth, self.ended = 0, True
+                else:
+                    self.bad = True  # a stray closing bracket
+                continue
+            # depth 0: before the top-level object, or after it
+            stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
+            if bytes(data[pos:stop]).strip(b" \t\r\n"):
+                self.bad = True  # not an object, or trailing data after it
+                break
+            pos = stop
+            if pos == end:
+                break
+            if self.started or data[pos] != 0x7B:
+                self.bad = True
+                break
+            self.started = self.key_next = True
+            self.depth = 1
+            out.append(0x7B)
+            pos += 1
+        if len(out) > _SKIM_MAX:
+            self.bad = True
+            out.clear()
+
+    def head(self) -> dict[str, Any] | None:
+        """The line's top level as a small object, or None."""
+        if self.bad or not self.ended:
+            return None
+        try:
+            value = _decode(self.out.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        return value if value.__class__ is dict else None
 
 
 class Connection:
@@ -112,6 +317,7 @@ class Connection:
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}
+        self._started: set[asyncio.Task[None]] = set()  # request handlers that began to run
         self._cancelled_by_peer: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
         self._notifications: asyncio.Queue[tuple[int, str, Any] | None] = asyncio.Queue()
@@ -137,7 +343,9 @@ class Connection:
             raise ConnectionClosed(f"cannot write: {exc}") from exc
 
     async def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its result (raw JSON); errors raise RequestError."""
+        """Send a request and wait for its result (raw JSON); errors raise RequestError.
+
+        `params` None is left out of the message (JSON-RPC params are an object or an array)."""
         if self._eof or self._closed:
             raise ConnectionClosed(f"connection closed; cannot call {method}")
         request_id = self._next_id
@@ -146,10 +354,11 @@ class Connection:
         seq: list[int] = [0]
         key = _id_key(request_id)
         self._pending[key] = (future, seq)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
         try:
-            await self._send(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            )
+            await self._send(message)
             result = await future
         except asyncio.CancelledError:
             if not (self._eof or self._closed):
@@ -194,8 +403,11 @@ class Connection:
         self._waiters = keep
 
     async def notify(self, method: str, params: Any) -> None:
-        """Send a notification."""
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        """Send a notification (`params` None is left out)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message)
 
     async def cancel_request(self, request_id: Any) -> None:
         """Ask the peer to cancel one of our requests (`$/cancel_request`)."""
@@ -206,7 +418,7 @@ class Connection:
         """Read and serve messages until EOF, then shut down cleanly."""
         self._worker = asyncio.ensure_future(self._notification_worker())
         buffer = bytearray()
-        discarding = False
+        skim: _Skim | None = None  # set while an oversize line streams past
         limit = self.max_message_size
         try:
             while True:
@@ -215,51 +427,74 @@ class Connection:
                 except (ConnectionError, OSError) as exc:
                     _log.debug("read failed: %s", exc)
                     break
-                if not chunk:
-                    if buffer and not discarding:
+                if not chunk:  # EOF; a last line without its newline still counts
+                    if skim is not None:
+                        await self._refuse(skim)
+                    elif buffer:
                         await self._handle_line(bytes(buffer))
                     break
                 start = 0
                 while True:
                     end = chunk.find(b"\n", start)
                     if end < 0:
-                        if not discarding:
+                        if skim is not None:
+                            skim.feed(chunk, start, len(chunk))
+                        else:
                             buffer += chunk[start:]
                             if len(buffer) > limit:
+                                skim = _Skim()
+                                skim.feed(buffer, 0, len(buffer))
                                 buffer.clear()
-                                discarding = True
                         break
-                    if discarding:
-                        discarding = False
-                        await self._reply_error(
-                            None, RequestError.invalid_request(self._too_large())
-                        )
+                    if skim is not None:
+                        skim.feed(chunk, start, end)
+                        await self._refuse(skim)
+                        skim = None
                     elif buffer:
                         buffer += chunk[start:end]
                         if len(buffer) > limit:
-                            await self._reply_error(
-                                None, RequestError.invalid_request(self._too_large())
-                            )
+                            whole = _Skim()
+                            whole.feed(buffer, 0, len(buffer))
+                            await self._refuse(whole)
                         else:
                             await self._handle_line(bytes(buffer))
                         buffer.clear()
                     elif end - start > limit:
-                        await self._reply_error(
-                            None, RequestError.invalid_request(self._too_large())
-                        )
+                        whole = _Skim()
+                        whole.feed(chunk, start, end)
+                        await self._refuse(whole)
                     else:  # the common case: a whole line inside one chunk, no copy into buffer
                         await self._handle_line(chunk[start:end])
                     start = end + 1
         finally:
             await self._shutdown()
 
-    def _too_large(self) -> str:
-        return f"message larger than the maximum of {self.max_message_size} bytes"
+    async def _refuse(self, skim: _Skim) -> None:
+        """A line over `max_message_size`: answer (or fail) whatever its top level says it is."""
+        detail = f"message larger than the maximum of {self.max_message_size} bytes"
+        head = skim.head()
+        if head is None:  # not a JSON object: like any other garbage
+            _log.warning("dropped an oversize line that is not a JSON object")
+            await self._reply_error(None, RequestError.invalid_request(detail))
+            return
+        msg_id = head.get("id")
+        method = head.get("method")
+        if method is None and ("result" in head or "error" in head):
+            if not self._fail_pending(msg_id, MessageTooLarge(self.max_message_size)):
+                _log.warning("dropped an oversize response for unknown id %s", brief(msg_id))
+            return
+        if "id" not in head and method.__class__ is str:
+            _log.warning("dropped an oversize %s notification", brief(method))
+            return
+        await self._reply_error(
+            msg_id if "id" in head and _valid_id(msg_id) else None,
+            RequestError.invalid_request(detail),
+        )
 
     async def _handle_line(self, line: bytes) -> None:
         try:
             message = _loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             if line.strip():  # blank lines are tolerated, not answered
                 await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
             return
@@ -271,36 +506,34 @@ class Connection:
             )
             await self._reply_error(None, RequestError.invalid_request(detail))
             return
-        msg_id = message.get("id")
+        method = message.get("method")
+        if method is None and ("result" in message or "error" in message):
+            self._resolve(message)  # a response: never answered, whatever is wrong with it
+            return
         has_id = "id" in message
+        msg_id = message.get("id")
+        reply_id = msg_id if has_id and _valid_id(msg_id) else None
         if message.get("jsonrpc") != "2.0":
             await self._reply_error(
-                msg_id if has_id and _valid_id(msg_id) else None,
-                RequestError.invalid_request('"jsonrpc" must be "2.0"'),
+                reply_id, RequestError.invalid_request('"jsonrpc" must be "2.0"')
             )
             return
-        method = message.get("method")
         if method is None:
-            if has_id and ("result" in message or "error" in message):
-                self._resolve(message)
-            else:
-                await self._reply_error(
-                    msg_id if has_id and _valid_id(msg_id) else None,
-                    RequestError.invalid_request("not a request, notification or response"),
-                )
+            await self._reply_error(
+                reply_id, RequestError.invalid_request("not a request, notification or response")
+            )
             return
         if method.__class__ is not str:
             await self._reply_error(
-                msg_id if has_id and _valid_id(msg_id) else None,
-                RequestError.invalid_request('"method" must be a string'),
+                reply_id, RequestError.invalid_request('"method" must be a string')
             )
             return
         params = message.get("params")
-        if params is not None and not isinstance(params, (dict, list)):
-            if has_id and _valid_id(msg_id):
-                await self._reply_error(
-                    msg_id, RequestError.invalid_request('"params" must be an object or an array')
-                )
+        if params is not None and params.__class__ is not dict and params.__class__ is not list:
+            # Not a valid request object, so not a notification either: answered (id null if absent).
+            await self._reply_error(
+                reply_id, RequestError.invalid_request('"params" must be an object or an array')
+            )
             return
         if not has_id:
             if method == CANCEL_REQUEST:
@@ -322,27 +555,52 @@ class Connection:
             return
         task = asyncio.ensure_future(self._serve_request(msg_id, method, params))
         self._inflight[key] = task
-        task.add_done_callback(self._forget(key))
+        task.add_done_callback(self._forget(key, msg_id))
 
-    def _forget(self, key: tuple[bool, Any]) -> Callable[[asyncio.Task[None]], None]:
+    def _forget(self, key: tuple[bool, Any], msg_id: Any) -> Callable[[asyncio.Task[None]], None]:
         def forget(task: asyncio.Task[None]) -> None:
             self._inflight.pop(key, None)
-            self._cancelled_by_peer.discard(task)
+            started = task in self._started
+            self._started.discard(task)
+            if task in self._cancelled_by_peer:
+                self._cancelled_by_peer.discard(task)
+                if not started and task.cancelled():
+                    # Cancelled before its handler ever ran (the request and its
+                    # `$/cancel_request` came in one read): _serve_request could not answer.
+                    self._spawn(self._reply_error(msg_id, RequestError.cancelled()))
 
         return forget
+
+    def _fail_pending(self, msg_id: Any, error: Exception) -> bool:
+        """Fail our request `msg_id` with `error`; False if no such request is waiting."""
+        entry = self._pending.get(_id_key(msg_id)) if _valid_id(msg_id) else None
+        if entry is None:
+            return False
+        future, seq = entry
+        seq[0] = self._received
+        if not future.done():
+            future.set_exception(error)
+        return True
 
     def _resolve(self, message: dict[str, Any]) -> None:
         msg_id = message.get("id")
         entry = self._pending.get(_id_key(msg_id)) if _valid_id(msg_id) else None
         if entry is None:
-            _log.debug("response for unknown id %r ignored", msg_id)
+            if "error" in message:
+                _log.warning(
+                    "error response for unknown id %s: %s", brief(msg_id), brief(message["error"])
+                )
+            else:
+                _log.debug("response for unknown id %s ignored", brief(msg_id))
             return
         future, seq = entry
         # Notifications that arrived before this response are delivered before it.
         seq[0] = self._received
         if future.done():
             return
-        if "error" in message:
+        if message.get("jsonrpc") != "2.0":
+            future.set_exception(InvalidResponse('"jsonrpc" must be "2.0"'))
+        elif "error" in message:
             future.set_exception(RequestError.from_dict(message["error"]))
         else:
             future.set_result(message.get("result"))
@@ -361,6 +619,8 @@ class Connection:
 
     async def _serve_request(self, msg_id: Any, method: str, params: Any) -> None:
         task = asyncio.current_task()
+        if task is not None:
+            self._started.add(task)
         try:
             result = await self.dispatcher.request(method, params)
         except asyncio.CancelledError:
@@ -372,33 +632,50 @@ class Connection:
             await self._reply_error(msg_id, exc)
             return
         except ConnectionClosed as exc:  # the peer went away mid-handler: nobody to answer
-            _log.debug("handler for %r stopped: %s", method, exc)
+            _log.debug("handler for %s stopped: %s", brief(method), exc)
             return
         except Exception:
             # The traceback goes to our log (stderr), never to the peer.
-            _log.exception("handler for %r failed", method)
+            _log.exception("handler for %s failed", brief(method))
             await self._reply_error(msg_id, RequestError.internal_error())
             return
         try:
             await self._send({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except ConnectionClosed:
             pass
-        except (TypeError, ValueError) as exc:  # the handler returned something not JSON
-            _log.error("result of %r is not JSON: %s", method, exc)
+        except (
+            Exception
+        ) as exc:  # the handler returned something that is not JSON (nothing was written)
+            _log.error("result of %s is not JSON: %s", brief(method), brief(exc))
             await self._reply_error(msg_id, RequestError.internal_error())
 
     async def _reply_error(self, msg_id: Any, error: RequestError) -> None:
         try:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
-            except (TypeError, ValueError):  # error data that is not JSON
-                await self._send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg_id,
-                        "error": {"code": error.code, "message": error.message},
-                    }
+            except (TypeError, ValueError):  # error data (or code, message) that is not JSON
+                code = (
+                    error.code
+                    if isinstance(error.code, int) and not isinstance(error.code, bool)
+                    else INTERNAL_ERROR
                 )
+                message = error.message if isinstance(error.message, str) else "error"
+                try:
+                    await self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": msg_id,
+                            "error": {"code": code, "message": message},
+                        }
+                    )
+                except (TypeError, ValueError):
+                    await self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": msg_id,
+                            "error": {"code": code, "message": "error"},
+                        }
+                    )
         except ConnectionClosed:
             pass
 
@@ -415,9 +692,9 @@ class Connection:
             except asyncio.CancelledError:
                 raise
             except ConnectionClosed as exc:
-                _log.debug("notification handler for %r stopped: %s", method, exc)
+                _log.debug("notification handler for %s stopped: %s", brief(method), exc)
             except Exception:
-                _log.exception("notification handler for %r failed", method)
+                _log.exception("notification handler for %s failed", brief(method))
             finally:
                 self._handled = seq
                 if self._waiters:
@@ -442,6 +719,8 @@ class Connection:
                     task.cancel()
                 if late:
                     await asyncio.gather(*late, return_exceptions=True)
+            if self._background:  # answers spawned by the above (-32800 for cancelled requests)
+                await asyncio.wait(list(self._background), timeout=self.shutdown_grace)
         finally:
             self._done = True
             self._wake()

@@ -10,6 +10,7 @@ errors: unknown method -32601, invalid params -32602 (with the JSON path in `dat
 from __future__ import annotations
 
 import logging
+import reprlib
 from typing import Any, Final
 
 from . import types
@@ -25,6 +26,18 @@ INTERNAL_ERROR: Final = -32603
 REQUEST_CANCELLED: Final = -32800
 AUTH_REQUIRED: Final = -32000
 RESOURCE_NOT_FOUND: Final = -32002
+
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = 120
+_repr.maxlevel = 3
+
+
+def brief(value: Any) -> str:
+    """A short, bounded repr of something that came from the wire, for log lines."""
+    try:
+        return _repr.repr(value)
+    except Exception:  # a repr that fails: logging must not
+        return f"<{type(value).__name__}>"
 
 
 class RequestError(Exception):
@@ -91,11 +104,15 @@ def _params_path(exc: types.DecodeError) -> str:
     return f"params.{exc.path}" if exc.path else "params"
 
 
+_TOO_DEEP: Final = "nested too deeply"
+
+
 class Dispatcher:
     """Calls `handler.<spec.handler>(params)` for the methods in `handles`.
 
     Extension methods (names starting with `_`) go to `handler.ext_method` /
-    `handler.ext_notification` with the raw params.
+    `handler.ext_notification` with the raw params. A method name from the wire is only
+    ever a key into METHODS: handler attributes come from the table, never from the wire.
     """
 
     def __init__(
@@ -118,6 +135,8 @@ class Dispatcher:
             return spec.decode_params({} if params is None else params, self.ctx)
         except types.DecodeError as exc:
             raise RequestError.invalid_params(exc.message, _params_path(exc)) from None
+        except RecursionError:
+            raise RequestError.invalid_params(_TOO_DEEP, "params") from None
 
     async def request(self, method: str, params: Any) -> Any:
         """Answer a request: the encoded result, or raise RequestError."""
@@ -147,7 +166,7 @@ class Dispatcher:
             if method.startswith("_"):
                 await self.handler.ext_notification(method, params)
             else:
-                _log.debug("ignoring unknown notification %r", method)
+                _log.debug("ignoring unknown notification %s", brief(method))
             return
         try:
             decoded = decode({} if params is None else params, self.ctx)
@@ -156,7 +175,10 @@ class Dispatcher:
                 "dropping notification %r with invalid params at %s: %s",
                 method,
                 _params_path(exc),
-                exc.message,
+                brief(exc.message),
             )
+            return
+        except RecursionError:
+            _log.warning("dropping notification %r: params %s", method, _TOO_DEEP)
             return
         await getattr(self.handler, handler)(decoded)

@@ -285,11 +285,12 @@ def loads(data: str | bytes) -> Any:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# ASCII-escaped: the fastest stdlib setting, and lone surrogates stay representable.
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text (no ASCII escaping)."""
+    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
     if _orjson is not None:
         try:
             text: str = _orjson.dumps(value).decode()
