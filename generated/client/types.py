@@ -21,7 +21,6 @@ import enum
 import importlib
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
@@ -267,25 +266,18 @@ def _encode_any(value: Any) -> Any:
     return value
 
 
-# orjson reads integers beyond 64 bits as floats (losing digits) and refuses to write them or
-# lone surrogates; such rare documents take the standard library path, which is exact.
-_LONG_DIGITS_B: Final = re.compile(rb"\d{19}")
-_LONG_DIGITS_S: Final = re.compile(r"\d{19}")
-
-
 def loads(data: str | bytes) -> Any:
-    """Parse JSON text; a syntax error is a `DecodeError` at the root."""
+    """Parse JSON text; a syntax error is a `DecodeError` at the root.
+
+    Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
+    and spotting those first costs more than it saves.
+    """
     try:
-        if _orjson is not None:
-            long_digits = _LONG_DIGITS_S if isinstance(data, str) else _LONG_DIGITS_B
-            if long_digits.search(data) is None:  # type: ignore[arg-type]
-                return _orjson.loads(data)
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
 
-# ASCII-escaped: the fastest stdlib setting, and lone surrogates stay representable.
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 

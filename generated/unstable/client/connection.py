@@ -84,11 +84,6 @@ class Reader(Protocol):
     async def read(self, n: int = -1) -> bytes: ...
 
 
-# orjson reads integers beyond 64 bits as floats (losing digits): lines with such long digit
-# runs take the standard library path, which is exact. Both reject NaN and Infinity.
-_LONG_DIGITS: Final = re.compile(rb"\d{19}")
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -105,8 +100,8 @@ _decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_
 
 def _loads(line: bytes) -> Any:
     """Parse one line; ValueError (UnicodeDecodeError included) or RecursionError if it is not JSON."""
-    if _orjson is not None and _LONG_DIGITS.search(line) is None:
-        return _orjson.loads(line)
+    # Always the standard library: orjson would read integers beyond 64 bits as floats, and
+    # spotting those first costs more than it saves.
     return _decode(line.decode("utf-8"))
 
 
