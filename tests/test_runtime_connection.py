@@ -308,7 +308,7 @@ def test_oversize_message_is_refused_and_the_next_one_served() -> None:
     async def body(peer: RawPeer, _: TestAgent) -> None:
         big = json.dumps(req(1, "initialize", {**INIT, "pad": "x" * 5000})).encode() + b"\n"
         answer = await peer.call(big)
-        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert answer["id"] == 1 and answer["error"]["code"] == -32600
         assert "4096" in answer["error"]["data"]["details"]
         # Split across writes (the buffer path), too.
         peer.send(big[:3000])

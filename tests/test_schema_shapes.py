@@ -241,3 +241,23 @@ def test_real_schema_without_x_extensions_maps_methods_the_same(tmp_path: Path, 
         return {m.wire: (m.kind, m.params or "", m.result, m.handled_by) for m in package.methods}
 
     assert table(str(tmp_path)) == table(release)
+
+
+def test_previous_release_generates_imports_and_maps_its_methods(tmp_path: Path) -> None:
+    """The previous v1 release (1.20.0, before elicitation) still generates a working package."""
+    fixture = Path(__file__).resolve().parent / "fixtures" / "schemas" / "v1.20.0"
+    target = Target("agent", tmp_path / "acp_1_20", str(fixture))
+    write_tree(target.out, generate_files(target))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("acp_1_20")
+    finally:
+        sys.path.remove(str(tmp_path))
+    meta = json.loads((fixture / "meta.json").read_text())
+    wanted = {*meta["agentMethods"].values(), *meta["clientMethods"].values(), *meta["protocolMethods"].values()}
+    assert set(module.METHODS) == wanted
+    assert "elicitation/create" not in module.METHODS
+    assert module.SCHEMA_RELEASE == "1.20.0"
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+    update = {"sessionId": "s", "update": chunk}
+    assert module.types.SessionNotification.from_dict(update).to_dict() == update

@@ -21,7 +21,7 @@ from typing import Final
 
 from . import types
 from .agent import Agent, ClientProxy, run_agent
-from .connection import Connection, ConnectionClosed
+from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
@@ -40,8 +40,10 @@ __all__ = [
     "DecodeError",
     "Dispatcher",
     "GENERATOR_VERSION",
+    "InvalidResponse",
     "LenientWarning",
     "METHODS",
+    "MessageTooLarge",
     "MethodSpec",
     "PROTOCOL_VERSION",
     "RequestError",

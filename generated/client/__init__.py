@@ -22,7 +22,7 @@ from typing import Final
 
 from . import types
 from .client import AgentProxy, Client, connect, spawn_agent
-from .connection import Connection, ConnectionClosed
+from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
@@ -42,8 +42,10 @@ __all__ = [
     "DecodeError",
     "Dispatcher",
     "GENERATOR_VERSION",
+    "InvalidResponse",
     "LenientWarning",
     "METHODS",
+    "MessageTooLarge",
     "MethodSpec",
     "PROTOCOL_VERSION",
     "RequestError",

@@ -25,6 +25,7 @@ names are only looked up in the METHODS table.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import json
 import logging
@@ -48,6 +49,20 @@ DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
 _CHUNK: Final = 256 * 1024
+
+# The connection whose notification is being handled, in the worker and every task a
+# notification handler starts (tasks inherit it): their requests must not wait for the worker.
+_notifying: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "acp_notifying", default=None
+)
+
+
+def _cancelled(task: asyncio.Task[Any] | None) -> bool:
+    """Whether `task` itself is being cancelled, as opposed to its code having awaited
+    something cancelled elsewhere (Python 3.10 cannot tell: there, assume it is)."""
+    if sys.version_info >= (3, 11):
+        return task is None or task.cancelling() > 0
+    return True
 
 
 class ConnectionClosed(Exception):
@@ -380,8 +395,8 @@ class Connection:
 
     async def _after(self, seq: int) -> None:
         """Wait until the notifications that arrived before a response are handled."""
-        if self._done or asyncio.current_task() is self._worker:
-            return  # the worker itself cannot wait for the worker
+        if self._done or _notifying.get() is self:
+            return  # a notification handler (or a task it started) cannot wait for the worker
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((seq, waiter))
         await waiter
@@ -622,7 +637,12 @@ class Connection:
             if task in self._cancelled_by_peer:
                 await self._reply_error(msg_id, RequestError.cancelled())
                 return
-            raise
+            if _cancelled(task):
+                raise
+            # Nobody cancelled this request: the handler awaited something cancelled elsewhere.
+            _log.exception("handler for %s failed", brief(method))
+            await self._reply_error(msg_id, RequestError.internal_error())
+            return
         except RequestError as exc:
             await self._reply_error(msg_id, exc)
             return
@@ -675,8 +695,10 @@ class Connection:
             pass
 
     async def _notification_worker(self) -> None:
+        _notifying.set(self)
         queue = self._notifications
         dispatcher = self.dispatcher
+        worker = asyncio.current_task()
         while True:
             item = await queue.get()
             if item is None:
@@ -685,7 +707,9 @@ class Connection:
             try:
                 await dispatcher.notification(method, params)
             except asyncio.CancelledError:
-                raise
+                if _cancelled(worker):
+                    raise
+                _log.exception("notification handler for %s failed", brief(method))
             except ConnectionClosed as exc:
                 _log.debug("notification handler for %s stopped: %s", brief(method), exc)
             except Exception:

@@ -91,14 +91,20 @@ class DecodeContext:
     """How to decode: `strict=True` turns tolerated values into errors; warnings are collected
     in `warnings` and passed to `on_warning`."""
 
-    __slots__ = ("strict", "warnings", "on_warning")
+    __slots__ = ("strict", "warnings", "on_warning", "max_kept")
 
     def __init__(
-        self, *, strict: bool = False, on_warning: Callable[[LenientWarning], None] | None = None
+        self,
+        *,
+        strict: bool = False,
+        on_warning: Callable[[LenientWarning], None] | None = None,
+        max_kept: int = 1000,
     ) -> None:
         self.strict = strict
         self.warnings: list[LenientWarning] = []
         self.on_warning = on_warning
+        # A context can live as long as a connection: keep only the latest warnings.
+        self.max_kept = max_kept
 
     def lenient(self, path: _PathT, problem: str, action: str = "using the default") -> None:
         """Report a tolerated value; in strict mode it is an error instead."""
@@ -118,6 +124,8 @@ class DecodeContext:
 
     def warn(self, warning: LenientWarning) -> None:
         self.warnings.append(warning)
+        if len(self.warnings) > self.max_kept:
+            del self.warnings[: len(self.warnings) - self.max_kept]
         if self.on_warning is not None:
             self.on_warning(warning)
 
