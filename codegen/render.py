@@ -100,69 +100,47 @@ class Renderer:
     # -- decoding ------------------------------------------------------------------
     def dec(self, t: TypeExpr, v: str, p: str) -> str:
         """An expression decoding JSON value `v` at path `p` (raises DecodeError)."""
-        t = self._alias_target(t)
-
-        def check(cond: str, expected: str, value: str = v) -> str:
-            return f"{value} if {cond} else _fail({p}, {expected!r}, {v})"
-
-
-        if isinstance(t, Scalar):
-            if t.kind == "json":
-                return v
-            if t.kind == "null":
-                return check(f"{v} is None", "null")
-            if t.kind in _CHECKS:
-                return check(f"{v}.__class__ is {_CHECKS[t.kind]}", _NAMES[t.kind])
-            fn = "_int" if t.kind == "int" else "_num"
-            return f"{v} if {v}.__class__ is {t.kind} else {fn}({v}, {p})"
-        if isinstance(t, LiteralOf):
-            return check(f"{v}.__class__ is str and {v} in {t.values!r}", " | ".join(t.values))
-        if isinstance(t, ListOf):
-            if t.skip_invalid:
-                # Invalid items are dropped, never raised: only a non-list can fail here.
-                return check(f"{v}.__class__ is list", "array", f"_skip_invalid({v}, {p}, ctx, {self.fn(t.item)})")
-            return f"_list({v}, {p}, ctx, {self.fn(t.item)})"
-        if isinstance(t, MapOf):
-            return f"_map({v}, {p}, ctx, {self.fn(t.value)})"
-        target = self.defs.get(t.name)
-        if isinstance(target, EnumDef):
-            cls = "str" if target.base == "str" else "int"
-            if target.open:
-                return check(f"{v}.__class__ is {cls}", _NAMES[target.base])
-            # cast: the membership test proves the Literal type, which mypy cannot see.
-            ok = f"cast({t.name!r}, {v}) if {v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
-            return f"{ok} else _enum_fail({p}, {t.name!r}, {v})"
-        return f"_d_{t.name}({v}, {p}, ctx)"
+        plan = self._plan(t, v, p)
+        if plan.cond is None:
+            return plan.call or plan.value
+        otherwise = plan.call or (
+            f"_enum_fail({p}, {plan.enum!r}, {v})" if plan.enum else f"_fail({p}, {plan.expected!r}, {v})"
+        )
+        return f"{plan.value} if {plan.cond} else {otherwise}"
 
     def plan(self, f: Field) -> DecodePlan:
         """How the decoder checks a present, non-null field value `v` (see DecodePlan)."""
-        t = self._alias_target(f.type)
-        p = f"(path, {f.wire!r})"
+        return self._plan(f.type, "v", f"(path, {f.wire!r})")
+
+    def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:
+        """The one place that decides how a value of type `t` is checked and decoded."""
+        t = self._alias_target(t)
         if isinstance(t, Scalar):
             if t.kind == "json":
-                return DecodePlan(None, "v", "", None)
+                return DecodePlan(None, v, "", None)
             if t.kind == "null":
-                return DecodePlan("v is None", "v", "null", None)
+                return DecodePlan(f"{v} is None", v, "null", None)
             if t.kind in _CHECKS:
-                return DecodePlan(f"v.__class__ is {_CHECKS[t.kind]}", "v", _NAMES[t.kind], None)
+                return DecodePlan(f"{v}.__class__ is {_CHECKS[t.kind]}", v, _NAMES[t.kind], None)
             fn = "_int" if t.kind == "int" else "_num"
-            return DecodePlan(f"v.__class__ is {t.kind}", "v", _NAMES[t.kind], f"{fn}(v, {p})")
+            return DecodePlan(f"{v}.__class__ is {t.kind}", v, _NAMES[t.kind], f"{fn}({v}, {p})")
         if isinstance(t, LiteralOf):
-            return DecodePlan(f"v.__class__ is str and v in {t.values!r}", "v", " | ".join(t.values), None)
+            return DecodePlan(f"{v}.__class__ is str and {v} in {t.values!r}", v, " | ".join(t.values), None)
         if isinstance(t, ListOf):
+            # _skip_invalid drops invalid items and raises only for a non-list.
             helper = "_skip_invalid" if t.skip_invalid else "_list"
-            return DecodePlan(None, "v", "array", f"{helper}(v, {p}, ctx, {self.fn(t.item)})")
+            return DecodePlan(None, v, "array", f"{helper}({v}, {p}, ctx, {self.fn(t.item)})")
         if isinstance(t, MapOf):
-            return DecodePlan(None, "v", "object", f"_map(v, {p}, ctx, {self.fn(t.value)})")
+            return DecodePlan(None, v, "object", f"_map({v}, {p}, ctx, {self.fn(t.value)})")
         target = self.defs.get(t.name)
         if isinstance(target, EnumDef):
             cls = "str" if target.base == "str" else "int"
             if target.open:
-                return DecodePlan(f"v.__class__ is {cls}", "v", _NAMES[target.base], None)
+                return DecodePlan(f"{v}.__class__ is {cls}", v, _NAMES[target.base], None)
             # cast: the membership test proves the Literal type, which mypy cannot see.
-            cond = f"v.__class__ is {cls} and v in _{t.name}_VALUES"
-            return DecodePlan(cond, f"cast({t.name!r}, v)", f"a known {t.name}", None, enum=t.name)
-        return DecodePlan(None, "v", t.name, f"_d_{t.name}(v, {p}, ctx)")
+            cond = f"{v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
+            return DecodePlan(cond, f"cast({t.name!r}, {v})", f"a known {t.name}", None, enum=t.name)
+        return DecodePlan(None, v, t.name, f"_d_{t.name}({v}, {p}, ctx)")
 
     def failure(self, f: Field) -> str:
         """The statement for a value that failed its inline check."""
