@@ -7,6 +7,7 @@ types' `x-method`/`x-side` extensions, falling back to the `*Request`/`*Response
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from . import __version__
@@ -33,16 +34,42 @@ BASELINE = frozenset(
 _SUFFIXES = ("Request", "Response", "Notification")
 
 
+@dataclass(frozen=True)
+class Api:
+    """The role-independent part of the IR: every definition and the method table.
+
+    Built once per (schema, unstable) pair; `build_package` adds what a role and target choose.
+    """
+
+    schema: LoadedSchema
+    definitions: tuple[Definition, ...]
+    methods: tuple[Method, ...]
+
+
+def build_api(schema: LoadedSchema) -> Api:
+    model = build_class_model({"$defs": schema.defs})
+    types = TypeBuilder(schema, model)
+    definitions = types.build()
+    return Api(schema, definitions, _methods(schema, types, definitions))
+
+
 def build_package(
     schema: LoadedSchema,
     role: Literal["agent", "client"],
     package: str,
     command: str,
 ) -> Package:
-    model = build_class_model({"$defs": schema.defs})
-    types = TypeBuilder(schema, model)
-    definitions = types.build()
-    methods = _methods(schema, types, definitions)
+    return assemble(build_api(schema), role, package, command)
+
+
+def assemble(
+    api: Api,
+    role: Literal["agent", "client"],
+    package: str,
+    command: str,
+) -> Package:
+    """One role's package over a shared `Api`."""
+    schema = api.schema
     return Package(
         role=role,
         package=package,
@@ -53,8 +80,8 @@ def build_package(
         command=command,
         protocol_version=schema.protocol_version,
         unstable=schema.unstable,
-        definitions=definitions,
-        methods=methods,
+        definitions=api.definitions,
+        methods=api.methods,
     )
 
 

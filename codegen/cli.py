@@ -15,7 +15,8 @@ from .config import load_targets
 from .diff import diff_schemas
 from .diff_format import Format, render
 from .errors import CodegenError, Problem
-from .generate import Target, check, generate_files, write
+from .format import FORMATTERS, Formatter
+from .generate import ApiCache, Target, check, generate_files, write
 
 app = typer.Typer(
     add_completion=False,
@@ -30,6 +31,11 @@ SCHEMA_HELP = (
     "holding schema.json + meta.json, or a schema.json path with meta.json beside it."
 )
 
+
+FORMATTER_HELP = (
+    f"Code formatter for the output: {' or '.join(FORMATTERS)} (default ruff; both are pinned and give "
+    "byte-identical output)."
+)
 
 MAX_SHOWN = 50  # problems printed; a broken schema can have thousands
 
@@ -58,11 +64,17 @@ def main(
     """Generate ACP bindings: `acp-codegen agent --out myagent/acp/`."""
 
 
-def run_target(target: Target, check_only: bool, force: bool, files: dict[str, str] | None = None) -> int:
+def run_target(
+    target: Target,
+    check_only: bool,
+    force: bool,
+    files: dict[str, str] | None = None,
+    apis: ApiCache | None = None,
+) -> int:
     """Generate (or check) one target; returns the exit code. `files`: already generated."""
     try:
         if check_only:
-            report = check(target)
+            report = check(target, apis=apis)
             if report:
                 typer.echo(f"{target.out}: out of date; regenerate with: {target.command()}", err=True)
                 for block in report:
@@ -99,8 +111,9 @@ def _role_command(role: Literal["agent", "client"]) -> None:
         force: bool = typer.Option(
             False, "--force", help="Overwrite or remove files in --out that acp-codegen did not generate."
         ),
+        formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
     ) -> None:
-        target = Target(role, out, schema, unstable, package)
+        target = Target(role, out, schema, unstable, package, formatter=formatter)
         raise typer.Exit(run_target(target, check_only, force))
 
     command.__doc__ = (
@@ -121,6 +134,9 @@ def generate_command(
     unstable: bool | None = typer.Option(None, "--unstable/--stable", help="Override every target's unstable flag."),
     check_only: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if any target is out of date."),
     force: bool = typer.Option(False, "--force", help="Overwrite files acp-codegen did not generate."),
+    formatter: Formatter | None = typer.Option(
+        None, "--formatter", help="Override the configured formatter: " + FORMATTER_HELP
+    ),
 ) -> None:
     """Generate every target listed under [tool.acp-codegen] in pyproject.toml."""
     try:
@@ -131,20 +147,23 @@ def generate_command(
         targets = [replace(target, schema=schema) for target in targets]
     if unstable is not None:
         targets = [replace(target, unstable=unstable) for target in targets]
+    if formatter is not None:
+        targets = [replace(target, formatter=formatter) for target in targets]
+    apis = ApiCache()  # targets reading the same schema share one load + IR build
     generated: list[dict[str, str] | None] = [None] * len(targets)
     if not check_only:
         # Generate every target before writing any, so bad input leaves all of them untouched.
         problems: list[Problem] = []
         for i, target in enumerate(targets):
             try:
-                generated[i] = generate_files(target)
+                generated[i] = generate_files(target, apis=apis)
             except CodegenError as exc:
                 problems += exc.problems
         if problems:
             _report(CodegenError(problems))
     status = 0
     for target, files in zip(targets, generated, strict=True):
-        status = max(status, run_target(target, check_only, force, files))
+        status = max(status, run_target(target, check_only, force, files, apis))
     raise typer.Exit(status)
 
 

@@ -6,6 +6,8 @@ out = "src/myagent/acp"   # relative to the pyproject.toml
 schema = "v1"             # optional: bundled name or a path (relative to pyproject.toml)
 unstable = false          # optional
 package = "myagent.acp"   # optional
+formatter = "ruff"        # optional: "ruff" (default) or "black"; also settable for all targets
+                          # as `formatter = ...` directly under [tool.acp-codegen]
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CodegenError, Problem, fail
+from .format import DEFAULT_FORMATTER, FORMATTERS, Formatter
 from .generate import Target
 from .resources import bundled_schema_names
 
@@ -23,7 +26,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-_KEYS = {"role", "out", "schema", "unstable", "package"}
+_KEYS = {"role", "out", "schema", "unstable", "package", "formatter"}
+_SECTION_KEYS = {"targets", "formatter"}
 
 
 def load_targets(config: Path) -> list[Target]:
@@ -47,10 +51,16 @@ def load_targets(config: Path) -> list[Target]:
         raise fail("[tool.acp-codegen] needs a non-empty targets list", config, "/tool/acp-codegen/targets")
     base = config.parent
     problems: list[Problem] = []
+    unknown = sorted(set(section) - _SECTION_KEYS)
+    if unknown:
+        problems.append(
+            Problem(f"unknown keys {unknown}", str(config), "/tool/acp-codegen", f"use only {sorted(_SECTION_KEYS)}")
+        )
+    default = _formatter(section.get("formatter", DEFAULT_FORMATTER), str(config), "/tool/acp-codegen", problems)
     targets: list[Target] = []
     for i, entry in enumerate(entries):
         pointer = f"/tool/acp-codegen/targets/{i}"
-        found = _target(entry, base, str(config), pointer, problems)
+        found = _target(entry, base, str(config), pointer, problems, default)
         if found is not None:
             targets.append(found)
     if problems:
@@ -58,7 +68,19 @@ def load_targets(config: Path) -> list[Target]:
     return targets
 
 
-def _target(entry: Any, base: Path, file: str, pointer: str, problems: list[Problem]) -> Target | None:
+def _formatter(value: Any, file: str, pointer: str, problems: list[Problem]) -> Formatter:
+    for name in FORMATTERS:
+        if value == name:
+            return name
+    problems.append(
+        Problem(f"unknown formatter {value!r}", file, f"{pointer}/formatter", f"use one of {list(FORMATTERS)}")
+    )
+    return DEFAULT_FORMATTER
+
+
+def _target(
+    entry: Any, base: Path, file: str, pointer: str, problems: list[Problem], formatter: Formatter
+) -> Target | None:
     if not isinstance(entry, dict):
         problems.append(Problem("a target must be a table", file, pointer))
         return None
@@ -84,4 +106,6 @@ def _target(entry: Any, base: Path, file: str, pointer: str, problems: list[Prob
     if not isinstance(unstable, bool) or (package is not None and not isinstance(package, str)):
         problems.append(Problem("unstable must be a boolean and package a string", file, pointer))
         return None
-    return Target(role, base / out, schema, unstable, package, from_config=True)
+    if "formatter" in entry:
+        formatter = _formatter(entry["formatter"], file, pointer, problems)
+    return Target(role, base / out, schema, unstable, package, from_config=True, formatter=formatter)

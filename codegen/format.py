@@ -1,67 +1,120 @@
-"""Stage 4 — format: black, in-process and pinned, so output is byte-stable.
+"""Stage 4 — format: ruff (the default) or black, both pinned, so output is byte-stable.
 
-Black is the slowest stage (it re-parses every generated line), so formatted files are kept
-in a content-addressed cache, as black's own CLI does: the key is the unformatted text plus
-black's version and mode, so a cache hit is exactly what black would produce. Set
-ACP_CODEGEN_NO_CACHE=1 to bypass it; ACP_CODEGEN_CACHE_DIR moves it.
+Every generated `.py` file is first compiled: a file that is not valid Python is a template
+or IR bug, reported as an internal error naming the file and line (formatters would only say
+"cannot parse"). Then all files of a run are formatted together: ruff in one process over a
+temporary tree, or black in-process. Both use line length 100 and Python 3.10 as the target,
+and give byte-identical output for everything we generate (tests/test_format.py proves it),
+so the golden record is clean under either.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
 from pathlib import Path
-
-import black
-from black.mode import Mode, TargetVersion
-from black.parsing import InvalidInput
+from typing import Literal
 
 from .errors import CodegenError, Problem
 
-_BLACK_VERSION = getattr(black, "__version__", "")
-MODE = Mode(target_versions={TargetVersion.PY310}, line_length=100)
+Formatter = Literal["ruff", "black"]
+FORMATTERS: tuple[Formatter, ...] = ("ruff", "black")
+DEFAULT_FORMATTER: Formatter = "ruff"
+LINE_LENGTH = 100
 
 
-def cache_dir() -> Path | None:
-    if os.environ.get("ACP_CODEGEN_NO_CACHE"):
-        return None
-    configured = os.environ.get("ACP_CODEGEN_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "acp-codegen" / "black"
-
-
-def _key(text: str) -> str:
-    digest = hashlib.sha256()
-    digest.update(f"{_BLACK_VERSION}\0{MODE!r}\0".encode())
-    digest.update(text.encode("utf-8"))
-    return digest.hexdigest()
-
-
-def format_source(path: str, text: str) -> str:
-    cache = cache_dir()
-    entry = cache / _key(text) if cache is not None else None
-    if entry is not None:
+def check_syntax(files: dict[str, str]) -> None:
+    """Compile every generated Python file; the first one that fails is an internal error."""
+    for path, text in files.items():
+        if not path.endswith(".py"):
+            continue
         try:
-            return entry.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            pass
+            compile(text, path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            line = (exc.text or "").strip()
+            raise CodegenError(
+                [
+                    Problem(
+                        f"internal error: generated {path} is not valid Python: {exc.msg} at line {exc.lineno}"
+                        + (f": {line!r}" if line else ""),
+                        path,
+                        fix="this is a bug in acp-codegen or in a custom template; please report it",
+                    )
+                ]
+            ) from None
+
+
+def find_ruff() -> str:
+    """The ruff binary its wheel installed, found as `python -m ruff` finds it."""
     try:
-        formatted = black.format_str(text, mode=MODE)
-    except InvalidInput as exc:
-        # A template or IR bug, never a user error: say which file and where.
-        raise CodegenError([Problem(f"internal error: generated {path} is not valid Python ({exc})", path)]) from None
-    if entry is not None:
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
-            tmp.write_text(formatted, encoding="utf-8")
-            os.replace(tmp, entry)
-        except OSError:
-            pass  # a read-only home is fine: we just format again next time
-    return formatted
+        from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped,unused-ignore]
+
+        return str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        pass
+    exe = "ruff" + (sysconfig.get_config_var("EXE") or "")
+    for scripts in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        candidate = os.path.join(scripts, exe)
+        if os.path.isfile(candidate):
+            return candidate
+    raise CodegenError(
+        [
+            Problem(
+                "the ruff formatter is not installed",
+                "ruff",
+                fix="reinstall acp-codegen (it depends on the pinned ruff), or pass --formatter black",
+            )
+        ]
+    )
 
 
-def format_files(files: dict[str, str]) -> dict[str, str]:
-    return {path: format_source(path, text) if path.endswith(".py") else text for path, text in files.items()}
+def _ruff(files: dict[str, str]) -> dict[str, str]:
+    with tempfile.TemporaryDirectory(prefix="acp-codegen-format-") as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="\n")
+        # --isolated: neither the user's nor our own ruff configuration may change the output.
+        cmd = [
+            find_ruff(),
+            "format",
+            "--isolated",
+            "--no-cache",
+            "--quiet",
+            f"--line-length={LINE_LENGTH}",
+            "--target-version=py310",
+            str(root),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise CodegenError(
+                [
+                    Problem(
+                        f"internal error: ruff format failed: {detail[0] if detail else proc.returncode}",
+                        "ruff",
+                        fix="this is a bug in acp-codegen; please report it, or pass --formatter black",
+                    )
+                ]
+            )
+        return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
+
+
+def _black(files: dict[str, str]) -> dict[str, str]:
+    import black  # imported only when chosen: it is the slow path
+    from black.mode import Mode, TargetVersion
+
+    mode = Mode(target_versions={TargetVersion.PY310}, line_length=LINE_LENGTH)
+    return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
+
+
+def format_files(files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER) -> dict[str, str]:
+    """Every file of a package, with the Python ones syntax-checked and formatted."""
+    python = {path: text for path, text in files.items() if path.endswith(".py")}
+    check_syntax(python)
+    formatted = _ruff(python) if formatter == "ruff" else _black(python)
+    return {path: formatted.get(path, text) for path, text in files.items()}

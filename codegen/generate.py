@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .build import build_package
+from .build import Api, assemble, build_api
 from .errors import CodegenError, Problem, fail
-from .format import format_files
+from .format import DEFAULT_FORMATTER, Formatter, format_files
 from .load import load, locate
 from .render import render
 from .validate import validate
@@ -27,6 +27,7 @@ class Target:
     unstable: bool = False
     package: str | None = None
     from_config: bool = False
+    formatter: Formatter = DEFAULT_FORMATTER
 
     def command(self) -> str:
         """The command that regenerates this target, as written into every file header."""
@@ -63,33 +64,55 @@ class Target:
         return problems
 
 
-def generate_files(target: Target, template_dir: Path | None = None) -> dict[str, str]:
+class ApiCache:
+    """The role-independent IR per (schema, unstable) pair, so several targets share one build.
+
+    Loading, validation, datamodel-code-generator and the type IR do not depend on the role or
+    the output folder; `acp-codegen generate` runs them once for every pair of targets that
+    read the same schema.
+    """
+
+    def __init__(self) -> None:
+        self._apis: dict[tuple[str | None, bool], Api] = {}
+
+    def get(self, schema: str | None, unstable: bool) -> Api:
+        key = (schema, unstable)
+        api = self._apis.get(key)
+        if api is None:
+            loaded = load(locate(schema, unstable))
+            validate(loaded)
+            api = self._apis[key] = build_api(loaded)
+        return api
+
+
+def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
     """Everything the target's package consists of, formatted, in memory.
 
     Bad input of every kind (the target, the schema files, the schema's content) is reported
-    here, together, before the IR runs: nothing has been written when this raises.
+    here, together, before the package is rendered: nothing has been written when this raises.
     """
     problems = target.problems()
     try:
-        schema = load(locate(target.schema, target.unstable))
-        validate(schema)
+        api = (apis or ApiCache()).get(target.schema, target.unstable)
     except CodegenError as exc:
         problems += exc.problems
     if problems:
         raise CodegenError(problems)
-    package = build_package(schema, target.role, target.package_name(), target.command())
-    return format_files(render(package, template_dir))
+    package = assemble(api, target.role, target.package_name(), target.command())
+    return format_files(render(package, template_dir), target.formatter)
 
 
-def write(target: Target, force: bool = False, files: dict[str, str] | None = None) -> WriteResult:
+def write(
+    target: Target, force: bool = False, files: dict[str, str] | None = None, apis: ApiCache | None = None
+) -> WriteResult:
     """Generate (unless `files` are given) and write; nothing is written if anything fails."""
-    return write_tree(target.out, generate_files(target) if files is None else files, force=force)
+    return write_tree(target.out, generate_files(target, apis=apis) if files is None else files, force=force)
 
 
-def check(target: Target, max_lines: int = 40) -> list[str]:
+def check(target: Target, max_lines: int = 40, apis: ApiCache | None = None) -> list[str]:
     """A short unified diff per stale file; empty when `out` is up to date."""
     report: list[str] = []
-    for rel, (current, new) in diff_tree(target.out, generate_files(target)).items():
+    for rel, (current, new) in diff_tree(target.out, generate_files(target, apis=apis)).items():
         path = (target.out / rel).as_posix()
         if current is None:
             report.append(f"missing: {path}")

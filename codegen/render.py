@@ -31,6 +31,7 @@ from .ir import (
     TypeExpr,
     UnionDef,
 )
+from .format import LINE_LENGTH
 from .resources import templates_dir
 
 # output file -> template
@@ -284,13 +285,22 @@ def environment(renderer: Renderer, template_dir: Path | None = None) -> jinja2.
     return env
 
 
-def _docstring(text: str, indent: int = 4) -> str:
-    """A safe triple-quoted docstring body (schema prose may hold backslashes and quotes)."""
+def _docstring(text: str, indent: int = 4, continued: bool = False) -> str:
+    """A safe triple-quoted docstring body (schema prose may hold backslashes and quotes).
+
+    `continued`: the template already wrote lines before this body. Where the closing quotes
+    go is decided here, as black does it (on their own line when the last line of a multi-line
+    docstring would run past the line length), so every formatter keeps the same layout.
+    """
     body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     if body.endswith('"'):
         body += " "
     pad = " " * indent
-    return "\n".join((pad + line) if line.strip() else "" for line in body.splitlines()).lstrip()
+    lines = [(pad + line) if line.strip() else "" for line in body.splitlines()]
+    out = "\n".join(lines).lstrip()
+    if (continued or len(lines) > 1) and lines and len(lines[-1].rstrip()) + 3 > LINE_LENGTH:
+        out += "\n" + pad
+    return out
 
 
 def render(package: Package, template_dir: Path | None = None) -> dict[str, str]:

@@ -100,7 +100,7 @@ def run_case(name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str
     args = args_file.read_text(encoding="utf-8").splitlines() if args_file.exists() else DEFAULT_ARGS
     args = [a.replace(PLACEHOLDER, str(case)) for a in args if a and not a.startswith("#")]
     before = snapshot(tmp_path)
-    env = {**os.environ, "ACP_CODEGEN_NO_CACHE": "1", "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200"}
     env.pop("ACP_CODEGEN_DEBUG", None)
     proc = subprocess.run(
         [sys.executable, "-m", "codegen.cli", *args],

@@ -548,7 +548,8 @@ StopReason: TypeAlias = Literal[
 ]
 """Reasons why an agent stops processing a prompt turn.
 
-See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/prompt-turn#stop-reasons)"""
+See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/prompt-turn#stop-reasons)
+"""
 STOP_REASON_END_TURN: Final = "end_turn"
 STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
@@ -624,7 +625,8 @@ PlanEntryPriority: TypeAlias = Literal[
 
 Used to indicate the relative importance or urgency of different
 tasks in the execution plan.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)"""
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)
+"""
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
@@ -653,7 +655,8 @@ PlanEntryStatus: TypeAlias = Literal[
 """Status of a plan entry in the execution flow.
 
 Tracks the lifecycle of each task from planning through completion.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)"""
+See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)
+"""
 PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
@@ -12148,7 +12151,8 @@ The Server MUST reply with the same value in the Response object if included. Th
 
 \\[1\\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
 
-\\[2\\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions."""
+\\[2\\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
+"""
 
 SessionId: TypeAlias = str
 """A unique identifier for a conversation session between a client and agent.
@@ -12156,7 +12160,8 @@ SessionId: TypeAlias = str
 Sessions maintain their own context, conversation history, and state,
 allowing multiple independent interactions with the same agent.
 
-See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/session-setup#session-id)"""
+See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+"""
 
 ToolCallId: TypeAlias = str
 """Unique identifier for a tool call within a session."""
@@ -12304,7 +12309,8 @@ SessionUpdate: TypeAlias = (
 
 These updates provide real-time feedback about the agent's progress.
 
-See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)"""
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+"""
 
 MessageId: TypeAlias = str
 """Unique identifier for a message within a session."""
@@ -12318,7 +12324,8 @@ McpServer: TypeAlias = McpServerHttp | McpServerSse | McpServerStdio | UnknownMc
 MCP servers provide tools and context that the agent can use when
 processing prompts.
 
-See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/session-setup#mcp-servers)"""
+See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/session-setup#mcp-servers)
+"""
 
 SetSessionConfigOptionRequest: TypeAlias = (
     SetSessionConfigOptionRequestBoolean

@@ -12060,7 +12060,8 @@ The Server MUST reply with the same value in the Response object if included. Th
 
 \\[1\\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
 
-\\[2\\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions."""
+\\[2\\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
+"""
 
 SessionId: TypeAlias = str
 """A unique identifier for a conversation session between a client and agent.
@@ -12068,7 +12069,8 @@ SessionId: TypeAlias = str
 Sessions maintain their own context, conversation history, and state,
 allowing multiple independent interactions with the same agent.
 
-See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/session-setup#session-id)"""
+See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/session-setup#session-id)
+"""
 
 RequestPermissionSubject: TypeAlias = (
     ToolCallPermissionSubject | CommandPermissionSubject | UnknownRequestPermissionSubject
@@ -12245,7 +12247,8 @@ SessionUpdate: TypeAlias = (
 
 These updates report messages, progress, and other session activity.
 
-See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#3-agent-reports-output)"""
+See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#3-agent-reports-output)
+"""
 
 MessageId: TypeAlias = str
 """Unique identifier for a message within a session."""
@@ -12273,7 +12276,8 @@ McpServer: TypeAlias = McpServerHttp | McpServerStdio | UnknownMcpServer
 MCP servers provide tools and context that the agent can use when
 processing prompts.
 
-See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/session-setup#mcp-servers)"""
+See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/session-setup#mcp-servers)
+"""
 
 ReplayFrom: TypeAlias = ReplayFromStart | UnknownReplayFrom
 """Inclusive cursor describing where replayed session history should begin.
