@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from .format import LINE_LENGTH
 from .ir import (
     AliasDef,
     Default,
@@ -31,17 +32,20 @@ from .ir import (
     TypeExpr,
     UnionDef,
 )
-from .format import LINE_LENGTH
-from .resources import templates_dir
+from .resources import runtime_dir, templates_dir
 
 # output file -> template
 FILES = {
     "__init__.py": "__init__.py.jinja",
     "types.py": "types.py.jinja",
     "methods.py": "methods.py.jinja",
-    "dispatch.py": "dispatch.py.jinja",
-    "connection.py": "connection.py.jinja",
     "py.typed": "py.typed.jinja",
+}
+# output file -> plain Python source in runtime/: the same for every schema and role, so it is
+# kept as real Python (linted and type-checked as such) and only gets the generated header.
+RUNTIME_FILES = {
+    "dispatch.py": "dispatch.py",
+    "connection.py": "connection.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 
@@ -322,4 +326,7 @@ def render(package: Package, template_dir: Path | None = None) -> dict[str, str]
     out: dict[str, str] = {}
     for path, template in files.items():
         out[path] = env.get_template(template).render(ctx)
+    header = env.get_template("_runtime_header.jinja").render(ctx)
+    for path, source in RUNTIME_FILES.items():
+        out[path] = header + (runtime_dir() / source).read_text(encoding="utf-8")
     return out

@@ -1,4 +1,4 @@
-"""Where the bundled templates and schemas are: package data in a wheel, the repo in a checkout."""
+"""Where the bundled templates, runtime sources and schemas are: package data in a wheel, the repo in a checkout."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ _HERE = Path(__file__).resolve().parent
 
 
 def _data_dir(name: str) -> Path:
-    # In a wheel the build maps templates/ and schema/ into the package; in a checkout
+    # In a wheel the build maps templates/, runtime/ and schema/ into the package; in a checkout
     # (editable install or plain source) they sit beside codegen/.
     packaged = _HERE / name
     return packaged if packaged.is_dir() else _HERE.parent / name
@@ -16,6 +16,10 @@ def _data_dir(name: str) -> Path:
 
 def templates_dir() -> Path:
     return _data_dir("templates")
+
+
+def runtime_dir() -> Path:
+    return _data_dir("runtime")
 
 
 def schema_root() -> Path:

@@ -340,7 +340,7 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path) -> None:
         "import sys, codegen.generate as g\n"
         "def boom(*args, **kwargs):\n"
         "    raise RuntimeError('simulated bug')\n"
-        "g.build_package = boom\n"
+        "g.assemble = boom\n"
         "from codegen.cli import entry\n"
         "sys.argv = ['acp-codegen', 'agent', '--out', sys.argv[1]]\n"
         "entry()\n"

@@ -55,7 +55,7 @@ def test_changing_a_template_without_regenerating_fails(tmp_path: Path) -> None:
     templates.mkdir()
     for path in source.iterdir():
         (templates / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    dispatch = templates / "dispatch.py.jinja"
-    dispatch.write_text(dispatch.read_text(encoding="utf-8").replace("Method not found", "No such method"))
+    methods = templates / "methods.py.jinja"
+    methods.write_text(methods.read_text(encoding="utf-8").replace("the table dispatch", "the table routing"))
     target = replace(TARGETS[0])
-    assert "No such method" in tree_diff(target, generate_files(target, templates))
+    assert "the table routing" in tree_diff(target, generate_files(target, templates))

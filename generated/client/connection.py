@@ -114,7 +114,7 @@ _decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_
 
 
 def _loads(line: bytes) -> Any:
-    """Parse one line; ValueError (UnicodeDecodeError included) or RecursionError if it is not JSON."""
+    """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON."""
     # Always the standard library: orjson would read integers beyond 64 bits as floats, and
     # spotting those first costs more than it saves.
     return _decode(line.decode("utf-8"))
@@ -540,7 +540,7 @@ class Connection:
             return
         params = message.get("params")
         if params is not None and params.__class__ is not dict and params.__class__ is not list:
-            # Not a valid request object, so not a notification either: answered (id null if absent).
+            # Not a valid request, so not a notification either: answered (id null if absent).
             await self._reply_error(
                 reply_id, RequestError.invalid_request('"params" must be an object or an array')
             )

@@ -1,5 +1,3 @@
-{% from "_macros.jinja" import header %}
-{{ header(pkg) }}
 """Routes one decoded JSON-RPC call to a handler: decode params -> call -> encode result.
 
 The METHODS table drives it; nothing here is written per method. Errors become JSON-RPC
@@ -155,7 +153,11 @@ class Dispatcher:
         spec = self._spec(method)
         if spec is not None and spec.kind == "notification":
             decode, handler = spec.decode_params, spec.handler
-        elif spec is not None and spec.decode_notification_params is not None and spec.notification_handler:
+        elif (
+            spec is not None
+            and spec.decode_notification_params is not None
+            and spec.notification_handler
+        ):
             decode, handler = spec.decode_notification_params, spec.notification_handler
         else:
             if method.startswith("_"):
@@ -167,7 +169,10 @@ class Dispatcher:
             decoded = decode({} if params is None else params, self.ctx)
         except types.DecodeError as exc:
             _log.warning(
-                "dropping notification %r with invalid params at %s: %s", method, _params_path(exc), brief(exc.message)
+                "dropping notification %r with invalid params at %s: %s",
+                method,
+                _params_path(exc),
+                brief(exc.message),
             )
             return
         except RecursionError:

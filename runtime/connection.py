@@ -1,5 +1,3 @@
-{% from "_macros.jinja" import header %}
-{{ header(pkg) }}
 """JSON-RPC 2.0 over newline-delimited streams (stdio or a subprocess's pipes), on asyncio.
 
 - outbound requests are matched to responses by id (peers may answer out of order);
@@ -51,7 +49,9 @@ _CHUNK: Final = 256 * 1024
 
 # The connection whose notification is being handled, in the worker and every task a
 # notification handler starts (tasks inherit it): their requests must not wait for the worker.
-_notifying: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("acp_notifying", default=None)
+_notifying: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "acp_notifying", default=None
+)
 
 
 def _cancelled(task: asyncio.Task[Any] | None) -> bool:
@@ -96,8 +96,6 @@ class Reader(Protocol):
     async def read(self, n: int = -1) -> bytes: ...
 
 
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -113,7 +111,7 @@ _decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_
 
 
 def _loads(line: bytes) -> Any:
-    """Parse one line; ValueError (UnicodeDecodeError included) or RecursionError if it is not JSON."""
+    """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON."""
     # Always the standard library: orjson would read integers beyond 64 bits as floats, and
     # spotting those first costs more than it saves.
     return _decode(line.decode("utf-8"))
@@ -143,7 +141,11 @@ def _dumps(message: dict[str, Any]) -> bytes:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    )
 
 
 def _id_key(value: Any) -> tuple[bool, Any]:
@@ -170,7 +172,19 @@ class _Skim:
     Only the framing is checked, not every byte: it decides whom to answer, nothing more.
     """
 
-    __slots__ = ("out", "depth", "in_str", "esc", "key_next", "is_key", "str_at", "overflow", "started", "ended", "bad")
+    __slots__ = (
+        "out",
+        "depth",
+        "in_str",
+        "esc",
+        "key_next",
+        "is_key",
+        "str_at",
+        "overflow",
+        "started",
+        "ended",
+        "bad",
+    )
 
     def __init__(self) -> None:
         self.out = bytearray()
@@ -204,7 +218,9 @@ class _Skim:
                 pos = stop
                 if pos == end:
                     break
-                if data[pos] == _BACKSLASH:  # only at the end: the escaped byte is in the next chunk
+                if (
+                    data[pos] == _BACKSLASH
+                ):  # only at the end: the escaped byte is in the next chunk
                     self.esc = True
                     if self.depth == 1 and not self.overflow:
                         out.append(_BACKSLASH)
@@ -477,7 +493,10 @@ class Connection:
         if "id" not in head and method.__class__ is str:
             _log.warning("dropped an oversize %s notification", brief(method))
             return
-        await self._reply_error(msg_id if "id" in head and _valid_id(msg_id) else None, RequestError.invalid_request(detail))
+        await self._reply_error(
+            msg_id if "id" in head and _valid_id(msg_id) else None,
+            RequestError.invalid_request(detail),
+        )
 
     async def _handle_line(self, line: bytes) -> None:
         try:
@@ -487,7 +506,11 @@ class Connection:
                 await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
             return
         if message.__class__ is not dict:
-            detail = "batch requests are not supported" if isinstance(message, list) else "a message must be a JSON object"
+            detail = (
+                "batch requests are not supported"
+                if isinstance(message, list)
+                else "a message must be a JSON object"
+            )
             await self._reply_error(None, RequestError.invalid_request(detail))
             return
         method = message.get("method")
@@ -498,18 +521,26 @@ class Connection:
         msg_id = message.get("id")
         reply_id = msg_id if has_id and _valid_id(msg_id) else None
         if message.get("jsonrpc") != "2.0":
-            await self._reply_error(reply_id, RequestError.invalid_request('"jsonrpc" must be "2.0"'))
+            await self._reply_error(
+                reply_id, RequestError.invalid_request('"jsonrpc" must be "2.0"')
+            )
             return
         if method is None:
-            await self._reply_error(reply_id, RequestError.invalid_request("not a request, notification or response"))
+            await self._reply_error(
+                reply_id, RequestError.invalid_request("not a request, notification or response")
+            )
             return
         if method.__class__ is not str:
-            await self._reply_error(reply_id, RequestError.invalid_request('"method" must be a string'))
+            await self._reply_error(
+                reply_id, RequestError.invalid_request('"method" must be a string')
+            )
             return
         params = message.get("params")
         if params is not None and params.__class__ is not dict and params.__class__ is not list:
-            # Not a valid request object, so not a notification either: answered (id null if absent).
-            await self._reply_error(reply_id, RequestError.invalid_request('"params" must be an object or an array'))
+            # Not a valid request, so not a notification either: answered (id null if absent).
+            await self._reply_error(
+                reply_id, RequestError.invalid_request('"params" must be an object or an array')
+            )
             return
         if not has_id:
             if method == CANCEL_REQUEST:
@@ -519,11 +550,15 @@ class Connection:
             self._notifications.put_nowait((self._received, method, params))
             return
         if not _valid_id(msg_id):
-            await self._reply_error(None, RequestError.invalid_request("id must be a string, an integer or null"))
+            await self._reply_error(
+                None, RequestError.invalid_request("id must be a string, an integer or null")
+            )
             return
         key = _id_key(msg_id)
         if key in self._inflight:
-            await self._reply_error(msg_id, RequestError.invalid_request("a request with this id is in flight"))
+            await self._reply_error(
+                msg_id, RequestError.invalid_request("a request with this id is in flight")
+            )
             return
         task = asyncio.ensure_future(self._serve_request(msg_id, method, params))
         self._inflight[key] = task
@@ -559,7 +594,9 @@ class Connection:
         entry = self._pending.get(_id_key(msg_id)) if _valid_id(msg_id) else None
         if entry is None:
             if "error" in message:
-                _log.warning("error response for unknown id %s: %s", brief(msg_id), brief(message["error"]))
+                _log.warning(
+                    "error response for unknown id %s: %s", brief(msg_id), brief(message["error"])
+                )
             else:
                 _log.debug("response for unknown id %s ignored", brief(msg_id))
             return
@@ -576,7 +613,11 @@ class Connection:
             future.set_result(message.get("result"))
 
     def _peer_cancel(self, params: Any) -> None:
-        if not isinstance(params, dict) or "requestId" not in params or not _valid_id(params["requestId"]):
+        if (
+            not isinstance(params, dict)
+            or "requestId" not in params
+            or not _valid_id(params["requestId"])
+        ):
             return
         task = self._inflight.get(_id_key(params["requestId"]))
         if task is not None and not task.done():
@@ -614,7 +655,9 @@ class Connection:
             await self._send({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except ConnectionClosed:
             pass
-        except Exception as exc:  # the handler returned something that is not JSON (nothing was written)
+        except (
+            Exception
+        ) as exc:  # the handler returned something that is not JSON (nothing was written)
             _log.error("result of %s is not JSON: %s", brief(method), brief(exc))
             await self._reply_error(msg_id, RequestError.internal_error())
 
@@ -623,12 +666,28 @@ class Connection:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
             except (TypeError, ValueError):  # error data (or code, message) that is not JSON
-                code = error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else INTERNAL_ERROR
+                code = (
+                    error.code
+                    if isinstance(error.code, int) and not isinstance(error.code, bool)
+                    else INTERNAL_ERROR
+                )
                 message = error.message if isinstance(error.message, str) else "error"
                 try:
-                    await self._send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+                    await self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": msg_id,
+                            "error": {"code": code, "message": message},
+                        }
+                    )
                 except (TypeError, ValueError):
-                    await self._send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": "error"}})
+                    await self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": msg_id,
+                            "error": {"code": code, "message": "error"},
+                        }
+                    )
         except ConnectionClosed:
             pass
 
@@ -764,7 +823,9 @@ async def stdio_streams() -> tuple[Reader, Writer]:
         reader = _ThreadReader(sys.stdin.buffer)
     if _is_pipe(sys.stdout):
         stdout = os.fdopen(sys.stdout.fileno(), "wb", closefd=False)
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, stdout
+        )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
     else:
         writer = _ThreadWriter(sys.stdout.buffer)
