@@ -347,6 +347,22 @@ class TypeBuilder(UnionBuilder):
         )
         return Scalar("json"), nullable
 
+    def result_type(self, name: str, inline: dict[str, Any] | None, pointer: str, unstable: bool) -> str:
+        """The Python name of a method's result type: a `$defs` entry, or an inline variant of a
+        response union (`{"title": "AuthenticateResponse", "type": "null"}`) made a named type."""
+        if inline is None:
+            return self.py[name]
+        py = self._fresh(self._type_name(name), pointer)
+        texpr, nullable = self.type_expr(inline, pointer, py)
+        if isinstance(texpr, Named) and not nullable:
+            return texpr.name
+        if nullable:
+            self.problem(
+                f"the inline result type {name!r} is nullable", pointer, 'write it as {"type": "null"} or a $ref'
+            )
+        self.out[py] = AliasDef(py, pointer, str(inline.get("description", "")), texpr, unstable)
+        return py
+
     def _inline_enum(self, node: dict[str, Any], pointer: str, hint: str) -> TypeExpr:
         py = self._fresh(hint, pointer)
         self.out[py] = self._enum_def(py, node, pointer, str(node.get("description", "")), False)

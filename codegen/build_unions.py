@@ -164,13 +164,19 @@ class UnionBuilder:
         unknown: bool,
         unstable: bool,
     ) -> UnionDef:
+        variants = _merge_same(variants)
         objects = [v for v in variants if v.json_type == "object"]
         arrays = [v for v in variants if v.json_type == "array"]
         scalars = [v for v in variants if v.json_type not in ("object", "array")]
         seen_types: set[str] = set()
         for v in scalars:
             if v.json_type in seen_types:
-                self.problem(f"two union variants of JSON type {v.json_type}", pointer, "merge them")
+                self.problem(
+                    f"two union variants of JSON type {v.json_type} with different types: nothing in the"
+                    " schema (a tag, a const, a required property) tells them apart",
+                    pointer,
+                    "merge them, or give them distinct consts",
+                )
             seen_types.add(v.json_type)
         dispatch: ObjectDispatch | None = None
         if objects or (tag and unknown):
@@ -249,6 +255,19 @@ class UnionBuilder:
         for name, p in self.py.items():
             if p == py and py not in self.out:
                 self._build_def(name)
+
+
+def _merge_same(variants: list[Variant]) -> list[Variant]:
+    """Variants that decode to the same value are one variant (e.g. several `null` results of a
+    response union): the first stands for all; only an untagged, unkeyed variant merges."""
+    out: list[Variant] = []
+    for v in variants:
+        if v.tag_value is None and any(
+            o.tag_value is None and (o.type, o.json_type) == (v.type, v.json_type) for o in out
+        ):
+            continue
+        out.append(v)
+    return out
 
 
 def const_of(alt: Any, tag: str | None) -> str | None:
