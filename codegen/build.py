@@ -1,8 +1,10 @@
 """Stage 2b — assemble the IR `Package`: definitions + the method table for one role.
 
-Methods come from meta.json (which side handles each); their params/result types from the
-types' `x-method`/`x-side` extensions, falling back to the `*Request`/`*Response`/
-`*Notification` naming where a release lacks the extensions.
+Methods come from meta.json (which side handles each). Whether each is a request or a
+notification, and its params/result types, come from the evidence build_methods gathers
+(`x-method`/`x-side`, `*Request`/`*Response`/`*Notification` naming, the message unions'
+variants, inline ones included); conflicting or missing evidence stops with the method's
+meta.json entry and the type's JSON pointer. The finished IR is checked by `invariants`.
 """
 
 from __future__ import annotations
@@ -111,7 +113,9 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
         params, result, also_notification = shape
         result_py = None
         if result is not None:
-            result_py = types.result_type(result.name, result.inline, result.pointer, wire not in schema.stable_methods)
+            result_py = types.result_type(
+                result.name, result.inline, result.pointer, wire, wire not in schema.stable_methods
+            )
         x_sides = {ev.x_side.get(n, "") for n in (params, also_notification, result and result.name) if n}
         handled: Side
         if "protocol" in seen or "both" in x_sides or {"agent", "client"} <= seen:

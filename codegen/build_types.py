@@ -361,7 +361,7 @@ class TypeBuilder:
         )
         return Scalar("json"), nullable
 
-    def result_type(self, name: str, inline: dict[str, Any] | None, pointer: str, unstable: bool) -> str:
+    def result_type(self, name: str, inline: dict[str, Any] | None, pointer: str, method: str, unstable: bool) -> str:
         """The Python name of a method's result type: a `$defs` entry, or an inline variant of a
         response union (`{"title": "AuthenticateResponse", "type": "null"}`) made a named type."""
         if inline is None:
@@ -374,7 +374,10 @@ class TypeBuilder:
             self.problem(
                 f"the inline result type {name!r} is nullable", pointer, 'write it as {"type": "null"} or a $ref'
             )
-        self.out[py] = AliasDef(py, pointer, str(inline.get("description", "")), texpr, unstable)
+        doc = str(inline.get("description", "")) or f"The result of `{method}`" + (
+            ": always JSON null." if texpr == Scalar("null") else "."
+        )
+        self.out[py] = AliasDef(py, pointer, doc, texpr, unstable)
         return py
 
     def _inline_enum(self, node: dict[str, Any], pointer: str, hint: str) -> TypeExpr:

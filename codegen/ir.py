@@ -213,7 +213,9 @@ class Method:
     handled_by: Side
     kind: Literal["request", "notification"]
     params: str | None  # definition name
-    result: str | None  # definition name (requests only)
+    # definition name (requests only; a JSON-null result is an AliasDef of Scalar("null"),
+    # e.g. one made from an inline `{"title": "AuthenticateResponse", "type": "null"}` variant)
+    result: str | None
     handler: str  # Python method name on the handler base class / peer proxy
     unstable: bool
     doc: str
