@@ -238,6 +238,8 @@ class Package:
     unstable: bool
     definitions: tuple[Definition, ...]
     methods: tuple[Method, ...]
+    custom_templates: str | None = None
+    """The custom templates directory (`--templates`, as given) when one was used; the header says so."""
 
     @property
     def peer(self) -> Literal["agent", "client"]:
