@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from codegen import template_docs
 from codegen.cli import app
 from codegen.errors import CodegenError
 from codegen.generate import ApiCache, Target, generate_files
@@ -240,3 +241,26 @@ def test_templates_copy(tmp_path: Path) -> None:
     assert not (dest / "role.jinja").exists()
     code, _, err = cli("templates", "--copy", "_role.jinja")
     assert code == 2 and "--copy NAME DIR" in err
+
+
+def test_template_docs_are_current() -> None:
+    """docs/templates.md equals a fresh `python -m codegen.template_docs`, and nothing in it is undocumented."""
+    assert template_docs.problems() == []
+    assert template_docs.DOC.read_text(encoding="utf-8") == template_docs.page(), (
+        "docs/templates.md is stale: run `python -m codegen.template_docs`"
+    )
+
+
+def test_template_docs_require_a_meaning_for_every_ir_field() -> None:
+    source = template_docs.ir_source()
+    meaning = '    """The property name on the wire (`sessionId`, `_meta`)."""\n'
+    assert meaning in source
+    found = template_docs.problems(source.replace(meaning, ""))
+    assert found == ["codegen/ir.py: Field.wire has no docstring or comment saying what it means"]
+    # A comment above the field counts as its meaning too.
+    assert (
+        template_docs.problems(
+            source.replace(meaning, "").replace("    wire: str\n    py:", "    # wire\n    wire: str\n    py:")
+        )
+        == []
+    )
