@@ -40,10 +40,6 @@ class CustomTemplates:
     path: Path
     label: str
 
-    def names(self) -> list[str]:
-        """The bundled names this directory overrides (call `problems` first)."""
-        return sorted(p.name for p in self._entries() if p.name in bundled_names())
-
     def problems(self) -> list[Problem]:
         """What is wrong with the directory: missing, not a directory, or unknown names in it."""
         where = str(self.path)
