@@ -113,7 +113,10 @@ def used_templates(env: jinja2.Environment, name: str) -> list[str]:
             continue
         seen.append(current)
         assert env.loader is not None
-        source = env.loader.get_source(env, current)[0]
+        try:
+            source = env.loader.get_source(env, current)[0]
+        except jinja2.TemplateNotFound:  # referenced on a branch that did not render
+            continue
         for ref in jinja2.meta.find_referenced_templates(env.parse(source)):
             if ref is not None:
                 pending.append(ref)
