@@ -205,7 +205,7 @@ def _shape(
             )
             return None
         return notifications[0], None, None
-    result = _result(schema, ev, request, responses)
+    result = _result(schema, ev, wire, request, responses)
     if result is None:
         if kinds[request] is None:
             stop(
@@ -219,8 +219,8 @@ def _shape(
         else:
             stop(
                 f"request {request!r} has no result type: no response type has"
-                f' "x-method": "{wire}", none is named {stem(request) + "Response"!r}, and no'
-                " response union has a variant of that name",
+                f' "x-method": "{wire}", none is named {stem(request) + "Response"!r} or after the'
+                " method, and no response union has a variant of such a name",
                 f'add the response type with "x-method": "{wire}" (a null result is {{"type": "null"}})',
                 f"/$defs/{ptr_escape(request)}",
                 schema.schema_file,
@@ -233,7 +233,7 @@ def _kind(ev: Evidence, name: str) -> Kind | None:
     return suffix_of(name) or ev.in_union(name)
 
 
-def _result(schema: LoadedSchema, ev: Evidence, request: str, responses: list[str]) -> Leaf | None:
+def _result(schema: LoadedSchema, ev: Evidence, wire: str, request: str, responses: list[str]) -> Leaf | None:
     """The response type of `request`: one named by x-method/naming, else the one named after it."""
     if responses:
         return Leaf(responses[0], "Response", f"/$defs/{ptr_escape(responses[0])}")
@@ -243,6 +243,16 @@ def _result(schema: LoadedSchema, ev: Evidence, request: str, responses: list[st
     leaf = ev.leaves.get(paired)
     if leaf is not None and leaf.kind == "Response" and leaf.inline is not None:
         return leaf
+    # Named after the method rather than the request (`KillTerminalCommandRequest` answered by
+    # `KillTerminalResponse`): the one untagged response whose words are the method's, if unique.
+    untagged = [n for n in schema.defs if suffix_of(n) == "Response" and n not in ev.x_method and n not in ev.unions]
+    untagged += [n for n, leaf in ev.leaves.items() if leaf.kind == "Response" and leaf.inline is not None]
+    named = [n for n in by_naming(wire, untagged) if suffix_of(n) == "Response"]
+    if named:
+        found = ev.leaves.get(named[0])
+        if named[0] not in schema.defs and found is not None:
+            return found
+        return Leaf(named[0], "Response", f"/$defs/{ptr_escape(named[0])}")
     return None
 
 

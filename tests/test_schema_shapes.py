@@ -181,10 +181,16 @@ UNTITLED = shape(
         ContentBlock=TEXT,
         Outcome=tagged(
             [
-                {"type": "object", "properties": {"outcome": {"type": "string", "const": "cancelled"}},
-                 "required": ["outcome"]},
-                {"type": "object", "properties": {"outcome": {"type": "string", "const": "selected"},
-                                                  "optionId": {"type": "string"}}, "required": ["outcome", "optionId"]},
+                {
+                    "type": "object",
+                    "properties": {"outcome": {"type": "string", "const": "cancelled"}},
+                    "required": ["outcome"],
+                },
+                {
+                    "type": "object",
+                    "properties": {"outcome": {"type": "string", "const": "selected"}, "optionId": {"type": "string"}},
+                    "required": ["outcome", "optionId"],
+                },
             ],
             discriminator=False,
         ),
@@ -221,12 +227,22 @@ KEYED = shape(
     "untagged-keyed",
     new_session(
         ContentBlock=TEXT,
-        Res={"anyOf": [{"title": "T", "allOf": [{"$ref": "#/$defs/TextRes"}]},
-                       {"title": "B", "allOf": [{"$ref": "#/$defs/BlobRes"}]}]},
-        TextRes={"type": "object", "properties": {"uri": {"type": "string"}, "text": {"type": "string"}},
-                 "required": ["uri", "text"]},
-        BlobRes={"type": "object", "properties": {"uri": {"type": "string"}, "blob": {"type": "string"}},
-                 "required": ["uri", "blob"]},
+        Res={
+            "anyOf": [
+                {"title": "T", "allOf": [{"$ref": "#/$defs/TextRes"}]},
+                {"title": "B", "allOf": [{"$ref": "#/$defs/BlobRes"}]},
+            ]
+        },
+        TextRes={
+            "type": "object",
+            "properties": {"uri": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["uri", "text"],
+        },
+        BlobRes={
+            "type": "object",
+            "properties": {"uri": {"type": "string"}, "blob": {"type": "string"}},
+            "required": ["uri", "blob"],
+        },
     ),
 )
 
@@ -396,6 +412,23 @@ SEVERAL_NULLS = shape(
 )
 
 
+# A request renamed without its response (`KillTerminalCommandRequest` answered by an inline
+# `KillTerminalResponse`): the response is named after the method, not the request.
+RENAMED = _auth({"title": "AuthenticateResponse", "type": "null"})
+RENAMED["AuthenticateUserRequest"] = RENAMED.pop("AuthenticateRequest")
+RENAMED["ClientRequest"]["anyOf"][1] = {"$ref": "#/$defs/AuthenticateUserRequest"}
+RESPONSE_NAMED_BY_METHOD = shape("response-named-by-method", RENAMED, AUTH_META)
+
+
+def test_response_named_after_the_method_not_the_request(tmp_path: Path) -> None:
+    spec = generate(tmp_path, RESPONSE_NAMED_BY_METHOD).METHODS["authenticate"]
+    assert (spec.kind, spec.params_type, spec.result_type) == (
+        "request",
+        "AuthenticateUserRequest",
+        "AuthenticateResponse",
+    )
+
+
 class _Handler:
     async def authenticate(self, params: Any) -> None:
         assert params.method_id == "m"
@@ -490,9 +523,20 @@ def test_mypy_strict_on_every_shape(tmp_path: Path) -> None:
             write_tree(target.out, generate_files(target))
             names.append(name)
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(tmp_path / ".mypy"),
-         *[arg for n in names for arg in ("-p", n)]],
-        cwd=tmp_path, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(tmp_path / ".mypy"),
+            *[arg for n in names for arg in ("-p", n)],
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
