@@ -26,12 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
 from agent import Agent, run_agent, types  # noqa: E402
 
-GRANDCHILD = (
-    "import signal, time\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "while True:\n"
-    "    time.sleep(1)\n"
-)
+GRANDCHILD = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)\n"
 
 
 class StubbornAgent(Agent):

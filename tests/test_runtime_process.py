@@ -32,9 +32,7 @@ def run(coro: Awaitable[T]) -> T:
 
 
 class QuietClient(client.Client):
-    async def session_request_permission(
-        self, params: ct.RequestPermissionRequest
-    ) -> ct.RequestPermissionResponse:
+    async def session_request_permission(self, params: ct.RequestPermissionRequest) -> ct.RequestPermissionResponse:
         return ct.RequestPermissionResponse(outcome=ct.RequestPermissionOutcomeCancelled())
 
     async def session_update(self, params: ct.SessionNotification) -> None:
@@ -68,9 +66,7 @@ def test_grandchild_that_ignores_eof_and_sigterm_is_killed(tmp_path: Path, mode:
 
     async def body() -> tuple[int, int, int | None, int | None]:
         command = [sys.executable, str(STUBBORN), str(pidfile), mode]
-        async with client.spawn_agent(
-            QuietClient(), command, shutdown_timeout=0.5, terminate_timeout=0.5
-        ) as agent:
+        async with client.spawn_agent(QuietClient(), command, shutdown_timeout=0.5, terminate_timeout=0.5) as agent:
             response = await agent.proxy.initialize(INIT)
             assert response.protocol_version == 1
             grandchild = await wait_for_file(pidfile)
@@ -159,9 +155,7 @@ def test_stderr_callback_that_raises_does_not_block(tmp_path: Path, caplog: pyte
 
     async def body() -> None:
         command = [sys.executable, str(STUBBORN), str(tmp_path / "unused"), "clean", str(200_000)]
-        async with client.spawn_agent(
-            QuietClient(), command, stderr=subprocess.PIPE, on_stderr_line=broken
-        ) as agent:
+        async with client.spawn_agent(QuietClient(), command, stderr=subprocess.PIPE, on_stderr_line=broken) as agent:
             await agent.proxy.initialize(INIT)
 
     run(body())
