@@ -24,9 +24,9 @@ from .connection import (
     Tap,
     Writer,
 )
-from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentProcess, spawn_peer
 from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
+from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentProcess, spawn_peer
 
 
 class AgentProxy:
