@@ -71,6 +71,29 @@ def test_both_ends_tap_every_line_in_order() -> None:
     assert texts == ["0", "1", "2", "3", "4"]
 
 
+def test_taps_keep_the_wire_order_under_concurrency() -> None:
+    """20 prompts at once, their updates interleaved: each end's taps list the lines exactly
+    in the order the other end's taps saw them, i.e. the order on the wire."""
+    client_seen, client_tap = taps()
+    agent_seen, agent_tap = taps()
+
+    async def scenario() -> None:
+        recorder = RecordingClient(slow=True)
+        proxy, connection, *serving = pair(recorder, TestAgent(), client_tap=client_tap, agent_tap=agent_tap)
+        await proxy.initialize(INIT)
+        await asyncio.gather(*(proxy.session_prompt(prompt(f"s{i}", "30")) for i in range(20)))
+        assert len(recorder.updates) == 600
+        await finish(connection, *serving)
+
+    run(scenario())
+    sent = [line for d, line in client_seen if d == "out"]
+    assert sent == [line for d, line in agent_seen if d == "in"] and len(sent) == 21
+    answered = [line for d, line in agent_seen if d == "out"]
+    assert answered == [line for d, line in client_seen if d == "in"] and len(answered) == 621
+    ids = [json.loads(line).get("id") for line in sent]
+    assert ids == sorted(ids)  # ids are given in call order, and written in that order
+
+
 def test_tap_sees_raw_lines_before_decoding() -> None:
     seen, tap = taps()
 

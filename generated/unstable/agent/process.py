@@ -143,9 +143,9 @@ class ChildProcess:
 
     def alive(self) -> bool:
         """Whether the command or any process of its group still runs."""
-        if self.pgid is not None:
-            return self.returncode is None or bool(group_members(self.pgid))
-        return self.returncode is None
+        if self.returncode is None:
+            return True
+        return self.pgid is not None and bool(group_members(self.pgid))
 
     async def wait(self, timeout: float | None = None) -> int | None:
         """Wait until the command has exited (not for its pipes to close); its exit status,
@@ -188,7 +188,7 @@ class ChildProcess:
     ) -> int | None:
         """Close stdin, wait for exit, then terminate and kill the group (see the module doc);
         returns the command's exit status. Bounded: at most about `shutdown_timeout +
-        terminate_timeout + 10` seconds. Safe to call again."""
+        terminate_timeout + 7` seconds. Safe to call again."""
         try:
             with contextlib.suppress(ConnectionError, OSError, RuntimeError):
                 self.stdin.close()
