@@ -9,6 +9,8 @@ happens at EOF:
 
 - `exit`: the agent exits (like a node wrapper whose native child lingers);
 - `stubborn`: the agent itself ignores SIGTERM and keeps sleeping;
+- `detached`: as `exit`, but the grandchild leaves the process group first (`setsid`, what
+  node's `spawn(..., {detached: true})` does);
 - `clean`: no grandchild; the agent exits with status 3.
 """
 
@@ -58,7 +60,8 @@ def main() -> None:
     pidfile, mode = sys.argv[1], sys.argv[2]
     stderr_bytes = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     if mode != "clean":
-        grandchild = subprocess.Popen([sys.executable, "-c", GRANDCHILD])  # inherits our stdout
+        # It inherits our stdout (and holds it open).
+        grandchild = subprocess.Popen([sys.executable, "-c", GRANDCHILD], start_new_session=mode == "detached")
         Path(pidfile + ".tmp").write_text(str(grandchild.pid))
         os.replace(pidfile + ".tmp", pidfile)
     if mode == "stubborn":

@@ -87,6 +87,27 @@ def test_grandchild_that_ignores_eof_and_sigterm_is_killed(tmp_path: Path, mode:
         assert returncode == -9  # SIGTERM was ignored
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="found through /proc (Linux)")
+def test_descendant_that_left_the_group_is_stopped_too(tmp_path: Path) -> None:
+    """The grandchild calls setsid (a "detached" child): not in the group any more, yet found
+    through its parent while the agent runs, and killed."""
+    pidfile = tmp_path / "grandchild.pid"
+
+    async def body() -> tuple[int, int, int | None]:
+        command = [sys.executable, str(STUBBORN), str(pidfile), "detached"]
+        async with client.spawn_agent(QuietClient(), command, shutdown_timeout=0.5, terminate_timeout=0.5) as agent:
+            await agent.proxy.initialize(INIT)
+            grandchild = await wait_for_file(pidfile)
+            assert os.getpgid(grandchild) == grandchild != agent.pid  # its own group
+            assert process.strays(agent.pid, agent.pid) == {grandchild: process._proc_stat(grandchild).start}
+        return agent.pid, grandchild, agent.returncode
+
+    pgid, grandchild, returncode = run(body())
+    assert returncode == 0  # the agent exited at EOF by itself
+    assert not alive(grandchild)
+    assert process.group_members(pgid) == []
+
+
 @posix_only
 def test_cancelled_while_stopping_still_kills_the_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"

@@ -35,9 +35,7 @@ def test_plan_mixes_cancellations_and_timeouts(bench: ModuleType) -> None:
 @pytest.mark.parametrize("concurrency", [1, 16])
 def test_tables_are_empty_after_a_mixed_load(bench: ModuleType, concurrency: int) -> None:
     report = asyncio.run(
-        asyncio.wait_for(
-            bench.soak(3000, 300, cancel_share=0.1, timeout_share=0.1, concurrency=concurrency), 120
-        )
+        asyncio.wait_for(bench.soak(3000, 300, cancel_share=0.1, timeout_share=0.1, concurrency=concurrency), 120)
     )
     # soak() asserts the tables are empty and every update arrived; check it really looked.
     assert set(report.client_stats) >= {"pending", "inflight", "background", "waiters", "queued_notifications"}

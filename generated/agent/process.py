@@ -18,6 +18,10 @@ itself cancelled the group is killed at once, so leaving `spawn_process` never h
 leaves a process of the group behind. On Linux, zombies (exited, waiting for a parent to reap
 them) count as gone.
 
+Linux also finds, through /proc, the descendants that left the group (`setsid`, a "detached"
+child) when stopping begins, while the command still runs (`ChildProcess.note_descendants`),
+and signals them with the group; one orphaned before that cannot be told from others'.
+
 Windows (best effort, documented): the command starts in a new process group
 (CREATE_NEW_PROCESS_GROUP); step 3 sends CTRL_BREAK_EVENT to that group and terminates the
 command, step 4 kills the command. Processes it started are not tracked and may survive it.
@@ -33,7 +37,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import IO, Any, Final, Generic, TypeVar
+from typing import IO, Any, Final, Generic, NamedTuple, TypeVar
 
 from .connection import Connection, Reader, Writer
 
@@ -66,8 +70,15 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     return args
 
 
-def _proc_stat(pid: str) -> tuple[bytes, int] | None:
-    """A Linux process's state letter and process group, or None if it is gone."""
+class _Stat(NamedTuple):
+    state: bytes  # R, S, D, Z (zombie), ...
+    ppid: int
+    pgrp: int
+    start: int  # start time in clock ticks since boot: tells a reused pid apart
+
+
+def _proc_stat(pid: int | str) -> _Stat | None:
+    """A Linux process's /proc/PID/stat, or None if it is gone (or there is no /proc)."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
@@ -78,30 +89,43 @@ def _proc_stat(pid: str) -> tuple[bytes, int] | None:
         return None
     finally:
         os.close(fd)
-    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    # "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+    # stime cutime cstime priority nice threads itrealvalue starttime ...": comm may hold
+    # spaces and parentheses, so fields are counted from its closing parenthesis.
     fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 3:
+    if len(fields) < 20:
         return None
-    return fields[0], int(fields[2])
+    return _Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[19]))
+
+
+def _live(stat: _Stat | None) -> bool:
+    return stat is not None and stat.state not in (b"Z", b"X")
+
+
+def _process_table() -> dict[int, _Stat] | None:
+    """Every process's stat (Linux), or None where there is no /proc."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    table: dict[int, _Stat] = {}
+    for name in names:
+        if name.isdigit():
+            stat = _proc_stat(name)
+            if stat is not None:
+                table[int(name)] = stat
+    return table
 
 
 def group_members(pgid: int) -> list[int]:
     """The live processes of process group `pgid` (POSIX; zombies excluded on Linux).
 
     Where there is no /proc, a process group that still exists yields `[pgid]`."""
-    if os.path.isdir("/proc/self"):
-        try:
-            names = os.listdir("/proc")
-        except OSError:
-            names = []
-        members: list[int] = []
-        for name in names:
-            if not name.isdigit():
-                continue
-            stat = _proc_stat(name)
-            if stat is not None and stat[1] == pgid and stat[0] not in (b"Z", b"X"):
-                members.append(int(name))
-        return members
+    table = _process_table()
+    if table is not None:
+        return [pid for pid, stat in table.items() if stat.pgrp == pgid and _live(stat)]
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -109,6 +133,27 @@ def group_members(pgid: int) -> list[int]:
     except PermissionError:
         return [pgid]
     return [pgid]
+
+
+def strays(root: int, pgid: int) -> dict[int, int]:
+    """The live descendants of `root` that left process group `pgid` (`setsid`, a detached
+    child), as pid -> start time (Linux; empty elsewhere). Found through parent links, so
+    only while the processes between them and `root` still run."""
+    table = _process_table()
+    if table is None:
+        return {}
+    children: dict[int, list[int]] = {}
+    for pid, stat in table.items():
+        children.setdefault(stat.ppid, []).append(pid)
+    found: dict[int, int] = {}
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        stat = table[pid]
+        if stat.pgrp != pgid and _live(stat):
+            found[pid] = stat.start
+        todo.extend(children.get(pid, ()))
+    return found
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -134,6 +179,7 @@ class ChildProcess:
         self.pid: int = process.pid
         self.pgid: int | None = process.pid if _POSIX else None
         """The process group that `stop()` empties (POSIX); None on Windows."""
+        self._strays: dict[int, int] = {}  # descendants outside the group: pid -> start time
         self._stopped = False
 
     @property
@@ -145,7 +191,28 @@ class ChildProcess:
         """Whether the command or any process of its group still runs."""
         if self.returncode is None:
             return True
-        return self.pgid is not None and bool(group_members(self.pgid))
+        return self.pgid is not None and bool(group_members(self.pgid) or self._live_strays())
+
+    def note_descendants(self) -> None:
+        """Note the command's descendants that left its process group, so that `stop()`
+        stops them too (Linux). `stop()` does it first; call it earlier if the command may
+        exit before (say, before closing its stdin yourself): once it is gone, they cannot
+        be told from anyone else's processes."""
+        if self.pgid is not None and self.returncode is None:
+            self._strays.update(strays(self.pid, self.pgid))
+
+    def _live_strays(self) -> list[int]:
+        live: list[int] = []
+        for pid, start in self._strays.items():
+            stat = _proc_stat(pid)
+            if _live(stat) and stat is not None and stat.start == start:  # not a reused pid
+                live.append(pid)
+        return live
+
+    def _signal_strays(self, signum: int) -> None:
+        for pid in self._live_strays():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
 
     async def wait(self, timeout: float | None = None) -> int | None:
         """Wait until the command has exited (not for its pipes to close); its exit status,
@@ -166,6 +233,7 @@ class ChildProcess:
         """SIGKILL the whole group at once (Windows: kill the command); does not wait."""
         if self.pgid is not None:
             _signal_group(self.pgid, signal.SIGKILL)
+            self._signal_strays(signal.SIGKILL)
         elif self.returncode is None:
             with contextlib.suppress(ProcessLookupError, OSError):
                 self._process.kill()
@@ -173,6 +241,7 @@ class ChildProcess:
     def _terminate(self) -> None:
         if self.pgid is not None:
             _signal_group(self.pgid, signal.SIGTERM)
+            self._signal_strays(signal.SIGTERM)
             return
         if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             with contextlib.suppress(OSError, ValueError):
@@ -190,6 +259,8 @@ class ChildProcess:
         returns the command's exit status. Bounded: at most about `shutdown_timeout +
         terminate_timeout + 7` seconds. Safe to call again."""
         try:
+            if not self._stopped:
+                self.note_descendants()
             with contextlib.suppress(ConnectionError, OSError, RuntimeError):
                 self.stdin.close()
             if not await self._poll(lambda: not self.alive(), shutdown_timeout):
@@ -378,6 +449,7 @@ async def spawn_peer(
                 serving = asyncio.ensure_future(connection.run())
                 yield AgentProcess(proxy, connection, child)
             finally:
+                child.note_descendants()  # while the agent runs: it exits at EOF
                 if connection is not None:
                     await connection.close()
     finally:
