@@ -44,14 +44,16 @@ class Evidence:
     x_method: dict[str, str] = field(default_factory=dict)  # $defs name -> x-method
     x_side: dict[str, str] = field(default_factory=dict)  # $defs name -> x-side
     unions: dict[str, str] = field(default_factory=dict)  # message union name -> pointer
-    leaves: dict[str, Leaf] = field(default_factory=dict)  # variant name -> where it sits
+    leaves: dict[str, Leaf] = field(default_factory=dict)  # variant name -> where it first sits
+    kinds: dict[str, set[Kind]] = field(default_factory=dict)  # variant name -> kinds of its unions
 
     def by_method(self, wire: str) -> list[str]:
         return [name for name, method in self.x_method.items() if method == wire]
 
     def in_union(self, name: str) -> Kind | None:
-        leaf = self.leaves.get(name)
-        return leaf.kind if leaf is not None else None
+        """The kind of the message unions holding `name`; None if none, or unions of both kinds."""
+        kinds = self.kinds.get(name, set())
+        return next(iter(kinds)) if len(kinds) == 1 else None
 
 
 def suffix_of(name: str) -> Kind | None:
@@ -82,6 +84,7 @@ def gather(schema: LoadedSchema) -> Evidence:
             ev.unions[name] = pointer
             for leaf in found:
                 ev.leaves.setdefault(leaf.name, leaf)
+                ev.kinds.setdefault(leaf.name, set()).add(leaf.kind)
     return ev
 
 
