@@ -8,11 +8,14 @@ generator from meta.json and the variants of the message unions (AgentRequest, C
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,10 +56,25 @@ def _package(case_id: str) -> str:
     return "rel_" + re.sub(r"\W", "_", case_id)
 
 
-@pytest.fixture(scope="session")
-def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """Every case generated once: the output root and, per failed case, its error."""
-    out = tmp_path_factory.mktemp("releases")
+def _once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
+    """`make(directory)` run once per test session, even across xdist workers (which share the
+    parent of their temp roots): the first worker computes and stores the JSON result, the
+    others wait on the lock and read it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    directory = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = directory / "result.json"
+        if not done.is_file():
+            directory.mkdir(exist_ok=True)
+            result = make(directory)
+            done.write_text(json.dumps(result))
+        return json.loads(done.read_text())
+
+
+def _generate_all(out: Path) -> tuple[str, dict[str, str]]:
     apis = ApiCache()
     failed: dict[str, str] = {}
     for case_id, directory, unstable, role in CASES:
@@ -66,7 +84,14 @@ def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             write_tree(target.out, generate_files(target, apis=apis))
         except CodegenError as exc:
             failed[name] = str(exc)
-    return out, failed
+    return str(out), failed
+
+
+@pytest.fixture(scope="session")
+def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """Every case generated once: the output root and, per failed case, its error."""
+    out, failed = _once(tmp_path_factory, "releases", _generate_all)
+    return Path(out), failed
 
 
 @pytest.fixture(scope="session")
@@ -181,8 +206,7 @@ def test_methods_match_the_schema(
 
 
 # -- mypy --strict on every package, one run ----------------------------------------------
-@pytest.fixture(scope="session")
-def mypy_errors(generated: Path) -> dict[str, list[str]]:
+def _run_mypy(generated: Path) -> dict[str, list[str]]:
     names = [_package(c[0]) for c in CASES if (generated / _package(c[0])).is_dir()]
     result = subprocess.run(
         [
@@ -207,6 +231,13 @@ def mypy_errors(generated: Path) -> dict[str, list[str]]:
             assert package in errors, line
             errors[package].append(line)
     assert result.returncode == (1 if any(errors.values()) else 0), result.stdout + result.stderr
+    return errors
+
+
+@pytest.fixture(scope="session")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory, generated: Path) -> dict[str, list[str]]:
+    """One mypy --strict run over every generated package: the errors per package."""
+    errors: dict[str, list[str]] = _once(tmp_path_factory, "releases-mypy", lambda _: _run_mypy(generated))
     return errors
 
 
