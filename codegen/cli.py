@@ -11,6 +11,7 @@ from typing import Literal, NoReturn
 import typer
 
 from . import __version__
+from .check_agent import check_agent_command
 from .config import load_targets
 from .diff import diff_schemas
 from .diff_format import Format, render
@@ -187,6 +188,9 @@ def diff_command(
         _report(exc)
     typer.echo(render(report, fmt), nl=False)
     raise typer.Exit(1 if fail_on_breaking and report.breaking(side) else 0)
+
+
+app.command("check-agent")(check_agent_command)
 
 
 def entry() -> None:

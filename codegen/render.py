@@ -46,6 +46,8 @@ FILES = {
 RUNTIME_FILES = {
     "dispatch.py": "dispatch.py",
     "connection.py": "connection.py",
+    "testing.py": "testing.py",
+    "conformance.py": "conformance.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 

@@ -1,0 +1,1117 @@
+"""Protocol conformance checks for any ACP agent: in-process, or any executable over stdio.
+
+    from myagent.acp.conformance import assert_conforms, check_agent
+
+    def test_my_agent_follows_the_protocol() -> None:
+        assert_conforms(check_agent(MyAgent))            # in-process: no subprocess
+
+    report = check_command(["node", "agent.js"])         # any agent, over stdio
+
+Every check cites the page and section of the ACP docs it enforces and its level (MUST,
+SHOULD, or INFO, which never fails a run). Each check drives a fresh agent (a new `Agent`
+instance, or a new process) with a `ScriptedClient`, so one fault shows up in the check it
+breaks and nowhere else; the message-level checks (framing, strict decoding) then read every
+line the agents sent in all those runs. A check is `passed`, `failed` (with the offending
+message), `skipped` (the agent does not advertise the feature) or `not testable` (with the
+reason: a prompt that fails for want of credentials is not a pass). Every wait is bounded by
+`Options.timeout`, and processes are started in their own process group, which is killed
+when a run ends: a silent or stuck agent costs seconds and leaves nothing behind.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import importlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final, Literal
+
+from . import types
+from .connection import Reader, Writer
+from .dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
+from .methods import CLIENT_HANDLES, METHODS, PROTOCOL_VERSION
+from .testing import Answer, Line, Reply, ScriptedClient, memory_streams
+
+Level = Literal["MUST", "SHOULD", "INFO"]
+Status = Literal["passed", "failed", "skipped", "not testable"]
+STATUSES: Final[tuple[Status, ...]] = ("passed", "failed", "skipped", "not testable")
+
+UNSUPPORTED_VERSION: Final = 65535  # the highest uint16: a protocol version no agent speaks
+_AUTH_REQUIRED: Final = -32000
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One protocol rule: what is checked, and where the docs say so."""
+
+    id: str
+    title: str
+    level: Level
+    doc: str
+    """The page and section of the ACP docs (protocol v1) the rule comes from."""
+    rule: str
+    """The sentence enforced, as the docs put it."""
+
+
+_STDIO = "transports.mdx § stdio"
+CHECKS: Final[tuple[Check, ...]] = (
+    Check(
+        "stdio-framing",
+        "every line the agent writes is one JSON-RPC 2.0 message",
+        "MUST",
+        _STDIO,
+        "Messages are delimited by newlines (\\n), and MUST NOT contain embedded newlines. "
+        "The agent MUST NOT write anything to its stdout that is not a valid ACP message.",
+    ),
+    Check(
+        "schema-strict",
+        "every message decodes in strict mode (unknown fields and variants are warnings)",
+        "MUST",
+        _STDIO,
+        "The agent MUST NOT write anything to its stdout that is not a valid ACP message.",
+    ),
+    Check(
+        "initialize",
+        "initialize answers the chosen version and the agent's capabilities",
+        "MUST",
+        "initialization.mdx § Initialization",
+        "The Agent MUST respond with the chosen protocol version and the capabilities it supports.",
+    ),
+    Check(
+        "initialize-version",
+        f"initialize asking for unsupported version {UNSUPPORTED_VERSION} gets the agent's latest",
+        "MUST",
+        "initialization.mdx § Version Negotiation",
+        "If the Agent supports the requested version, it MUST respond with the same version. "
+        "Otherwise, the Agent MUST respond with the latest version it supports.",
+    ),
+    Check(
+        "session-new",
+        "session/new answers a unique session id",
+        "MUST",
+        "session-setup.mdx § Creating a Session",
+        "The Agent MUST respond with a unique Session ID that identifies this conversation.",
+    ),
+    Check(
+        "session-modes",
+        "advertised modes: currentModeId is one of availableModes, set_mode to another works",
+        "MUST",
+        "session-modes.mdx § Initial state, § Setting the current mode",
+        "currentModeId: the ID of the mode that is currently active; modeId: must be one of "
+        "the modes listed in availableModes.",
+    ),
+    Check(
+        "session-modes-unknown",
+        "session/set_mode to a mode that was not advertised gets an error",
+        "SHOULD",
+        "session-modes.mdx § Setting the current mode",
+        "modeId: The ID of the mode to switch to. Must be one of the modes listed in "
+        "availableModes.",
+    ),
+    Check(
+        "session-load",
+        "session/load of a known session answers after its replay",
+        "MUST",
+        "session-setup.mdx § Loading a Session",
+        "When all the conversation entries have been streamed to the Client, the Agent MUST "
+        "respond to the original session/load request.",
+    ),
+    Check(
+        "prompt-turn",
+        "every session/update of a turn arrives before the session/prompt response",
+        "MUST",
+        "prompt-turn.mdx § Check for Completion",
+        "If there are no pending tool calls, the turn ends and the Agent MUST respond to the "
+        "original session/prompt request with a StopReason.",
+    ),
+    Check(
+        "cancel",
+        "session/cancel ends the turn with stopReason cancelled, and no update follows",
+        "MUST",
+        "prompt-turn.mdx § Cancellation",
+        "The Agent MUST respond to the original session/prompt request with the cancelled "
+        "stop reason. The Agent MAY send session/update notifications after receiving the "
+        "session/cancel notification, but it MUST ensure that it does so before responding "
+        "to the session/prompt request.",
+    ),
+    Check(
+        "unknown-method",
+        "an unknown method gets -32601",
+        "MUST",
+        "overview.mdx § Communication Model (JSON-RPC 2.0 § 5.1)",
+        "The protocol follows the JSON-RPC 2.0 specification: -32601 Method not found, the "
+        "method does not exist / is not available.",
+    ),
+    Check(
+        "unknown-ext-method",
+        "an unknown `_`-prefixed request gets -32601",
+        "SHOULD",
+        "extensibility.mdx § Custom Requests",
+        "If the receiving end doesn't recognize the custom method name, it should respond "
+        'with the standard "Method not found" error.',
+    ),
+    Check(
+        "invalid-params",
+        "params that do not fit get an error (-32602), and the agent keeps serving",
+        "MUST",
+        "overview.mdx § Communication Model (JSON-RPC 2.0 § 5, § 5.1)",
+        "When a rpc call is made, the Server MUST reply with a Response; -32602 Invalid "
+        "params: invalid method parameter(s).",
+    ),
+    Check(
+        "unknown-notification",
+        "unknown notifications are ignored (no answer), and the agent keeps serving",
+        "SHOULD",
+        "extensibility.mdx § Custom Notifications",
+        "Unlike with custom requests, implementations SHOULD ignore unrecognized notifications.",
+    ),
+    Check(
+        "exit-on-eof",
+        "the agent exits by itself once its stdin is closed (information only)",
+        "INFO",
+        _STDIO,
+        "Client->Agent Process: Close stdin, terminate subprocess (the client ends the agent; "
+        "exiting on EOF is good manners, not a requirement).",
+    ),
+)
+CHECKS_BY_ID: Final = {check.id: check for check in CHECKS}
+
+
+@dataclasses.dataclass
+class CheckResult:
+    check: Check
+    status: Status
+    detail: str = ""
+    offending: str | None = None
+    """The offending message (a line the agent sent), when there is one."""
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.check.id,
+            "title": self.check.title,
+            "level": self.check.level,
+            "doc": self.check.doc,
+            "rule": self.check.rule,
+            "status": self.status,
+            "detail": self.detail,
+            "offending": self.offending,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclasses.dataclass
+class Report:
+    """The result of every check, in the order of `CHECKS`."""
+
+    target: str
+    results: list[CheckResult]
+
+    def result(self, check_id: str) -> CheckResult:
+        for result in self.results:
+            if result.check.id == check_id:
+                return result
+        raise KeyError(check_id)
+
+    def failures(self, strict: bool = False) -> list[CheckResult]:
+        """The failed checks that fail the run: MUST ones (and SHOULD ones if `strict`)."""
+        levels = ("MUST", "SHOULD") if strict else ("MUST",)
+        return [r for r in self.results if r.status == "failed" and r.check.level in levels]
+
+    def ok(self, strict: bool = False) -> bool:
+        return not self.failures(strict)
+
+    def counts(self) -> dict[Status, int]:
+        return {status: sum(r.status == status for r in self.results) for status in STATUSES}
+
+    def summary(self) -> str:
+        counts = self.counts()
+        return (
+            f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} "
+            f"skipped, {counts['not testable']} not testable"
+        )
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for r in self.results:
+            text = f"{r.status.upper():<12} [{r.check.level}] {r.check.id}: {r.check.title}"
+            out.append(text + (f" -- {r.detail}" if r.detail else ""))
+            if r.status == "failed":
+                out.append(f"    rule ({r.check.doc}): {r.check.rule}")
+            if r.offending:
+                out.append(f"    offending: {r.offending}")
+            out += [f"    warning: {warning}" for warning in r.warnings]
+        out.append(self.summary())
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "results": [r.to_dict() for r in self.results],
+            "counts": dict(self.counts()),
+            "ok": self.ok(),
+            "ok_strict": self.ok(strict=True),
+        }
+
+
+def _reject_option(params: Any) -> Any:
+    """The default answer to session/request_permission: a reject option if there is one."""
+    for option in getattr(params, "options", None) or []:
+        if getattr(option, "kind", None) in ("reject_once", "reject_always"):
+            return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
+    return {"outcome": {"outcome": "cancelled"}}
+
+
+DEFAULT_SCRIPT: Final[Mapping[str, Answer]] = {"session/request_permission": _reject_option}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    timeout: float = 5.0
+    """Seconds to wait for any one answer (initialize includes the agent's start-up)."""
+    prompt: str = "Hello"
+    """The text of the prompt the turn checks send."""
+    cancel_prompt: str | None = None
+    """The prompt the cancel check sends, then cancels (default: `prompt`): one that runs long."""
+    script: Mapping[str, Answer] | None = None
+    """How the client answers the agent's requests (default: `DEFAULT_SCRIPT`)."""
+    settle: float = 0.3
+    """Seconds to watch for late messages after a response (updates after the turn ended)."""
+    eof_timeout: float = 2.0
+    """Seconds the exit-on-EOF check waits for the agent to end after EOF."""
+    concurrency: int = 4
+    """How many agents run at once (each check drives its own)."""
+
+
+class AgentRun:
+    """One agent under test, driven by `client`; its end is filled in when the run closes."""
+
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+        self.exited_on_eof: bool | None = None
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+
+
+Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
+"""Starts a fresh agent; the argument is how long to wait for it to end after EOF."""
+
+
+class _NotTestable(Exception):
+    pass
+
+
+class _Skip(Exception):
+    pass
+
+
+class _Fail(Exception):
+    def __init__(self, detail: str, offending: Line | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.offending = offending
+
+
+Outcome = tuple[Status, str, Line | None, list[str]]
+
+
+def _well_formed_error(error: Any) -> bool:
+    return (
+        isinstance(error, dict)
+        and isinstance(error.get("code"), int)
+        and not isinstance(error.get("code"), bool)
+        and isinstance(error.get("message"), str)
+    )
+
+
+def _error_text(reply: Reply) -> str:
+    error = reply.error
+    if isinstance(error, dict):
+        return f"error {error.get('code')} {error.get('message')!r}"
+    return reply.describe()
+
+
+class _Runner:
+    def __init__(self, opener: Opener, options: Options, cwd: str) -> None:
+        self.opener = opener
+        self.options = options
+        self.cwd = cwd
+        self.script = DEFAULT_SCRIPT if options.script is None else options.script
+        self.runs: list[AgentRun] = []
+        self.eof_run: AgentRun | None = None  # the initialize check's run, which waits for EOF
+        self.limit = asyncio.Semaphore(max(1, options.concurrency))
+        self.done: dict[str, asyncio.Future[Outcome]] = {}
+        for check in CHECKS:
+            self.done[check.id] = asyncio.get_running_loop().create_future()
+
+    # -- plumbing --------------------------------------------------------------------
+    @asynccontextmanager
+    async def agent(self, eof_wait: float = 0.2) -> AsyncIterator[AgentRun]:
+        async with self.limit, self.opener(eof_wait) as run:
+            self.runs.append(run)
+            yield run
+
+    def initialize_params(self, version: int) -> dict[str, Any]:
+        script = self.script
+        return {
+            "protocolVersion": version,
+            "clientCapabilities": {
+                "fs": {
+                    "readTextFile": "fs/read_text_file" in script,
+                    "writeTextFile": "fs/write_text_file" in script,
+                },
+                "terminal": any(name.startswith("terminal/") for name in script),
+            },
+            "clientInfo": {
+                "name": "acp-conformance",
+                "title": "ACP conformance kit",
+                "version": "1",
+            },
+        }
+
+    async def call(self, run: AgentRun, method: str, params: Any, timeout: float = 0.0) -> Reply:
+        return await run.client.call(method, params, timeout or self.options.timeout)
+
+    async def setup(self, run: AgentRun, session: bool = True) -> tuple[dict[str, Any], str]:
+        """initialize (and session/new) at the start of a run; _NotTestable if they fail."""
+        reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
+        if not reply.ok or not isinstance(reply.result, dict):
+            raise _NotTestable(f"initialize failed: {self.why(run, reply)}")
+        if not session:
+            return reply.result, ""
+        new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+        session_id = new.result.get("sessionId") if isinstance(new.result, dict) else None
+        if not new.ok or not isinstance(session_id, str):
+            if isinstance(new.error, dict) and new.error.get("code") == _AUTH_REQUIRED:
+                raise _NotTestable(f"session/new needs authentication ({_error_text(new)})")
+            raise _NotTestable(f"session/new failed: {self.why(run, new)}")
+        return reply.result, session_id
+
+    def why(self, run: AgentRun, reply: Reply) -> str:
+        if reply.timed_out:
+            return f"no answer within {self.options.timeout:g} s"
+        if reply.closed:
+            tail = " | ".join(run.stderr)
+            return "the agent closed the connection" + (f" (stderr: {tail[-300:]})" if tail else "")
+        return _error_text(reply)
+
+    async def settle(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
+        """A session/update for `session_id` sent after `after` (within the settle time)."""
+
+        def late(line: Line) -> bool:
+            return (
+                line.index > after.index
+                and line.method == "session/update"
+                and line.session_id() == session_id
+            )
+
+        return await run.client.wait_for(late, self.options.settle)
+
+    async def run_check(self, check_id: str, probe: Callable[[], Awaitable[Outcome]]) -> None:
+        try:
+            outcome = await probe()
+        except _NotTestable as exc:
+            outcome = ("not testable", str(exc), None, [])
+        except _Fail as exc:
+            outcome = ("failed", exc.detail, exc.offending, [])
+        self.done[check_id].set_result(outcome)
+
+    async def needs(self, check_id: str) -> Outcome:
+        """Wait for another check; _NotTestable if it did not pass (what this one builds on)."""
+        outcome = await self.done[check_id]
+        if outcome[0] != "passed":
+            raise _NotTestable(f"{check_id} did not pass")
+        return outcome
+
+    # -- the checks ------------------------------------------------------------------
+    async def initialize(self) -> Outcome:
+        async with self.agent(self.options.eof_timeout) as run:
+            self.eof_run = run
+            reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
+        if not reply.ok:
+            raise _Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
+        result = reply.result
+        try:
+            decoded = types.InitializeResponse.from_dict(result)
+        except types.DecodeError as exc:
+            detail = f"the response does not fit InitializeResponse: {exc}"
+            raise _Fail(detail, reply.response) from None
+        warnings: list[str] = []
+        if decoded.protocol_version != PROTOCOL_VERSION:
+            warnings.append(
+                f"asked for version {PROTOCOL_VERSION}, the agent chose "
+                f"{decoded.protocol_version}: the other checks assume {PROTOCOL_VERSION}"
+            )
+        if not decoded.agent_info:
+            warnings.append(
+                "no agentInfo (SHOULD, initialization.mdx § Implementation Information)"
+            )
+        return ("passed", f"protocolVersion {decoded.protocol_version}", None, warnings)
+
+    async def initialize_version(self) -> Outcome:
+        await self.needs("initialize")
+        accepted = self.accepted_version
+        async with self.agent() as run:
+            reply = await self.call(run, "initialize", self.initialize_params(UNSUPPORTED_VERSION))
+        if not reply.ok or not isinstance(reply.result, dict):
+            raise _Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
+        answered = reply.result.get("protocolVersion")
+        if not isinstance(answered, int) or isinstance(answered, bool):
+            raise _Fail("protocolVersion is not an integer", reply.response)
+        if answered == UNSUPPORTED_VERSION:
+            raise _Fail(
+                f"answered version {answered}, which does not exist: an agent that does not "
+                "support the requested version must answer the latest one it supports",
+                reply.response,
+            )
+        if answered < accepted:
+            raise _Fail(
+                f"answered version {answered}, but it accepted version {accepted}: its latest "
+                "version cannot be lower",
+                reply.response,
+            )
+        return ("passed", f"answered {answered}", None, [])
+
+    @property
+    def accepted_version(self) -> int:
+        run = self.eof_run
+        for line in [] if run is None else run.client.received:
+            if line.is_response and isinstance(line.message.get("result"), dict):
+                version = line.message["result"].get("protocolVersion")
+                if isinstance(version, int):
+                    return version
+        return PROTOCOL_VERSION
+
+    async def session_new(self) -> Outcome:
+        await self.needs("initialize")
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            first = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+            second = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+        ids: list[str] = []
+        for reply in (first, second):
+            if not reply.ok:
+                if isinstance(reply.error, dict) and reply.error.get("code") == _AUTH_REQUIRED:
+                    raise _NotTestable(f"session/new needs authentication ({_error_text(reply)})")
+                raise _Fail(f"session/new failed: {self.why(run, reply)}", reply.response)
+            session_id = reply.result.get("sessionId") if isinstance(reply.result, dict) else None
+            if not isinstance(session_id, str) or not session_id:
+                raise _Fail("no sessionId in the response", reply.response)
+            ids.append(session_id)
+        if ids[0] == ids[1]:
+            raise _Fail(f"two session/new calls answered the same id {ids[0]!r}", second.response)
+        return ("passed", "", None, [])
+
+    async def modes(self) -> None:
+        """session-modes and session-modes-unknown, from one run."""
+        ids = ("session-modes", "session-modes-unknown")
+        try:
+            await self.needs("session-new")
+            async with self.agent() as run:
+                await self.setup(run, session=False)
+                new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+                if not new.ok or not isinstance(new.result, dict):
+                    raise _NotTestable(f"session/new failed: {self.why(run, new)}")
+                session_id = new.result.get("sessionId", "")
+                modes = new.result.get("modes")
+                if not modes:
+                    raise _Skip("the agent advertises no modes")
+                main = await self._check_modes(run, session_id, modes, new)
+                unknown = await self.call(
+                    run,
+                    "session/set_mode",
+                    {"sessionId": session_id, "modeId": "acp-conformance-no-such-mode"},
+                )
+        except (_Skip, _NotTestable) as exc:
+            status: Status = "skipped" if isinstance(exc, _Skip) else "not testable"
+            for check_id in ids:
+                self.done[check_id].set_result((status, str(exc), None, []))
+            return
+        self.done["session-modes"].set_result(main)
+        if unknown.ok:
+            detail = "switching to a mode that was not advertised succeeded"
+            outcome: Outcome = ("failed", detail, unknown.response, [])
+        elif unknown.response is None:
+            outcome = ("failed", self.why(run, unknown), None, [])
+        else:
+            outcome = ("passed", _error_text(unknown), None, [])
+        self.done["session-modes-unknown"].set_result(outcome)
+
+    async def _check_modes(self, run: AgentRun, session_id: Any, modes: Any, new: Reply) -> Outcome:
+        if not isinstance(modes, dict) or not isinstance(modes.get("availableModes"), list):
+            return ("failed", "modes has no availableModes list", new.response, [])
+        ids = [m.get("id") for m in modes["availableModes"] if isinstance(m, dict)]
+        current = modes.get("currentModeId")
+        if current not in ids:
+            return ("failed", f"currentModeId {current!r} is not one of {ids}", new.response, [])
+        target = next((mode for mode in ids if mode != current), current)
+        reply = await self.call(
+            run, "session/set_mode", {"sessionId": session_id, "modeId": target}
+        )
+        if not reply.ok:
+            detail = (
+                f"session/set_mode to advertised mode {target!r} failed: {self.why(run, reply)}"
+            )
+            return ("failed", detail, reply.response, [])
+        return ("passed", f"{len(ids)} modes, switched to {target!r}", None, [])
+
+    async def prompt(self, run: AgentRun, session_id: str, text: str) -> Reply:
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        return await self.call(run, "session/prompt", params)
+
+    def prompt_failed(self, run: AgentRun, reply: Reply) -> Outcome | None:
+        """The outcome when a prompt did not end with a result."""
+        if reply.ok:
+            return None
+        if reply.timed_out:
+            reason = f"no answer within {self.options.timeout:g} s (a slow model? raise --timeout)"
+            return ("not testable", reason, None, [])
+        if reply.response is None:
+            return ("failed", self.why(run, reply), None, [])
+        if not _well_formed_error(reply.error):
+            return ("failed", "the error response is not a JSON-RPC error", reply.response, [])
+        return ("not testable", f"the prompt failed: {_error_text(reply)}", None, [])
+
+    async def prompt_turn(self) -> Outcome:
+        await self.needs("session-new")
+        async with self.agent() as run:
+            _, session_id = await self.setup(run)
+            reply = await self.prompt(run, session_id, self.options.prompt)
+            failed = self.prompt_failed(run, reply)
+            if failed is not None:
+                return failed
+            assert reply.response is not None
+            stop = reply.result.get("stopReason") if isinstance(reply.result, dict) else None
+            if not isinstance(stop, str):
+                raise _Fail("the response has no stopReason", reply.response)
+            late = await self.settle(run, reply.response, session_id)
+        if late is not None:
+            raise _Fail("a session/update of the turn came after the session/prompt response", late)
+        return ("passed", f"stopReason {stop}", None, [])
+
+    async def cancel(self) -> Outcome:
+        await self.needs("prompt-turn")
+        async with self.agent() as run:
+            _, session_id = await self.setup(run)
+            text = self.options.cancel_prompt or self.options.prompt
+            mark = len(run.client.lines)
+            pending = asyncio.ensure_future(self.prompt(run, session_id, text))
+            # Cancel mid-turn: once the turn shows signs of life (an update, a request, the
+            # answer), or after a short while.
+            await run.client.wait_for(lambda line: line.index > mark, 0.2)
+            ended_before = pending.done()
+            if not ended_before:
+                await run.client.notify("session/cancel", {"sessionId": session_id})
+            reply = await pending
+            failed = self.prompt_failed(run, reply)
+            if failed is not None:
+                if failed[0] == "not testable" and reply.response is not None and not ended_before:
+                    return (
+                        "failed",
+                        f"the cancelled prompt answered {_error_text(reply)}, "
+                        "not stopReason cancelled",
+                        reply.response,
+                        [],
+                    )
+                return failed
+            assert reply.response is not None
+            stop = reply.result.get("stopReason") if isinstance(reply.result, dict) else None
+            late = await self.settle(run, reply.response, session_id)
+        if late is not None:
+            raise _Fail("a session/update came after the cancelled turn's response", late)
+        if ended_before:
+            return ("passed", f"the turn had already ended ({stop}) before the cancel", None, [])
+        if stop != "cancelled":
+            return (
+                "passed",
+                f"stopReason {stop!r}",
+                None,
+                [
+                    f"the turn ended with {stop!r} after the cancel was sent: it had ended before "
+                    "the agent read it, or the agent ignored it (use a longer --cancel-prompt)"
+                ],
+            )
+        return ("passed", "stopReason cancelled", None, [])
+
+    async def session_load(self) -> Outcome:
+        await self.needs("session-new")
+        async with self.agent() as run:
+            init, session_id = await self.setup(run)
+            capabilities = init.get("agentCapabilities")
+            if not isinstance(capabilities, dict) or capabilities.get("loadSession") is not True:
+                return ("skipped", "loadSession is not advertised", None, [])
+            turn = await self.prompt(run, session_id, self.options.prompt)
+            before = len(run.client.lines)
+            reply = await self.call(
+                run, "session/load", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
+            )
+            if not reply.ok or reply.response is None:
+                raise _Fail(f"session/load failed: {self.why(run, reply)}", reply.response)
+            replayed = [
+                line
+                for line in run.client.received[:]
+                if before <= line.index < reply.response.index
+                and line.method == "session/update"
+                and line.session_id() == session_id
+            ]
+            late = await self.settle(run, reply.response, session_id)
+        if late is not None:
+            raise _Fail("a session/update of the replay came after the session/load response", late)
+        warnings: list[str] = []
+        if turn.ok and not replayed:
+            warnings.append("the session had a prompt turn, but nothing was replayed")
+        return ("passed", f"{len(replayed)} updates replayed", None, warnings)
+
+    async def unknown_method(self, method: str) -> Outcome:
+        await self.needs("initialize")
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            reply = await self.call(run, method, {})
+        if reply.ok:
+            raise _Fail(f"{method} was answered with a result", reply.response)
+        if reply.response is None:
+            raise _Fail(self.why(run, reply))
+        code = reply.error.get("code") if isinstance(reply.error, dict) else None
+        if code != METHOD_NOT_FOUND:
+            raise _Fail(f"{method} got error {code}, not {METHOD_NOT_FOUND}", reply.response)
+        return ("passed", "", None, [])
+
+    async def invalid_params(self) -> Outcome:
+        await self.needs("initialize")
+        warnings: list[str] = []
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            bad = [
+                ("session/new", {"mcpServers": []}),  # no cwd
+                ("session/prompt", {"sessionId": 42, "prompt": "not a list"}),
+            ]
+            for method, params in bad:
+                reply = await self.call(run, method, params)
+                if reply.ok:
+                    raise _Fail(f"{method} with invalid params succeeded", reply.response)
+                if reply.response is None:
+                    raise _Fail(f"{method} with invalid params: {self.why(run, reply)}")
+                code = reply.error.get("code") if isinstance(reply.error, dict) else None
+                if code != INVALID_PARAMS:
+                    warnings.append(f"{method} with invalid params got {code}, not -32602")
+            after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+        if after.response is None:
+            raise _Fail(f"the agent stopped serving after invalid params: {self.why(run, after)}")
+        return ("passed", "", None, warnings)
+
+    async def unknown_notification(self) -> Outcome:
+        await self.needs("initialize")
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            mark = len(run.client.lines)
+            await run.client.notify("_acp_conformance/unknown_notification", {"probe": True})
+            await run.client.notify("acp_conformance/unknown_notification", {"probe": True})
+            after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+            if after.response is not None:
+                await run.client.wait_for(lambda line: False, self.options.settle)
+        if after.response is None:
+            raise _Fail(f"the agent stopped serving: {self.why(run, after)}")
+        for line in run.client.received:
+            if (
+                line.index > mark
+                and line.is_response
+                and run.client.sent_method(line.message.get("id")) is None
+            ):
+                raise _Fail("a notification was answered", line)
+        return ("passed", "", None, [])
+
+    # -- message-level checks, over every line of every run -------------------------
+    def framing(self) -> Outcome:
+        warnings: list[str] = []
+        for run in self.runs:
+            for line in run.client.received:
+                if not line.raw.strip():
+                    warnings.append("an empty line on stdout")
+                    continue
+                problem = _framing_problem(line)
+                if problem is not None:
+                    return ("failed", problem, line, warnings)
+        count = sum(len(run.client.received) for run in self.runs)
+        if not count:
+            return ("not testable", "the agent sent nothing", None, warnings)
+        return ("passed", f"{count} lines", None, warnings)
+
+    def strict(self) -> Outcome:
+        warnings: list[str] = []
+        seen: set[str] = set()
+        failure: Outcome | None = None
+        for run in self.runs:
+            for line in run.client.received:
+                if line.error is not None or not isinstance(line.message, dict):
+                    continue  # stdio-framing's business
+                try:
+                    found = _decode_strict(line, run.client)
+                except types.DecodeError as exc:
+                    if failure is None:
+                        where, path = _what(line, run.client)
+                        at = f"{path}.{exc.path}" if exc.path else path
+                        failure = ("failed", f"{where}: {at}: {exc.message}", line, [])
+                    continue
+                for warning in found:
+                    if warning not in seen:
+                        seen.add(warning)
+                        warnings.append(warning)
+        if failure is not None:
+            return (failure[0], failure[1], failure[2], warnings)
+        if not any(run.client.received for run in self.runs):
+            return ("not testable", "the agent sent nothing", None, warnings)
+        return ("passed", "", None, warnings)
+
+    def exit_on_eof(self) -> Outcome:
+        run = self.eof_run
+        if run is None or run.exited_on_eof is None:
+            return ("not testable", "no run", None, [])
+        if run.exited_on_eof:
+            return ("passed", "", None, [])
+        wait = self.options.eof_timeout
+        return ("failed", f"still running {wait:g} s after EOF (it was terminated)", None, [])
+
+
+def _framing_problem(line: Line) -> str | None:
+    if line.error is not None:
+        return f"not JSON ({line.error})"
+    message = line.message
+    if not isinstance(message, dict):
+        return "not a JSON object"
+    if message.get("jsonrpc") != "2.0":
+        return '"jsonrpc" is not "2.0"'
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return '"method" is not a string'
+        if "params" in message and not isinstance(message["params"], (dict, list)):
+            return '"params" is not an object or an array'
+        if "id" in message and not _valid_id(message["id"]):
+            return '"id" is not a string, an integer or null'
+        return None
+    if ("result" in message) == ("error" in message):
+        return "neither a request, a notification nor a response (one of result/error)"
+    if "id" not in message or not _valid_id(message["id"]):
+        return "a response without a valid id"
+    if "error" in message and not _well_formed_error(message["error"]):
+        return "the error is not an object with an integer code and a string message"
+    return None
+
+
+def _valid_id(value: Any) -> bool:
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    )
+
+
+def _what(line: Line, client: ScriptedClient) -> tuple[str, str]:
+    """What a message is, and the JSON path of the part decoded."""
+    if line.method is not None:
+        return line.method, "params"
+    return f"the response to {client.sent_method(line.message.get('id'))}", "result"
+
+
+def _decode_strict(line: Line, client: ScriptedClient) -> list[str]:
+    """Decode one message in strict mode (DecodeError if it does not fit); its warnings."""
+    message = line.message
+    ctx = types.DecodeContext(strict=True)
+    method = line.method
+    if method is not None:
+        spec = METHODS.get(method)
+        if spec is None or method not in CLIENT_HANDLES:
+            if method.startswith("_"):
+                return []
+            return [f"the agent sent {method!r}, a method clients do not handle"]
+        raw = message.get("params")
+        decode = spec.decode_params
+        if spec.kind == "request" and "id" not in message:
+            if spec.decode_notification_params is None:
+                return [f"{method} is a request, sent without an id"]
+            decode = spec.decode_notification_params
+        raw = {} if raw is None else raw
+        return unknown_warnings(decode(raw, ctx), raw, "params", method)
+    if "result" not in message:
+        return []  # an error response: framing checks its shape
+    sent = client.sent_method(message.get("id"))
+    spec = METHODS.get(sent) if sent is not None else None
+    if spec is None or spec.decode_result is None:
+        return []  # an answer to a method the schema does not have (the unknown-method probes)
+    raw = message["result"]
+    return unknown_warnings(spec.decode_result(raw, ctx), raw, "result", f"{sent} result")
+
+
+def unknown_warnings(decoded: Any, raw: Any, path: str, where: str) -> list[str]:
+    """Every unknown field (kept in `extra`) and unknown union variant in a decoded value,
+    with its JSON path. (The one place to switch to DecodeContext's own reporting.)"""
+    found: list[str] = []
+    _walk(decoded, raw, path, found)
+    return [f"{where}: {item}" for item in found]
+
+
+def _norm(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _walk(value: Any, raw: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, list) and isinstance(raw, list):
+        for i, (item, raw_item) in enumerate(zip(value, raw, strict=False)):
+            _walk(item, raw_item, f"{path}[{i}]", found)
+        return
+    if isinstance(value, dict) and isinstance(raw, dict):
+        for key, item in value.items():
+            if dataclasses.is_dataclass(item) and key in raw:
+                _walk(item, raw[key], f"{path}.{key}", found)
+        return
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return
+    cls = type(value)
+    if cls.__name__.startswith("Unknown") and hasattr(value, "raw"):
+        tag = getattr(value, "tag", None)
+        found.append(f"{path}: unknown {cls.__name__[7:]} variant {tag!r}")
+        return
+    if not isinstance(raw, dict):
+        return
+    extra = getattr(value, "extra", None)
+    if isinstance(extra, dict):
+        found += [f"{path}.{key}: unknown field" for key in extra]
+    wire = {_norm(key): key for key in raw if not isinstance(extra, dict) or key not in extra}
+    for f in dataclasses.fields(value):
+        if f.name == "extra":
+            continue
+        key = wire.get(_norm(f.name))
+        if key is not None:
+            _walk(getattr(value, f.name), raw[key], f"{path}.{key}", found)
+
+
+async def run_checks(opener: Opener, target: str, options: Options | None = None) -> Report:
+    """Run every check, each on a fresh agent from `opener`; the report."""
+    options = options or Options()
+    cwd = tempfile.mkdtemp(prefix="acp-conformance-")
+    try:
+        runner = _Runner(opener, options, os.path.realpath(cwd))
+        probes: list[Awaitable[None]] = [
+            runner.run_check("initialize", runner.initialize),
+            runner.run_check("initialize-version", runner.initialize_version),
+            runner.run_check("session-new", runner.session_new),
+            runner.modes(),
+            runner.run_check("session-load", runner.session_load),
+            runner.run_check("prompt-turn", runner.prompt_turn),
+            runner.run_check("cancel", runner.cancel),
+            runner.run_check(
+                "unknown-method", lambda: runner.unknown_method("acp_conformance/no_such_method")
+            ),
+            runner.run_check(
+                "unknown-ext-method",
+                lambda: runner.unknown_method("_acp_conformance/no_such_method"),
+            ),
+            runner.run_check("invalid-params", runner.invalid_params),
+            runner.run_check("unknown-notification", runner.unknown_notification),
+        ]
+        await asyncio.gather(*probes)
+        runner.done["stdio-framing"].set_result(runner.framing())
+        runner.done["schema-strict"].set_result(runner.strict())
+        runner.done["exit-on-eof"].set_result(runner.exit_on_eof())
+        results: list[CheckResult] = []
+        for check in CHECKS:
+            status, detail, offending, warnings = runner.done[check.id].result()
+            results.append(
+                CheckResult(
+                    check, status, detail, None if offending is None else offending.text(), warnings
+                )
+            )
+        return Report(target, results)
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+# -- running agents ------------------------------------------------------------------------
+Serve = Callable[[Reader, Writer], Awaitable[None]]
+
+
+def in_process(serve: Callable[[], Serve], options: Options | None = None) -> Opener:
+    """An opener serving a fresh agent in this event loop over in-memory streams.
+
+    `serve()` is called once per run and returns a coroutine function that serves one
+    agent on the streams it is given until EOF (for this package: `run_agent` bound to a
+    new agent)."""
+    script = DEFAULT_SCRIPT if options is None or options.script is None else options.script
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncIterator[AgentRun]:
+        (agent_reader, agent_writer), (client_reader, client_writer) = memory_streams()
+        server = asyncio.ensure_future(serve()(agent_reader, agent_writer))
+        run = AgentRun(ScriptedClient(client_reader, client_writer, script, close_timeout=0.5))
+        run.client.start()
+        try:
+            yield run
+        finally:
+            await run.client.connection.close()  # the agent sees EOF
+            done, _ = await asyncio.wait([server], timeout=eof_wait)
+            run.exited_on_eof = bool(done)
+            if not done:
+                server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
+            agent_writer.close()
+            await run.client.aclose()
+
+    return opener
+
+
+@asynccontextmanager
+async def agent_process(
+    argv: Sequence[str],
+    eof_wait: float,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, collections.deque[str], list[bool]]]:
+    """The one place an agent process is started and stopped.
+
+    The agent gets its own process group (session). On exit: close its stdin, give it
+    `eof_wait` seconds to exit, then SIGTERM the whole group, then SIGKILL it, every wait
+    bounded, so nothing the agent started survives (POSIX; elsewhere the process only).
+    Yields the process, the tail of its stderr, and a list that gets one bool: whether it
+    exited by itself after EOF."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        start_new_session=sys.platform != "win32",
+    )
+    stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+
+    async def drain_stderr() -> None:
+        assert process.stderr is not None
+        while True:
+            line = await process.stderr.readline()
+            if not line:
+                return
+            stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    drain = asyncio.ensure_future(drain_stderr())
+    exited: list[bool] = []
+    try:
+        yield process, stderr_tail, exited
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        exited.append(await _wait(process, eof_wait))
+        for sig in (signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
+            _signal_group(process, sig)
+            if await _wait(process, 1.0):
+                break
+        _signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # stragglers
+        done, _ = await asyncio.wait([drain], timeout=1.0)
+        if not done:
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
+
+
+async def _wait(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the process exited within `timeout` seconds. Polled: `process.wait()` also
+    waits for the pipes to close, which a grandchild holding them open can delay forever."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while process.returncode is None:
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    try:
+        if sys.platform != "win32":
+            os.killpg(process.pid, sig)  # the group the agent leads (start_new_session)
+        elif process.returncode is None:
+            process.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def over_stdio(
+    argv: Sequence[str],
+    options: Options | None = None,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Opener:
+    """An opener starting `argv` as a fresh agent process per run, talking over its stdio."""
+    script = DEFAULT_SCRIPT if options is None or options.script is None else options.script
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncIterator[AgentRun]:
+        async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
+            assert process.stdout is not None and process.stdin is not None
+            run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
+            run.stderr = tail
+            run.client.start()
+            try:
+                yield run
+            finally:
+                await run.client.connection.close()
+        run.exited_on_eof = bool(exited and exited[0])
+        await run.client.aclose()
+
+    return opener
+
+
+def check_command(
+    argv: Sequence[str],
+    options: Options | None = None,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Report:
+    """Run every check against an agent executable (any language) over its stdio."""
+    if not argv:
+        raise ValueError("no agent command given")
+    opener = over_stdio(argv, options, cwd=cwd, env=env)
+    return asyncio.run(run_checks(opener, " ".join(argv), options))
+
+
+def check_agent(make_agent: Callable[[], Any], options: Options | None = None) -> Report:
+    """Run every check against an `Agent` of this package, in-process (no subprocess).
+
+    `make_agent()` returns a fresh agent (the class itself will do); it is called once per
+    check. Only in the agent-role package, which has `run_agent`."""
+    try:
+        role = importlib.import_module(f"{__package__}.agent")
+    except ImportError:
+        raise TypeError(
+            "check_agent needs the agent-role package; use check_command for an executable"
+        ) from None
+
+    def serve() -> Serve:
+        agent = make_agent()
+
+        async def run(reader: Reader, writer: Writer) -> None:
+            await role.run_agent(agent, reader, writer, shutdown_grace=0.2)
+
+        return run
+
+    name = getattr(make_agent, "__qualname__", type(make_agent).__name__)
+    return asyncio.run(run_checks(in_process(serve, options), name, options))
+
+
+def assert_conforms(report: Report, strict: bool = False) -> None:
+    """Raise AssertionError (the whole report as its message) unless every MUST check passed
+    (every SHOULD one too if `strict`): one line for pytest."""
+    if not report.ok(strict):
+        failed = ", ".join(r.check.id for r in report.failures(strict))
+        raise AssertionError(f"{report.target} fails {failed}\n{report}")
