@@ -23,23 +23,32 @@ Standard library only.
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import importlib
 import os
 import shutil
-import signal
-import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Final, Literal
 
 from . import types
 from .connection import Reader, Writer
 from .dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
 from .methods import CLIENT_HANDLES, METHODS, PROTOCOL_VERSION
-from .testing import Answer, Line, Reply, ScriptedClient, memory_streams
+from .testing import (
+    AgentRun,
+    Answer,
+    Line,
+    Opener,
+    Reply,
+    ScriptedClient,
+    Serve,
+    as_list,
+    as_object,
+    in_process,
+    over_stdio,
+)
 
 Level = Literal["MUST", "SHOULD", "INFO"]
 Status = Literal["passed", "failed", "skipped", "not testable"]
@@ -105,17 +114,16 @@ CHECKS: Final[tuple[Check, ...]] = (
         "session-modes",
         "advertised modes: currentModeId is one of availableModes, set_mode to another works",
         "MUST",
-        "session-modes.mdx § Initial state, § Setting the current mode",
-        "currentModeId: the ID of the mode that is currently active; modeId: must be one of "
-        "the modes listed in availableModes.",
+        "session-modes.mdx § SessionModeState, § From the Client",
+        "The ID of the mode that is currently active. The ID of the mode to switch to. Must "
+        "be one of the modes listed in availableModes.",
     ),
     Check(
         "session-modes-unknown",
         "session/set_mode to a mode that was not advertised gets an error",
         "SHOULD",
-        "session-modes.mdx § Setting the current mode",
-        "modeId: The ID of the mode to switch to. Must be one of the modes listed in "
-        "availableModes.",
+        "session-modes.mdx § From the Client",
+        "The ID of the mode to switch to. Must be one of the modes listed in availableModes.",
     ),
     Check(
         "session-load",
@@ -129,7 +137,7 @@ CHECKS: Final[tuple[Check, ...]] = (
         "prompt-turn",
         "every session/update of a turn arrives before the session/prompt response",
         "MUST",
-        "prompt-turn.mdx § Check for Completion",
+        "prompt-turn.mdx § 4. Check for Completion",
         "If there are no pending tool calls, the turn ends and the Agent MUST respond to the "
         "original session/prompt request with a StopReason.",
     ),
@@ -138,18 +146,19 @@ CHECKS: Final[tuple[Check, ...]] = (
         "session/cancel ends the turn with stopReason cancelled, and no update follows",
         "MUST",
         "prompt-turn.mdx § Cancellation",
-        "The Agent MUST respond to the original session/prompt request with the cancelled "
-        "stop reason. The Agent MAY send session/update notifications after receiving the "
-        "session/cancel notification, but it MUST ensure that it does so before responding "
-        "to the session/prompt request.",
+        "After all ongoing operations have been successfully aborted and pending updates have "
+        "been sent, the Agent MUST respond to the original session/prompt request with the "
+        "cancelled stop reason. The Agent MAY send session/update notifications with content "
+        "or tool call updates after receiving the session/cancel notification, but it MUST "
+        "ensure that it does so before responding to the session/prompt request.",
     ),
     Check(
         "unknown-method",
         "an unknown method gets -32601",
         "MUST",
-        "overview.mdx § Communication Model (JSON-RPC 2.0 § 5.1)",
-        "The protocol follows the JSON-RPC 2.0 specification: -32601 Method not found, the "
-        "method does not exist / is not available.",
+        "overview.mdx § Communication Model",
+        "The protocol follows the JSON-RPC 2.0 specification (JSON-RPC 2.0 § 5.1: -32601 "
+        "Method not found, the method does not exist / is not available).",
     ),
     Check(
         "unknown-ext-method",
@@ -163,9 +172,9 @@ CHECKS: Final[tuple[Check, ...]] = (
         "invalid-params",
         "params that do not fit get an error (-32602), and the agent keeps serving",
         "MUST",
-        "overview.mdx § Communication Model (JSON-RPC 2.0 § 5, § 5.1)",
-        "When a rpc call is made, the Server MUST reply with a Response; -32602 Invalid "
-        "params: invalid method parameter(s).",
+        "overview.mdx § Communication Model",
+        "The protocol follows the JSON-RPC 2.0 specification (JSON-RPC 2.0 § 5: when a rpc "
+        "call is made, the Server MUST reply with a Response; § 5.1: -32602 Invalid params).",
     ),
     Check(
         "unknown-notification",
@@ -179,8 +188,8 @@ CHECKS: Final[tuple[Check, ...]] = (
         "the agent exits by itself once its stdin is closed (information only)",
         "INFO",
         _STDIO,
-        "Client->Agent Process: Close stdin, terminate subprocess (the client ends the agent; "
-        "exiting on EOF is good manners, not a requirement).",
+        "Client->>Agent Process: Close stdin, terminate subprocess (the sequence diagram: the "
+        "client ends the agent; exiting on EOF is good manners, not a requirement).",
     ),
 )
 CHECKS_BY_ID: Final = {check.id: check for check in CHECKS}
@@ -266,11 +275,13 @@ class Report:
         }
 
 
-def _reject_option(params: Any) -> Any:
+def _reject_option(params: Any) -> dict[str, Any]:
     """The default answer to session/request_permission: a reject option if there is one."""
-    for option in getattr(params, "options", None) or []:
+    options: list[Any] = getattr(params, "options", None) or []
+    for option in options:
         if getattr(option, "kind", None) in ("reject_once", "reject_always"):
-            return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
+            option_id: Any = getattr(option, "option_id", None)
+            return {"outcome": {"outcome": "selected", "optionId": option_id}}
     return {"outcome": {"outcome": "cancelled"}}
 
 
@@ -295,17 +306,8 @@ class Options:
     """How many agents run at once (each check drives its own)."""
 
 
-class AgentRun:
-    """One agent under test, driven by `client`; its end is filled in when the run closes."""
-
-    def __init__(self, client: ScriptedClient) -> None:
-        self.client = client
-        self.exited_on_eof: bool | None = None
-        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
-
-
-Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
-"""Starts a fresh agent; the argument is how long to wait for it to end after EOF."""
+def _script(options: Options | None) -> Mapping[str, Answer]:
+    return DEFAULT_SCRIPT if options is None or options.script is None else options.script
 
 
 class _NotTestable(Exception):
@@ -326,9 +328,10 @@ class _Fail(Exception):
 Outcome = tuple[Status, str, Line | None, list[str]]
 
 
-def _well_formed_error(error: Any) -> bool:
+def _well_formed_error(value: Any) -> bool:
+    error = as_object(value)
     return (
-        isinstance(error, dict)
+        error is not None
         and isinstance(error.get("code"), int)
         and not isinstance(error.get("code"), bool)
         and isinstance(error.get("message"), str)
@@ -336,8 +339,8 @@ def _well_formed_error(error: Any) -> bool:
 
 
 def _error_text(reply: Reply) -> str:
-    error = reply.error
-    if isinstance(error, dict):
+    error = as_object(reply.error)
+    if error is not None:
         return f"error {error.get('code')} {error.get('message')!r}"
     return reply.describe()
 
@@ -347,7 +350,7 @@ class _Runner:
         self.opener = opener
         self.options = options
         self.cwd = cwd
-        self.script = DEFAULT_SCRIPT if options.script is None else options.script
+        self.script = _script(options)
         self.runs: list[AgentRun] = []
         self.eof_run: AgentRun | None = None  # the initialize check's run, which waits for EOF
         self.limit = asyncio.Semaphore(max(1, options.concurrency))
@@ -357,7 +360,7 @@ class _Runner:
 
     # -- plumbing --------------------------------------------------------------------
     @asynccontextmanager
-    async def agent(self, eof_wait: float = 0.2) -> AsyncIterator[AgentRun]:
+    async def agent(self, eof_wait: float = 0.2) -> AsyncGenerator[AgentRun, None]:
         async with self.limit, self.opener(eof_wait) as run:
             self.runs.append(run)
             yield run
@@ -386,17 +389,18 @@ class _Runner:
     async def setup(self, run: AgentRun, session: bool = True) -> tuple[dict[str, Any], str]:
         """initialize (and session/new) at the start of a run; _NotTestable if they fail."""
         reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
-        if not reply.ok or not isinstance(reply.result, dict):
+        init = as_object(reply.result)
+        if not reply.ok or init is None:
             raise _NotTestable(f"initialize failed: {self.why(run, reply)}")
         if not session:
-            return reply.result, ""
+            return init, ""
         new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-        session_id = new.result.get("sessionId") if isinstance(new.result, dict) else None
+        session_id = new.get("sessionId")
         if not new.ok or not isinstance(session_id, str):
-            if isinstance(new.error, dict) and new.error.get("code") == _AUTH_REQUIRED:
+            if new.error_code == _AUTH_REQUIRED:
                 raise _NotTestable(f"session/new needs authentication ({_error_text(new)})")
             raise _NotTestable(f"session/new failed: {self.why(run, new)}")
-        return reply.result, session_id
+        return init, session_id
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
@@ -419,6 +423,7 @@ class _Runner:
         return await run.client.wait_for(late, self.options.settle)
 
     async def run_check(self, check_id: str, probe: Callable[[], Awaitable[Outcome]]) -> None:
+        outcome: Outcome
         try:
             outcome = await probe()
         except _NotTestable as exc:
@@ -464,9 +469,9 @@ class _Runner:
         accepted = self.accepted_version
         async with self.agent() as run:
             reply = await self.call(run, "initialize", self.initialize_params(UNSUPPORTED_VERSION))
-        if not reply.ok or not isinstance(reply.result, dict):
+        if not reply.ok:
             raise _Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
-        answered = reply.result.get("protocolVersion")
+        answered = reply.get("protocolVersion")
         if not isinstance(answered, int) or isinstance(answered, bool):
             raise _Fail("protocolVersion is not an integer", reply.response)
         if answered == UNSUPPORTED_VERSION:
@@ -487,8 +492,9 @@ class _Runner:
     def accepted_version(self) -> int:
         run = self.eof_run
         for line in [] if run is None else run.client.received:
-            if line.is_response and isinstance(line.message.get("result"), dict):
-                version = line.message["result"].get("protocolVersion")
+            result = as_object(line.get("result"))
+            if line.is_response and result is not None:
+                version = result.get("protocolVersion")
                 if isinstance(version, int):
                     return version
         return PROTOCOL_VERSION
@@ -502,10 +508,10 @@ class _Runner:
         ids: list[str] = []
         for reply in (first, second):
             if not reply.ok:
-                if isinstance(reply.error, dict) and reply.error.get("code") == _AUTH_REQUIRED:
+                if reply.error_code == _AUTH_REQUIRED:
                     raise _NotTestable(f"session/new needs authentication ({_error_text(reply)})")
                 raise _Fail(f"session/new failed: {self.why(run, reply)}", reply.response)
-            session_id = reply.result.get("sessionId") if isinstance(reply.result, dict) else None
+            session_id = reply.get("sessionId")
             if not isinstance(session_id, str) or not session_id:
                 raise _Fail("no sessionId in the response", reply.response)
             ids.append(session_id)
@@ -521,10 +527,10 @@ class _Runner:
             async with self.agent() as run:
                 await self.setup(run, session=False)
                 new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-                if not new.ok or not isinstance(new.result, dict):
+                if not new.ok:
                     raise _NotTestable(f"session/new failed: {self.why(run, new)}")
-                session_id = new.result.get("sessionId", "")
-                modes = new.result.get("modes")
+                session_id = new.get("sessionId")
+                modes = new.get("modes")
                 if not modes:
                     raise _Skip("the agent advertises no modes")
                 main = await self._check_modes(run, session_id, modes, new)
@@ -549,10 +555,13 @@ class _Runner:
         self.done["session-modes-unknown"].set_result(outcome)
 
     async def _check_modes(self, run: AgentRun, session_id: Any, modes: Any, new: Reply) -> Outcome:
-        if not isinstance(modes, dict) or not isinstance(modes.get("availableModes"), list):
+        state = as_object(modes)
+        available: Any = None if state is None else state.get("availableModes")
+        if state is None or not isinstance(available, list):
             return ("failed", "modes has no availableModes list", new.response, [])
-        ids = [m.get("id") for m in modes["availableModes"] if isinstance(m, dict)]
-        current = modes.get("currentModeId")
+        listed = [as_object(mode) for mode in as_list(available) or []]
+        ids: list[Any] = [mode.get("id") for mode in listed if mode is not None]
+        current = state.get("currentModeId")
         if current not in ids:
             return ("failed", f"currentModeId {current!r} is not one of {ids}", new.response, [])
         target = next((mode for mode in ids if mode != current), current)
@@ -592,7 +601,7 @@ class _Runner:
             if failed is not None:
                 return failed
             assert reply.response is not None
-            stop = reply.result.get("stopReason") if isinstance(reply.result, dict) else None
+            stop = reply.get("stopReason")
             if not isinstance(stop, str):
                 raise _Fail("the response has no stopReason", reply.response)
             late = await self.settle(run, reply.response, session_id)
@@ -626,7 +635,7 @@ class _Runner:
                     )
                 return failed
             assert reply.response is not None
-            stop = reply.result.get("stopReason") if isinstance(reply.result, dict) else None
+            stop = reply.get("stopReason")
             late = await self.settle(run, reply.response, session_id)
         if late is not None:
             raise _Fail("a session/update came after the cancelled turn's response", late)
@@ -648,8 +657,8 @@ class _Runner:
         await self.needs("session-new")
         async with self.agent() as run:
             init, session_id = await self.setup(run)
-            capabilities = init.get("agentCapabilities")
-            if not isinstance(capabilities, dict) or capabilities.get("loadSession") is not True:
+            capabilities = as_object(init.get("agentCapabilities"))
+            if capabilities is None or capabilities.get("loadSession") is not True:
                 return ("skipped", "loadSession is not advertised", None, [])
             turn = await self.prompt(run, session_id, self.options.prompt)
             before = len(run.client.lines)
@@ -682,7 +691,7 @@ class _Runner:
             raise _Fail(f"{method} was answered with a result", reply.response)
         if reply.response is None:
             raise _Fail(self.why(run, reply))
-        code = reply.error.get("code") if isinstance(reply.error, dict) else None
+        code = reply.error_code
         if code != METHOD_NOT_FOUND:
             raise _Fail(f"{method} got error {code}, not {METHOD_NOT_FOUND}", reply.response)
         return ("passed", "", None, [])
@@ -692,7 +701,7 @@ class _Runner:
         warnings: list[str] = []
         async with self.agent() as run:
             await self.setup(run, session=False)
-            bad = [
+            bad: list[tuple[str, dict[str, Any]]] = [
                 ("session/new", {"mcpServers": []}),  # no cwd
                 ("session/prompt", {"sessionId": 42, "prompt": "not a list"}),
             ]
@@ -702,7 +711,7 @@ class _Runner:
                     raise _Fail(f"{method} with invalid params succeeded", reply.response)
                 if reply.response is None:
                     raise _Fail(f"{method} with invalid params: {self.why(run, reply)}")
-                code = reply.error.get("code") if isinstance(reply.error, dict) else None
+                code = reply.error_code
                 if code != INVALID_PARAMS:
                     warnings.append(f"{method} with invalid params got {code}, not -32602")
             after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
@@ -726,7 +735,7 @@ class _Runner:
             if (
                 line.index > mark
                 and line.is_response
-                and run.client.sent_method(line.message.get("id")) is None
+                and run.client.sent_method(line.get("id")) is None
             ):
                 raise _Fail("a notification was answered", line)
         return ("passed", "", None, [])
@@ -753,7 +762,7 @@ class _Runner:
         failure: Outcome | None = None
         for run in self.runs:
             for line in run.client.received:
-                if line.error is not None or not isinstance(line.message, dict):
+                if line.object is None:
                     continue  # stdio-framing's business
                 try:
                     found = _decode_strict(line, run.client)
@@ -786,8 +795,8 @@ class _Runner:
 def _framing_problem(line: Line) -> str | None:
     if line.error is not None:
         return f"not JSON ({line.error})"
-    message = line.message
-    if not isinstance(message, dict):
+    message = line.object
+    if message is None:
         return "not a JSON object"
     if message.get("jsonrpc") != "2.0":
         return '"jsonrpc" is not "2.0"'
@@ -820,12 +829,14 @@ def _what(line: Line, client: ScriptedClient) -> tuple[str, str]:
     """What a message is, and the JSON path of the part decoded."""
     if line.method is not None:
         return line.method, "params"
-    return f"the response to {client.sent_method(line.message.get('id'))}", "result"
+    return f"the response to {client.sent_method(line.get('id'))}", "result"
 
 
 def _decode_strict(line: Line, client: ScriptedClient) -> list[str]:
     """Decode one message in strict mode (DecodeError if it does not fit); its warnings."""
-    message = line.message
+    message = line.object
+    if message is None:
+        return []
     ctx = types.DecodeContext(strict=True)
     method = line.method
     if method is not None:
@@ -834,18 +845,18 @@ def _decode_strict(line: Line, client: ScriptedClient) -> list[str]:
             if method.startswith("_"):
                 return []
             return [f"the agent sent {method!r}, a method clients do not handle"]
-        raw = message.get("params")
         decode = spec.decode_params
         if spec.kind == "request" and "id" not in message:
             if spec.decode_notification_params is None:
                 return [f"{method} is a request, sent without an id"]
             decode = spec.decode_notification_params
+        raw: Any = message.get("params")
         raw = {} if raw is None else raw
         return unknown_warnings(decode(raw, ctx), raw, "params", method)
     if "result" not in message:
         return []  # an error response: framing checks its shape
     sent = client.sent_method(message.get("id"))
-    spec = METHODS.get(sent) if sent is not None else None
+    spec = None if sent is None else METHODS.get(sent)
     if spec is None or spec.decode_result is None:
         return []  # an answer to a method the schema does not have (the unknown-method probes)
     raw = message["result"]
@@ -865,34 +876,35 @@ def _norm(name: str) -> str:
 
 
 def _walk(value: Any, raw: Any, path: str, found: list[str]) -> None:
-    if isinstance(value, list) and isinstance(raw, list):
-        for i, (item, raw_item) in enumerate(zip(value, raw, strict=False)):
+    """Walk a decoded value beside the JSON it came from (attribute names are matched to
+    wire names ignoring case and underscores: `session_id` is `sessionId`, `meta` `_meta`)."""
+    items, raw_items = as_list(value), as_list(raw)
+    if items is not None and raw_items is not None:
+        for i, (item, raw_item) in enumerate(zip(items, raw_items, strict=False)):
             _walk(item, raw_item, f"{path}[{i}]", found)
         return
-    if isinstance(value, dict) and isinstance(raw, dict):
-        for key, item in value.items():
-            if dataclasses.is_dataclass(item) and key in raw:
-                _walk(item, raw[key], f"{path}.{key}", found)
+    raw_object = as_object(raw)
+    decoded_map = as_object(value)
+    if decoded_map is not None and raw_object is not None:  # a map of objects
+        for key, item in decoded_map.items():
+            if dataclasses.is_dataclass(item) and key in raw_object:
+                _walk(item, raw_object[key], f"{path}.{key}", found)
         return
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return
-    cls = type(value)
-    if cls.__name__.startswith("Unknown") and hasattr(value, "raw"):
-        tag = getattr(value, "tag", None)
-        found.append(f"{path}: unknown {cls.__name__[7:]} variant {tag!r}")
+    name = type(value).__name__
+    if name.startswith("Unknown") and hasattr(value, "raw"):
+        found.append(f"{path}: unknown {name[7:]} variant {getattr(value, 'tag', None)!r}")
         return
-    if not isinstance(raw, dict):
+    if raw_object is None:
         return
-    extra = getattr(value, "extra", None)
-    if isinstance(extra, dict):
-        found += [f"{path}.{key}: unknown field" for key in extra]
-    wire = {_norm(key): key for key in raw if not isinstance(extra, dict) or key not in extra}
+    extra = as_object(getattr(value, "extra", None)) or {}
+    found += [f"{path}.{key}: unknown field" for key in extra]
+    wire = {_norm(key): key for key in raw_object if key not in extra}
     for f in dataclasses.fields(value):
-        if f.name == "extra":
-            continue
-        key = wire.get(_norm(f.name))
-        if key is not None:
-            _walk(getattr(value, f.name), raw[key], f"{path}.{key}", found)
+        wire_key = None if f.name == "extra" else wire.get(_norm(f.name))
+        if wire_key is not None:
+            _walk(getattr(value, f.name), raw_object[wire_key], f"{path}.{wire_key}", found)
 
 
 async def run_checks(opener: Opener, target: str, options: Options | None = None) -> Report:
@@ -936,141 +948,6 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-# -- running agents ------------------------------------------------------------------------
-Serve = Callable[[Reader, Writer], Awaitable[None]]
-
-
-def in_process(serve: Callable[[], Serve], options: Options | None = None) -> Opener:
-    """An opener serving a fresh agent in this event loop over in-memory streams.
-
-    `serve()` is called once per run and returns a coroutine function that serves one
-    agent on the streams it is given until EOF (for this package: `run_agent` bound to a
-    new agent)."""
-    script = DEFAULT_SCRIPT if options is None or options.script is None else options.script
-
-    @asynccontextmanager
-    async def opener(eof_wait: float) -> AsyncIterator[AgentRun]:
-        (agent_reader, agent_writer), (client_reader, client_writer) = memory_streams()
-        server = asyncio.ensure_future(serve()(agent_reader, agent_writer))
-        run = AgentRun(ScriptedClient(client_reader, client_writer, script, close_timeout=0.5))
-        run.client.start()
-        try:
-            yield run
-        finally:
-            await run.client.connection.close()  # the agent sees EOF
-            done, _ = await asyncio.wait([server], timeout=eof_wait)
-            run.exited_on_eof = bool(done)
-            if not done:
-                server.cancel()
-            await asyncio.gather(server, return_exceptions=True)
-            agent_writer.close()
-            await run.client.aclose()
-
-    return opener
-
-
-@asynccontextmanager
-async def agent_process(
-    argv: Sequence[str],
-    eof_wait: float,
-    *,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, collections.deque[str], list[bool]]]:
-    """The one place an agent process is started and stopped.
-
-    The agent gets its own process group (session). On exit: close its stdin, give it
-    `eof_wait` seconds to exit, then SIGTERM the whole group, then SIGKILL it, every wait
-    bounded, so nothing the agent started survives (POSIX; elsewhere the process only).
-    Yields the process, the tail of its stderr, and a list that gets one bool: whether it
-    exited by itself after EOF."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=None if env is None else dict(env),
-        start_new_session=sys.platform != "win32",
-    )
-    stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
-
-    async def drain_stderr() -> None:
-        assert process.stderr is not None
-        while True:
-            line = await process.stderr.readline()
-            if not line:
-                return
-            stderr_tail.append(line.decode("utf-8", "replace").rstrip())
-
-    drain = asyncio.ensure_future(drain_stderr())
-    exited: list[bool] = []
-    try:
-        yield process, stderr_tail, exited
-    finally:
-        if process.stdin is not None:
-            process.stdin.close()
-        exited.append(await _wait(process, eof_wait))
-        for sig in (signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
-            _signal_group(process, sig)
-            if await _wait(process, 1.0):
-                break
-        _signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # stragglers
-        done, _ = await asyncio.wait([drain], timeout=1.0)
-        if not done:
-            drain.cancel()
-            await asyncio.gather(drain, return_exceptions=True)
-
-
-async def _wait(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    """Whether the process exited within `timeout` seconds. Polled: `process.wait()` also
-    waits for the pipes to close, which a grandchild holding them open can delay forever."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while process.returncode is None:
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
-def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
-    try:
-        if sys.platform != "win32":
-            os.killpg(process.pid, sig)  # the group the agent leads (start_new_session)
-        elif process.returncode is None:
-            process.kill()
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-
-
-def over_stdio(
-    argv: Sequence[str],
-    options: Options | None = None,
-    *,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Opener:
-    """An opener starting `argv` as a fresh agent process per run, talking over its stdio."""
-    script = DEFAULT_SCRIPT if options is None or options.script is None else options.script
-
-    @asynccontextmanager
-    async def opener(eof_wait: float) -> AsyncIterator[AgentRun]:
-        async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
-            assert process.stdout is not None and process.stdin is not None
-            run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
-            run.stderr = tail
-            run.client.start()
-            try:
-                yield run
-            finally:
-                await run.client.connection.close()
-        run.exited_on_eof = bool(exited and exited[0])
-        await run.client.aclose()
-
-    return opener
-
-
 def check_command(
     argv: Sequence[str],
     options: Options | None = None,
@@ -1081,7 +958,7 @@ def check_command(
     """Run every check against an agent executable (any language) over its stdio."""
     if not argv:
         raise ValueError("no agent command given")
-    opener = over_stdio(argv, options, cwd=cwd, env=env)
+    opener = over_stdio(argv, _script(options), cwd=cwd, env=env)
     return asyncio.run(run_checks(opener, " ".join(argv), options))
 
 
@@ -1106,7 +983,7 @@ def check_agent(make_agent: Callable[[], Any], options: Options | None = None) -
         return run
 
     name = getattr(make_agent, "__qualname__", type(make_agent).__name__)
-    return asyncio.run(run_checks(in_process(serve, options), name, options))
+    return asyncio.run(run_checks(in_process(serve, _script(options)), name, options))
 
 
 def assert_conforms(report: Report, strict: bool = False) -> None:

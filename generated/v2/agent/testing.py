@@ -25,13 +25,18 @@ Standard library only.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import dataclasses
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping
+import os
+import signal
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from . import types
 from .connection import DEFAULT_MAX_MESSAGE_SIZE, Connection, ConnectionClosed, Reader, Writer
@@ -103,6 +108,16 @@ class MemoryStream:
         return data
 
 
+def as_object(value: Any) -> dict[str, Any] | None:
+    """`value` if it is a JSON object, else None."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def as_list(value: Any) -> list[Any] | None:
+    """`value` if it is a JSON array, else None."""
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
 def memory_streams() -> tuple[tuple[MemoryStream, MemoryStream], tuple[MemoryStream, MemoryStream]]:
     """Two connected ends: `((a_reader, a_writer), (b_reader, b_writer))`.
 
@@ -124,28 +139,33 @@ class Line:
     """Why the line is not JSON; None when it is."""
 
     @property
+    def object(self) -> dict[str, Any] | None:
+        """The message, if it is a JSON object."""
+        return as_object(self.message)
+
+    @property
     def method(self) -> str | None:
-        message = self.message
-        if isinstance(message, dict):
-            method = message.get("method")
-            return method if isinstance(method, str) else None
-        return None
+        message = self.object
+        method = None if message is None else message.get("method")
+        return method if isinstance(method, str) else None
 
     @property
     def is_response(self) -> bool:
-        message = self.message
+        message = self.object
         return (
-            isinstance(message, dict)
+            message is not None
             and "method" not in message
             and ("result" in message or "error" in message)
         )
 
-    def params(self) -> Any:
-        return self.message.get("params") if isinstance(self.message, dict) else None
+    def get(self, key: str) -> Any:
+        """A member of the message (None if absent, or if the message is not an object)."""
+        message = self.object
+        return None if message is None else message.get(key)
 
     def session_id(self) -> Any:
-        params = self.params()
-        return params.get("sessionId") if isinstance(params, dict) else None
+        params = as_object(self.get("params"))
+        return None if params is None else params.get("sessionId")
 
     def text(self, limit: int = 400) -> str:
         """The line for a report, cut to `limit` characters."""
@@ -240,16 +260,26 @@ class Reply:
 
     @property
     def ok(self) -> bool:
-        return self.response is not None and "error" not in self.response.message
+        return self.response is not None and self.response.get("error") is None
 
     @property
     def result(self) -> Any:
-        return None if self.response is None else self.response.message.get("result")
+        return None if self.response is None else self.response.get("result")
+
+    def get(self, key: str) -> Any:
+        """A member of the result (None if absent, or if the result is not an object)."""
+        result = as_object(self.result)
+        return None if result is None else result.get(key)
 
     @property
     def error(self) -> Any:
         """The raw JSON-RPC error object, or None."""
-        return None if self.response is None else self.response.message.get("error")
+        return None if self.response is None else self.response.get("error")
+
+    @property
+    def error_code(self) -> Any:
+        error = as_object(self.error)
+        return None if error is None else error.get("code")
 
     def describe(self) -> str:
         if self.response is not None:
@@ -269,7 +299,8 @@ class _ScriptHandler:
         }
 
     def __getattr__(self, name: str) -> Callable[[Any], Awaitable[Any]]:
-        method = self.__dict__["_by_handler"].get(name)
+        by_handler: dict[str, str] = self.__dict__["_by_handler"]
+        method = by_handler.get(name)
         if method is None:
             raise AttributeError(name)
 
@@ -345,7 +376,7 @@ class ScriptedClient:
         self.lines.append(line)
         self.received.append(line)
         if line.is_response:
-            msg_id = message.get("id")
+            msg_id = line.get("id")
             self._responses.setdefault((isinstance(msg_id, str), msg_id), line)
         self._arrived.set()
 
@@ -354,8 +385,8 @@ class ScriptedClient:
         line = Line(len(self.lines), raw, message, error)
         self.lines.append(line)
         self.sent.append(line)
-        if isinstance(message, dict) and "id" in message and line.method is not None:
-            msg_id = message["id"]
+        if line.object is not None and "id" in line.object and line.method is not None:
+            msg_id = line.object["id"]
             self._sent_methods[(isinstance(msg_id, str), msg_id)] = line.method
             ids = _sending.get()
             if ids is not None:
@@ -454,3 +485,149 @@ class ScriptedClient:
                 await asyncio.wait_for(self._arrived.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
+
+
+# -- running an agent to test --------------------------------------------------------------
+class AgentRun:
+    """One agent under test, driven by `client`; its end is filled in when the run closes."""
+
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+        self.exited_on_eof: bool | None = None
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+
+
+Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
+"""Starts a fresh agent; the argument is how long to wait for it to end after EOF."""
+
+
+Serve = Callable[[Reader, Writer], Awaitable[None]]
+
+
+def in_process(serve: Callable[[], Serve], script: Mapping[str, Answer] | None = None) -> Opener:
+    """An opener serving a fresh agent in this event loop over in-memory streams.
+
+    `serve()` is called once per run and returns a coroutine function that serves one
+    agent on the streams it is given until EOF (for this package: `run_agent` bound to a
+    new agent)."""
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
+        (agent_reader, agent_writer), (client_reader, client_writer) = memory_streams()
+        server = asyncio.ensure_future(serve()(agent_reader, agent_writer))
+        run = AgentRun(ScriptedClient(client_reader, client_writer, script, close_timeout=0.5))
+        run.client.start()
+        try:
+            yield run
+        finally:
+            await run.client.connection.close()  # the agent sees EOF
+            done, _ = await asyncio.wait([server], timeout=eof_wait)
+            run.exited_on_eof = bool(done)
+            if not done:
+                server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
+            agent_writer.close()
+            await run.client.aclose()
+
+    return opener
+
+
+@asynccontextmanager
+async def agent_process(
+    argv: Sequence[str],
+    eof_wait: float,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AsyncGenerator[tuple[asyncio.subprocess.Process, collections.deque[str], list[bool]], None]:
+    """The one place an agent process is started and stopped.
+
+    The agent gets its own process group (session). On exit: close its stdin, give it
+    `eof_wait` seconds to exit, then SIGTERM the whole group, then SIGKILL it, every wait
+    bounded, so nothing the agent started survives (POSIX; elsewhere the process only).
+    Yields the process, the tail of its stderr, and a list that gets one bool: whether it
+    exited by itself after EOF."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        start_new_session=sys.platform != "win32",
+    )
+    stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+
+    async def drain_stderr() -> None:
+        assert process.stderr is not None
+        while True:
+            line = await process.stderr.readline()
+            if not line:
+                return
+            stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    drain = asyncio.ensure_future(drain_stderr())
+    exited: list[bool] = []
+    try:
+        yield process, stderr_tail, exited
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        exited.append(await _wait(process, eof_wait))
+        for sig in (signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
+            _signal_group(process, sig)
+            if await _wait(process, 1.0):
+                break
+        _signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # stragglers
+        done, _ = await asyncio.wait([drain], timeout=1.0)
+        if not done:
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
+
+
+async def _wait(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the process exited within `timeout` seconds. Polled: `process.wait()` also
+    waits for the pipes to close, which a grandchild holding them open can delay forever."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while process.returncode is None:
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    try:
+        if sys.platform != "win32":
+            os.killpg(process.pid, sig)  # the group the agent leads (start_new_session)
+        elif process.returncode is None:
+            process.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def over_stdio(
+    argv: Sequence[str],
+    script: Mapping[str, Answer] | None = None,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Opener:
+    """An opener starting `argv` as a fresh agent process per run, talking over its stdio."""
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
+        async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
+            assert process.stdout is not None and process.stdin is not None
+            run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
+            run.stderr = tail
+            run.client.start()
+            try:
+                yield run
+            finally:
+                await run.client.connection.close()
+        run.exited_on_eof = bool(exited and exited[0])
+        await run.client.aclose()
+
+    return opener
