@@ -183,7 +183,8 @@ def test_unknown_fields_and_variants_are_reported_with_wire_paths() -> None:
     ]
     raw = {"sessionId": "s", "update": {"sessionUpdate": "brand_new", "x": 1}}
     decoded = types.SessionNotification.from_dict(raw, ctx)
-    assert unknown_warnings(decoded, raw, "params", "u") == ["u: params.update: unknown SessionUpdate variant 'brand_new'"]
+    found = unknown_warnings(decoded, raw, "params", "u")
+    assert found == ["u: params.update: unknown SessionUpdate variant 'brand_new'"]
 
 
 # -- in-process -----------------------------------------------------------------------------
@@ -267,7 +268,8 @@ def test_official_sdk_example_agent() -> None:
     # It answers initialize with the version it was asked for, 65535 included (MUST), and the
     # SDK's Agent base class answers any `_` request with result null instead of -32601 (SHOULD).
     assert failed(report) == {"initialize-version", "unknown-ext-method"}, str(report)
-    assert report.result("initialize-version").offending == '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":65535}}'
+    version = report.result("initialize-version").offending
+    assert version == '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":65535}}'
     assert report.result("unknown-ext-method").offending == '{"jsonrpc":"2.0","id":1,"result":null}'
     skipped = {k for k, v in statuses(report).items() if v == "skipped"}
     assert skipped == {"session-modes", "session-modes-unknown", "session-load"}

@@ -461,7 +461,7 @@ class _Runner:
                 f"asked for version {PROTOCOL_VERSION}, the agent chose "
                 f"{decoded.protocol_version}: the other checks assume {PROTOCOL_VERSION}"
             )
-        if not decoded.agent_info:
+        if "agentInfo" not in (as_object(result) or {}):
             warnings.append(
                 "no agentInfo (SHOULD, initialization.mdx § Implementation Information)"
             )

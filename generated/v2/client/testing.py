@@ -25,17 +25,14 @@ Standard library only.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextvars
 import dataclasses
-import inspect
 import json
 import os
 import signal
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from types import TracebackType
 from typing import Any, Final, cast
 
 from . import types
@@ -58,15 +55,9 @@ class MemoryStream:
         self._buffer = bytearray()
         self._eof = False
         self._high_water = high_water
+        # Created lazily, inside the running loop.
         self._readable: asyncio.Event | None = None
         self._writable: asyncio.Event | None = None
-
-    def _event(self, name: str) -> asyncio.Event:
-        event: asyncio.Event | None = getattr(self, name)
-        if event is None:  # created lazily: inside the running loop
-            event = asyncio.Event()
-            setattr(self, name, event)
-        return event
 
     @property
     def closed(self) -> bool:
@@ -82,9 +73,10 @@ class MemoryStream:
 
     async def drain(self) -> None:
         while len(self._buffer) > self._high_water and not self._eof:
-            writable = self._event("_writable")
-            writable.clear()
-            await writable.wait()
+            if self._writable is None:
+                self._writable = asyncio.Event()
+            self._writable.clear()
+            await self._writable.wait()
 
     def close(self) -> None:
         self._eof = True
@@ -94,9 +86,10 @@ class MemoryStream:
 
     async def read(self, n: int = -1) -> bytes:
         while not self._buffer and not self._eof:
-            readable = self._event("_readable")
-            readable.clear()
-            await readable.wait()
+            if self._readable is None:
+                self._readable = asyncio.Event()
+            self._readable.clear()
+            await self._readable.wait()
         if n < 0 or n >= len(self._buffer):
             data = bytes(self._buffer)
             self._buffer.clear()
@@ -299,8 +292,8 @@ class _ScriptHandler:
         }
 
     def __getattr__(self, name: str) -> Callable[[Any], Awaitable[Any]]:
-        by_handler: dict[str, str] = self.__dict__["_by_handler"]
-        method = by_handler.get(name)
+        # Only for names normal lookup did not find: a handler name from METHODS, or nothing.
+        method = None if name == "_by_handler" else self._by_handler.get(name)
         if method is None:
             raise AttributeError(name)
 
@@ -315,11 +308,11 @@ class _ScriptHandler:
             return None  # recorded by the tap; nothing to answer
         if method not in self._script:
             raise RequestError.method_not_found(method)
-        answer = self._script[method]
+        answer: Any = self._script[method]
         if callable(answer) and not hasattr(answer, "to_dict"):
             answer = answer(params)
-            if inspect.isawaitable(answer):
-                answer = await answer
+        if isinstance(answer, Awaitable):
+            answer = await cast("Awaitable[object]", answer)
         if isinstance(answer, RequestError):
             raise answer
         if answer is None or hasattr(answer, "to_dict") or spec.decode_result is None:
@@ -401,12 +394,7 @@ class ScriptedClient:
         self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     def start(self) -> None:
@@ -494,7 +482,8 @@ class AgentRun:
     def __init__(self, client: ScriptedClient) -> None:
         self.client = client
         self.exited_on_eof: bool | None = None
-        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self.stderr: list[str] = []
+        """The last lines the agent wrote to stderr (a process only)."""
 
 
 Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
@@ -539,7 +528,7 @@ async def agent_process(
     *,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> AsyncGenerator[tuple[asyncio.subprocess.Process, collections.deque[str], list[bool]], None]:
+) -> AsyncGenerator[tuple[asyncio.subprocess.Process, list[str], list[bool]], None]:
     """The one place an agent process is started and stopped.
 
     The agent gets its own process group (session). On exit: close its stdin, give it
@@ -556,7 +545,7 @@ async def agent_process(
         env=None if env is None else dict(env),
         start_new_session=sys.platform != "win32",
     )
-    stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+    stderr_tail: list[str] = []
 
     async def drain_stderr() -> None:
         assert process.stderr is not None
@@ -565,6 +554,7 @@ async def agent_process(
             if not line:
                 return
             stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+            del stderr_tail[:-20]
 
     drain = asyncio.ensure_future(drain_stderr())
     exited: list[bool] = []
