@@ -423,14 +423,33 @@ class _Runner:
         return await run.client.wait_for(late, self.options.settle)
 
     async def run_check(self, check_id: str, probe: Callable[[], Awaitable[Outcome]]) -> None:
-        outcome: Outcome
+        async def single() -> tuple[Outcome, ...]:
+            return (await probe(),)
+
+        await self.run_checks((check_id,), single)
+
+    async def run_checks(
+        self, check_ids: tuple[str, ...], probe: Callable[[], Awaitable[tuple[Outcome, ...]]]
+    ) -> None:
+        """Run a probe and settle its checks, whatever happens (others may wait on them)."""
+        shared: Outcome | None = None  # one outcome for all of them, when the probe stopped
+        outcomes: tuple[Outcome, ...] = ()
         try:
-            outcome = await probe()
+            outcomes = await probe()
+        except _Skip as exc:
+            shared = ("skipped", str(exc), None, [])
         except _NotTestable as exc:
-            outcome = ("not testable", str(exc), None, [])
+            shared = ("not testable", str(exc), None, [])
         except _Fail as exc:
-            outcome = ("failed", exc.detail, exc.offending, [])
-        self.done[check_id].set_result(outcome)
+            shared = ("failed", exc.detail, exc.offending, [])
+        except OSError as exc:  # the agent could not even be started
+            shared = ("failed", f"cannot start the agent: {exc}", None, [])
+        except Exception as exc:  # noqa: BLE001 - a bug here must not hang the checks waiting
+            shared = ("not testable", f"the check stopped: {type(exc).__name__}: {exc}", None, [])
+        if shared is not None:
+            outcomes = (shared,) * len(check_ids)
+        for check_id, outcome in zip(check_ids, outcomes, strict=True):
+            self.done[check_id].set_result(outcome)
 
     async def needs(self, check_id: str) -> Outcome:
         """Wait for another check; _NotTestable if it did not pass (what this one builds on)."""
@@ -519,40 +538,30 @@ class _Runner:
             raise _Fail(f"two session/new calls answered the same id {ids[0]!r}", second.response)
         return ("passed", "", None, [])
 
-    async def modes(self) -> None:
+    async def modes(self) -> tuple[Outcome, Outcome]:
         """session-modes and session-modes-unknown, from one run."""
-        ids = ("session-modes", "session-modes-unknown")
-        try:
-            await self.needs("session-new")
-            async with self.agent() as run:
-                await self.setup(run, session=False)
-                new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-                if not new.ok:
-                    raise _NotTestable(f"session/new failed: {self.why(run, new)}")
-                session_id = new.get("sessionId")
-                modes = new.get("modes")
-                if not modes:
-                    raise _Skip("the agent advertises no modes")
-                main = await self._check_modes(run, session_id, modes, new)
-                unknown = await self.call(
-                    run,
-                    "session/set_mode",
-                    {"sessionId": session_id, "modeId": "acp-conformance-no-such-mode"},
-                )
-        except (_Skip, _NotTestable) as exc:
-            status: Status = "skipped" if isinstance(exc, _Skip) else "not testable"
-            for check_id in ids:
-                self.done[check_id].set_result((status, str(exc), None, []))
-            return
-        self.done["session-modes"].set_result(main)
+        await self.needs("session-new")
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+            if not new.ok:
+                raise _NotTestable(f"session/new failed: {self.why(run, new)}")
+            session_id = new.get("sessionId")
+            modes = new.get("modes")
+            if not modes:
+                raise _Skip("the agent advertises no modes")
+            main = await self._check_modes(run, session_id, modes, new)
+            unknown = await self.call(
+                run,
+                "session/set_mode",
+                {"sessionId": session_id, "modeId": "acp-conformance-no-such-mode"},
+            )
         if unknown.ok:
             detail = "switching to a mode that was not advertised succeeded"
-            outcome: Outcome = ("failed", detail, unknown.response, [])
-        elif unknown.response is None:
-            outcome = ("failed", self.why(run, unknown), None, [])
-        else:
-            outcome = ("passed", _error_text(unknown), None, [])
-        self.done["session-modes-unknown"].set_result(outcome)
+            return main, ("failed", detail, unknown.response, [])
+        if unknown.response is None:
+            return main, ("failed", self.why(run, unknown), None, [])
+        return main, ("passed", _error_text(unknown), None, [])
 
     async def _check_modes(self, run: AgentRun, session_id: Any, modes: Any, new: Reply) -> Outcome:
         state = as_object(modes)
@@ -917,7 +926,7 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
             runner.run_check("initialize", runner.initialize),
             runner.run_check("initialize-version", runner.initialize_version),
             runner.run_check("session-new", runner.session_new),
-            runner.modes(),
+            runner.run_checks(("session-modes", "session-modes-unknown"), runner.modes),
             runner.run_check("session-load", runner.session_load),
             runner.run_check("prompt-turn", runner.prompt_turn),
             runner.run_check("cancel", runner.cancel),

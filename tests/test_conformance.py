@@ -303,6 +303,22 @@ def test_silent_agent_and_its_grandchild_are_gone_afterwards(tmp_path: Path) -> 
     assert not any(_alive(pid) for pid in started)
 
 
+def test_an_agent_that_cannot_start_fails_initialize_and_nothing_waits(tmp_path: Path) -> None:
+    report = check_command([str(tmp_path / "no-such-agent")])
+    assert report.result("initialize").status == "failed"
+    assert report.result("initialize").detail.startswith("cannot start the agent:")
+    assert report.result("session-new").detail == "initialize did not pass"
+    assert not report.ok()
+
+
+@pytest.mark.slow
+def test_an_agent_that_exits_at_once_fails_initialize() -> None:
+    report = check_command([sys.executable, "-c", "pass"])
+    assert failed(report) == {"initialize"}
+    assert report.result("initialize").detail.startswith("initialize failed: the agent closed the connection")
+    assert report.result("exit-on-eof").status == "passed"
+
+
 # -- the CLI --------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
