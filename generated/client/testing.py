@@ -19,6 +19,13 @@ line it sends itself (`sent`). It answers `fs/*`, `terminal/*` and
 `session/request_permission` (any client method) from the script the test gives it; an
 unscripted request gets -32601 (method not found).
 
+To run an agent under test afresh, each way gives an `Opener` (an async context manager
+yielding an `AgentRun`, a started `ScriptedClient` connected to a new agent): `in_process`
+(served in this event loop over memory streams) and `over_stdio` (a process;
+`agent_process` is the one place one is started and stopped: its own process group, stdin
+closed at the end, then SIGTERM and SIGKILL to the whole group, every wait bounded).
+`conformance.py` runs its checks on these.
+
 Standard library only.
 """
 
