@@ -206,7 +206,7 @@ def test_broken_agents_in_process_fail_exactly_their_check() -> None:
         (UpdateAfterCancelAgent, "cancel"),
         (InvalidUpdateAgent, "schema-strict"),
     ]:
-        report = check_agent(make)
+        report = check_agent(make, Options(settle=1.0))
         assert failed(report) == {check}, str(report)
         assert report.result(check).offending
         with pytest.raises(AssertionError, match=check):
@@ -243,6 +243,12 @@ def test_modes_and_load_are_skipped_when_not_advertised() -> None:
 
 
 # -- over stdio -----------------------------------------------------------------------------
+# A loaded CI machine may start a Python agent slowly: a passing run never waits for a timeout,
+# so a generous one costs nothing and keeps these tests from flaking.
+# The settle time (how long to watch for an update after a turn's answer) too: the broken
+# agent's late update must not slip past the window on a slow machine.
+PATIENT = Options(timeout=20, settle=1.0)
+
 BROKEN = {
     "version_echo": "initialize-version",
     "update_after_cancel": "cancel",
@@ -256,7 +262,7 @@ BROKEN = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_agent_fails_exactly_the_check_it_breaks(name: str) -> None:
-    report = check_command([sys.executable, str(AGENTS / f"{name}.py")])
+    report = check_command([sys.executable, str(AGENTS / f"{name}.py")], PATIENT)
     assert failed(report) == {BROKEN[name]}, str(report)
     assert all(status in ("passed", "failed") for status in statuses(report).values()), str(report)
 
@@ -264,7 +270,7 @@ def test_broken_agent_fails_exactly_the_check_it_breaks(name: str) -> None:
 @pytest.mark.slow
 def test_official_sdk_example_agent() -> None:
     """Upstream's example echo agent: two real deviations (see the fixture's docstring)."""
-    report = check_command([sys.executable, str(AGENTS / "sdk_example_agent.py")])
+    report = check_command([sys.executable, str(AGENTS / "sdk_example_agent.py")], PATIENT)
     # It answers initialize with the version it was asked for, 65535 included (MUST), and the
     # SDK's Agent base class answers any `_` request with result null instead of -32601 (SHOULD).
     assert failed(report) == {"initialize-version", "unknown-ext-method"}, str(report)
@@ -331,7 +337,7 @@ def _cli(cache: Path, *args: str) -> Any:
 
 @pytest.mark.slow
 def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
-    result = _cli(cli_cache, "--", sys.executable, str(ECHO_AGENT))
+    result = _cli(cli_cache, "--timeout", "20", "--", sys.executable, str(ECHO_AGENT))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[-1] == f"{len(CHECKS)} passed, 0 failed, 0 skipped, 0 not testable"
@@ -341,7 +347,7 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path) -> None:
-    result = _cli(cli_cache, "--json", "--timeout", "3", "--", sys.executable, str(AGENTS / "version_echo.py"))
+    result = _cli(cli_cache, "--json", "--timeout", "20", "--", sys.executable, str(AGENTS / "version_echo.py"))
     assert result.exit_code == 1, result.output
     data = json.loads(result.output)
     assert [r["id"] for r in data["results"] if r["status"] == "failed"] == ["initialize-version"]
