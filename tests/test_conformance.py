@@ -196,21 +196,21 @@ def test_echo_agent_passes_every_check_in_process() -> None:
     assert_conforms(report, strict=True)
 
 
-def test_broken_agents_in_process_fail_exactly_their_check() -> None:
-    from invalid_update import InvalidUpdateAgent
-    from update_after_cancel import UpdateAfterCancelAgent
-    from version_echo import VersionEchoAgent
-
-    for make, check in [
-        (VersionEchoAgent, "initialize-version"),
-        (UpdateAfterCancelAgent, "cancel"),
-        (InvalidUpdateAgent, "schema-strict"),
-    ]:
-        report = check_agent(make, Options(settle=1.0))
-        assert failed(report) == {check}, str(report)
-        assert report.result(check).offending
-        with pytest.raises(AssertionError, match=check):
-            assert_conforms(report)
+@pytest.mark.parametrize(
+    ("module", "name", "check"),
+    [
+        ("version_echo", "VersionEchoAgent", "initialize-version"),
+        ("update_after_cancel", "UpdateAfterCancelAgent", "cancel"),
+        ("invalid_update", "InvalidUpdateAgent", "schema-strict"),
+    ],
+)
+def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str, check: str) -> None:
+    make = getattr(__import__(module), name)
+    report = check_agent(make, Options(settle=1.0))
+    assert failed(report) == {check}, str(report)
+    assert report.result(check).offending
+    with pytest.raises(AssertionError, match=check):
+        assert_conforms(report)
 
 
 def test_a_prompt_that_fails_is_not_testable_not_passed() -> None:
