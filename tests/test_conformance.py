@@ -22,6 +22,7 @@ from agent.conformance import (
     Report,
     assert_conforms,
     check_agent,
+    check_agent_async,
     check_command,
     unknown_warnings,
 )
@@ -211,6 +212,13 @@ def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str,
     assert report.result(check).offending
     with pytest.raises(AssertionError, match=check):
         assert_conforms(report)
+
+
+def test_check_agent_async_runs_inside_an_event_loop() -> None:
+    async def inside() -> Report:
+        return await check_agent_async(EchoAgent)
+
+    assert failed(asyncio.run(inside())) == set()
 
 
 def test_a_prompt_that_fails_is_not_testable_not_passed() -> None:

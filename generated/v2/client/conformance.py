@@ -978,7 +978,15 @@ def check_agent(make_agent: Callable[[], Any], options: Options | None = None) -
     """Run every check against an `Agent` of this package, in-process (no subprocess).
 
     `make_agent()` returns a fresh agent (the class itself will do); it is called once per
-    check. Only in the agent-role package, which has `run_agent`."""
+    check. Only in the agent-role package, which has `run_agent`. Inside a running event
+    loop (an async test), await `check_agent_async` instead."""
+    return asyncio.run(check_agent_async(make_agent, options))
+
+
+async def check_agent_async(
+    make_agent: Callable[[], Any], options: Options | None = None
+) -> Report:
+    """`check_agent`, for a caller already in an event loop."""
     try:
         role = importlib.import_module(f"{__package__}.agent")
     except ImportError:
@@ -995,7 +1003,7 @@ def check_agent(make_agent: Callable[[], Any], options: Options | None = None) -
         return run
 
     name = getattr(make_agent, "__qualname__", type(make_agent).__name__)
-    return asyncio.run(run_checks(in_process(serve, _script(options)), name, options))
+    return await run_checks(in_process(serve, _script(options)), name, options)
 
 
 def assert_conforms(report: Report, strict: bool = False) -> None:
