@@ -45,6 +45,7 @@ FILES = {
 RUNTIME_FILES = {
     "dispatch.py": "dispatch.py",
     "connection.py": "connection.py",
+    "process.py": "process.py",
     "testing.py": "testing.py",
     "conformance.py": "conformance.py",
 }
