@@ -35,17 +35,22 @@ import asyncio
 import contextvars
 import dataclasses
 import json
-import os
-import signal
-import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, cast
 
 from . import types
-from .connection import DEFAULT_MAX_MESSAGE_SIZE, Connection, ConnectionClosed, Reader, Writer
+from .connection import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    Connection,
+    ConnectionClosed,
+    Direction,
+    Reader,
+    Writer,
+)
 from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
+from .process import ChildProcess, spawn_process
 
 _HIGH_WATER: Final = 1024 * 1024
 
@@ -180,61 +185,6 @@ def _parse(raw: bytes) -> tuple[Any, str | None]:
         return None, str(exc)[:200]
 
 
-class _LineSplitter:
-    """Cuts a byte stream into lines and hands each one (newline stripped) to `emit`."""
-
-    def __init__(self, emit: Callable[[bytes], None]) -> None:
-        self._emit = emit
-        self._partial = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        start = 0
-        while True:
-            end = data.find(b"\n", start)
-            if end < 0:
-                self._partial += data[start:]
-                return
-            self._partial += data[start:end]
-            line, self._partial = bytes(self._partial), bytearray()
-            self._emit(line)
-            start = end + 1
-
-    def finish(self) -> None:
-        if self._partial:
-            line, self._partial = bytes(self._partial), bytearray()
-            self._emit(line)
-
-
-class _TapReader:
-    def __init__(self, reader: Reader, splitter: _LineSplitter) -> None:
-        self._reader = reader
-        self._splitter = splitter
-
-    async def read(self, n: int = -1) -> bytes:
-        data = await self._reader.read(n)
-        if data:
-            self._splitter.feed(data)
-        else:
-            self._splitter.finish()
-        return data
-
-
-class _TapWriter:
-    def __init__(self, writer: Writer, splitter: _LineSplitter) -> None:
-        self._writer = writer
-        self._splitter = splitter
-
-    def write(self, data: bytes) -> None:
-        self._splitter.feed(data)
-        self._writer.write(data)
-
-    async def drain(self) -> None:
-        await self._writer.drain()
-
-    def close(self) -> None:
-        self._writer.close()
-
-
 Answer = Any
 """What a script gives for a request: the result (a generated type, or its JSON), a
 `RequestError` to answer with an error, or a callable taking the decoded params and
@@ -362,14 +312,23 @@ class ScriptedClient:
         self.close_timeout = close_timeout
         self.connection = Connection(
             Dispatcher(_ScriptHandler(self.script), CLIENT_HANDLES, ctx or types.DecodeContext()),
-            _TapReader(reader, _LineSplitter(self._record_in)),
-            _TapWriter(writer, _LineSplitter(self._record_out)),
+            reader,
+            writer,
             max_message_size=max_message_size,
             shutdown_grace=close_timeout,
+            tap=self._record,
         )
         self._task: asyncio.Task[None] | None = None
 
     # -- recording -------------------------------------------------------------------
+    def _record(self, direction: Direction, raw: bytes) -> None:
+        """The connection's wire tap: every raw line, in order, before decoding (in) or as
+        written (out; synchronously in the sending task, which `call` relies on)."""
+        if direction == "in":
+            self._record_in(raw)
+        else:
+            self._record_out(raw)
+
     def _record_in(self, raw: bytes) -> None:
         message, error = _parse(raw)
         line = Line(len(self.lines), raw, message, error)
@@ -432,23 +391,21 @@ class ScriptedClient:
         context = contextvars.copy_context()
         context.run(_sending.set, ids)
         # The task runs in `context` (Python 3.10 has no create_task(context=)), so the
-        # writer tap sees `ids` and notes the id the connection gives this request.
+        # tap, called as the request is written, sees `ids` and notes the id it was given.
         task: asyncio.Task[Any] = context.run(
-            asyncio.ensure_future, self.connection.request(method, params)
+            asyncio.ensure_future, self.connection.request(method, params, timeout=timeout)
         )
         reply = Reply(method, None)
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
-        except asyncio.TimeoutError:
+            await task
+        except TimeoutError:  # the connection sent `$/cancel_request` for it
             reply.timed_out = True
-            task.cancel()
         except ConnectionClosed:
             reply.closed = True
         except (RequestError, types.DecodeError):
             pass  # an error response: in `response`
         except Exception:  # noqa: BLE001 - an answer we could not even read: still recorded
             pass
-        await asyncio.gather(task, return_exceptions=True)
         if ids:
             reply.id = ids[0]
             reply.response = self.response_to(ids[0])
@@ -535,73 +492,38 @@ async def agent_process(
     *,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> AsyncGenerator[tuple[asyncio.subprocess.Process, list[str], list[bool]], None]:
-    """The one place an agent process is started and stopped.
+) -> AsyncGenerator[tuple[ChildProcess, list[str], list[bool]], None]:
+    """The one place an agent process is started and stopped (on `process.spawn_process`).
 
-    The agent gets its own process group (session). On exit: close its stdin, give it
-    `eof_wait` seconds to exit, then SIGTERM the whole group, then SIGKILL it, every wait
-    bounded, so nothing the agent started survives (POSIX; elsewhere the process only).
-    Yields the process, the tail of its stderr, and a list that gets one bool: whether it
+    The agent gets its own process group. On exit: close its stdin and give it `eof_wait`
+    seconds to exit by itself, then terminate and kill the whole group, every wait bounded, so
+    nothing it started survives (POSIX; Windows: what `process.py` can do). Yields the
+    process, the tail of its stderr, and a list that gets one bool at the end: whether it
     exited by itself after EOF."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=None if env is None else dict(env),
-        start_new_session=sys.platform != "win32",
-    )
     stderr_tail: list[str] = []
 
-    async def drain_stderr() -> None:
-        assert process.stderr is not None
-        while True:
-            line = await process.stderr.readline()
-            if not line:
-                return
-            stderr_tail.append(line.decode("utf-8", "replace").rstrip())
-            del stderr_tail[:-20]
+    def on_stderr_line(line: str) -> None:
+        stderr_tail.append(line)
+        del stderr_tail[:-20]
 
-    drain = asyncio.ensure_future(drain_stderr())
     exited: list[bool] = []
-    try:
-        yield process, stderr_tail, exited
-    finally:
-        if process.stdin is not None:
-            process.stdin.close()
-        exited.append(await _wait(process, eof_wait))
-        for sig in (signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
-            _signal_group(process, sig)
-            if await _wait(process, 1.0):
-                break
-        _signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # stragglers
-        done, _ = await asyncio.wait([drain], timeout=1.0)
-        if not done:
-            drain.cancel()
-            await asyncio.gather(drain, return_exceptions=True)
-
-
-async def _wait(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    """Whether the process exited within `timeout` seconds. Polled: `process.wait()` also
-    waits for the pipes to close, which a grandchild holding them open can delay forever."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while process.returncode is None:
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
-def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
-    try:
-        if sys.platform != "win32":
-            os.killpg(process.pid, sig)  # the group the agent leads (start_new_session)
-        elif process.returncode is None:
-            process.kill()
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
+    async with spawn_process(
+        argv,
+        cwd=cwd,
+        env=env,
+        on_stderr_line=on_stderr_line,
+        shutdown_timeout=0.0,
+        terminate_timeout=1.0,
+    ) as child:
+        try:
+            yield child, stderr_tail, exited
+        finally:
+            child.note_descendants()  # while it runs: those that left its group stop with it
+            try:
+                child.stdin.close()
+            except (ConnectionError, OSError, RuntimeError):
+                pass
+            exited.append(await child.wait(eof_wait) is not None)
 
 
 def over_stdio(
@@ -616,7 +538,6 @@ def over_stdio(
     @asynccontextmanager
     async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
         async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
-            assert process.stdout is not None and process.stdin is not None
             run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
             run.stderr = tail
             run.client.start()
