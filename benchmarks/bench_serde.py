@@ -19,7 +19,7 @@ import sys
 
 from _common import ROOT, best_of, chunk_lines, tool_update_lines
 
-import agent.connection
+import agent.jsonline
 import agent.types as gt
 
 
@@ -89,7 +89,7 @@ def import_time(module: str, runs: int = 9) -> float:
 
 
 def main() -> None:
-    print(f"orjson available: {gt._orjson is not None}; connection uses orjson: {agent.connection._orjson is not None}")
+    print(f"orjson available: {gt._orjson is not None}; connection uses orjson: {agent.jsonline._orjson is not None}")
     measure("agent_message_chunk", chunk_lines(10_000))
     measure("tool_call_update", tool_update_lines(1_000))
     ours = import_time("agent")

@@ -278,7 +278,7 @@ def main() -> None:
     parser.add_argument("--timeout-share", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
-    orjson = "on" if client.connection._orjson is not None else "off"
+    orjson = "on" if client.jsonline._orjson is not None else "off"
     print(
         f"soak: {args.notifications:,} session/update + {args.requests:,} session/prompt "
         f"({args.cancel_share:.0%} cancelled, {args.timeout_share:.0%} timed out), {args.concurrency} workers, "

@@ -43,11 +43,18 @@ FILES = {
 # output file -> plain Python source in runtime/: the same for every schema and role, so it is
 # kept as real Python (linted and type-checked as such) and only gets the generated header.
 RUNTIME_FILES = {
-    "dispatch.py": "dispatch.py",
-    "connection.py": "connection.py",
-    "process.py": "process.py",
-    "testing.py": "testing.py",
     "conformance.py": "conformance.py",
+    "conformance_checks.py": "conformance_checks.py",
+    "conformance_messages.py": "conformance_messages.py",
+    "conformance_probes.py": "conformance_probes.py",
+    "conformance_report.py": "conformance_report.py",
+    "connection.py": "connection.py",
+    "dispatch.py": "dispatch.py",
+    "jsonline.py": "jsonline.py",
+    "process.py": "process.py",
+    "streams.py": "streams.py",
+    "testing.py": "testing.py",
+    "wiretap.py": "wiretap.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 

@@ -33,11 +33,12 @@ from typing import Any, TypeVar
 import agent
 import client
 import pytest
-from agent import connection as agent_connection
+from agent import jsonline as agent_jsonline
 from agent import types as at
 from agent.methods import AGENT_HANDLES
 from agent.methods import METHODS as AGENT_METHODS
 from client import connection as client_connection
+from client import jsonline as client_jsonline
 from client import types as ct
 from client.methods import CLIENT_HANDLES
 from client.methods import METHODS as CLIENT_METHODS
@@ -103,7 +104,7 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
 @contextmanager
 def codec(use_orjson: bool) -> Iterator[None]:
     """Run the connections with orjson (if installed) or with the standard library."""
-    saved = [(module, module._orjson) for module in (agent_connection, client_connection)]
+    saved = [(module, module._orjson) for module in (agent_jsonline, client_jsonline)]
     if not use_orjson:
         for module, _ in saved:
             module._orjson = None
@@ -397,7 +398,7 @@ class Oracle:
         self.wants.append(want)
 
     def oversize(self, data: bytes) -> None:
-        """A line over the limit: only its top level decides (see connection._Skim)."""
+        """A line over the limit: only its top level decides (see jsonline.Skim)."""
         try:
             message = strict_json(data)
         except (ValueError, RecursionError):
@@ -803,7 +804,7 @@ def test_skim_reads_the_top_level_of_any_json_object(
     if truncate:
         text = text[: len(text) // 2]
     text += tail
-    skim = agent_connection._Skim()
+    skim = agent_jsonline.Skim()
     start = 0
     for cut in sorted(set(cuts)):
         if cut < len(text):

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 import agent
 import client
 import pytest
-from agent import connection as agent_connection
+from agent import jsonline as agent_jsonline
 from agent import types as at
-from client import connection as client_connection
+from client import jsonline as client_jsonline
 from client import types as ct
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ def run(coro: Awaitable[T]) -> T:
 @pytest.fixture(params=["orjson", "stdlib"])
 def codec(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run with orjson writing (when installed), then with the standard library only."""
-    saved = [(m, m._orjson) for m in (agent_connection, client_connection)]
+    saved = [(m, m._orjson) for m in (agent_jsonline, client_jsonline)]
     if request.param == "stdlib":
         for module, _ in saved:
             module._orjson = None
@@ -546,7 +546,7 @@ FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses
 ALLOWED_DYNAMIC_NAMES = {
     "dispatch.py": {"spec.handler", "handler"},
     "types.py": {"f.name"},
-    "conformance.py": {"f.name"},  # unknown_warnings walks a decoded value's own fields
+    "conformance_messages.py": {"f.name"},  # unknown_warnings walks a decoded value's own fields
 }
 # The one module imported by a computed name: conformance.py's check_agent takes `run_agent`
 # from its own package's role module (a constant name; absent from the client package).

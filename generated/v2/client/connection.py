@@ -24,37 +24,49 @@
 
 Nothing received is ever evaluated or imported: messages are only parsed as JSON, and method
 names are only looked up in the METHODS table.
+
+Beside this module: `jsonline` (parsing and encoding a line, skimming an oversize one),
+`streams` (the reader/writer shapes, `stdio_streams`) and `wiretap` (`Tap`, `WireLog`);
+their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import importlib
-import json
 import logging
 import os
-import re
 import sys
-import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
+from .jsonline import Skim, dumps, loads
+from .streams import CHUNK, Reader, Writer, stdio_streams
+from .wiretap import WIRE_LOG_ENV, Direction, Tap, WireLog
 
-_orjson: Any
-try:  # an optional speed-up; never required
-    _orjson = importlib.import_module("orjson")
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
+__all__ = [
+    "CANCEL_REQUEST",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_SHUTDOWN_GRACE",
+    "WIRE_LOG_ENV",
+    "Connection",
+    "ConnectionClosed",
+    "Direction",
+    "InvalidResponse",
+    "MessageTooLarge",
+    "Reader",
+    "Tap",
+    "WireLog",
+    "Writer",
+    "stdio_streams",
+]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
-WIRE_LOG_ENV: Final = "ACP_WIRE_LOG"
-_CHUNK: Final = 256 * 1024
 
 # The connection whose notification is being handled, in the worker and every task a
 # notification handler starts (tasks inherit it): their requests must not wait for the worker.
@@ -91,57 +103,6 @@ class MessageTooLarge(InvalidResponse):
         self.max_message_size = max_message_size
 
 
-class Writer(Protocol):
-    """What the connection writes to: an asyncio StreamWriter or anything shaped like it."""
-
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class Reader(Protocol):
-    async def read(self, n: int = -1) -> bytes: ...
-
-
-Direction = Literal["in", "out"]
-Tap = Callable[[Direction, bytes], None]
-"""A wire tap: called with "in" or "out" and each raw line (without its newline), in order."""
-
-
-class WireLog:
-    """A tap appending each line to a file as one JSON object per line:
-    `{"ts": <unix time>, "dir": "in" | "out", "pid": <this process>, "line": <the raw text>}`.
-
-    The file is opened for appending (created with mode 0600: it holds everything said,
-    tokens included), so the two ends of a connection may share it; `pid` tells them apart.
-    Bytes that are not UTF-8 are shown as U+FFFD."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._pid = os.getpid()
-
-    def __call__(self, direction: Direction, line: bytes) -> None:
-        if self._fd is None:
-            return
-        record = {
-            "ts": round(time.time(), 6),
-            "dir": direction,
-            "pid": self._pid,
-            "line": line.decode("utf-8", "replace"),
-        }
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-        while data:  # one write() in practice: appends from several processes stay whole
-            data = data[os.write(self._fd, data) :]
-
-    def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-
-
 def _wire_log_from_env() -> WireLog | None:
     path = os.environ.get(WIRE_LOG_ENV)
     if not path:
@@ -151,50 +112,6 @@ def _wire_log_from_env() -> WireLog | None:
     except OSError as exc:
         _log.warning("cannot open the wire log %s=%s: %s", WIRE_LOG_ENV, path, exc)
         return None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"number {text[:20]} is out of range")
-    return value
-
-
-_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float).decode
-
-
-def _loads(line: bytes) -> Any:
-    """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON."""
-    # Always the standard library: orjson would read integers beyond 64 bits as floats, and
-    # spotting those first costs more than it saves.
-    return _decode(line.decode("utf-8"))
-
-
-# One encoder for every message (json.dumps with options builds a new one per call);
-# allow_nan=False: NaN/Infinity are not JSON, so they fail here instead of on the peer.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-
-
-def _dumps(message: dict[str, Any]) -> bytes:
-    """One line of JSON; TypeError or ValueError if `message` is not JSON."""
-    if _orjson is not None:
-        try:
-            data: bytes = _orjson.dumps(message)
-            return data + b"\n"
-        except TypeError:
-            pass  # a big integer, a lone surrogate, deep nesting: the standard library decides
-    try:
-        try:
-            return _encode(message).encode("utf-8") + b"\n"
-        except UnicodeEncodeError:  # a lone surrogate: escaped, it is still valid JSON
-            return _encode_ascii(message).encode("ascii") + b"\n"
-    except RecursionError:
-        raise ValueError("nested too deeply to encode") from None
 
 
 def _expire(future: asyncio.Future[Any], method: str) -> None:
@@ -212,158 +129,6 @@ def _valid_id(value: Any) -> bool:
 
 def _id_key(value: Any) -> tuple[bool, Any]:
     return (isinstance(value, str), value)
-
-
-# -- skimming an oversize line ------------------------------------------------------------------
-_SKIM_MAX: Final = 64 * 1024  # the most top-level text kept (keys, punctuation, scalars)
-_SKIM_STRING: Final = 1024  # a longer top-level string is replaced by a placeholder
-_STRING_BODY: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # up to a closing quote
-_NESTED_MARK: Final = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
-_TOP_PLAIN: Final = re.compile(rb'[^"{}\[\]]*')  # separators and scalars at the top level
-_QUOTE: Final = 0x22
-_BACKSLASH: Final = 0x5C
-_OPENERS: Final = (0x7B, 0x5B)
-
-
-class _Skim:
-    """The top level of a line too large to keep, read as it streams past in constant memory.
-
-    Nested values become `[]` and long strings `""` (keys) or `[]` (values), so `head()` is a
-    small JSON object with the line's top-level `jsonrpc`, `id`, `method`, `result`/`error`
-    keys, or None if the line is not one complete JSON object (or its top level is too big).
-    Only the framing is checked, not every byte: it decides whom to answer, nothing more.
-    """
-
-    __slots__ = (
-        "out",
-        "depth",
-        "in_str",
-        "esc",
-        "key_next",
-        "is_key",
-        "str_at",
-        "overflow",
-        "started",
-        "ended",
-        "bad",
-    )
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-        self.depth = 0  # 1 inside the top-level object, more inside nested values
-        self.in_str = False
-        self.esc = False  # the previous chunk ended inside a string on a backslash
-        self.key_next = False  # the next top-level string is a key
-        self.is_key = False  # the current top-level string is a key
-        self.str_at = 0  # where the current top-level string starts in `out`
-        self.overflow = False  # the current top-level string is too long to keep
-        self.started = False
-        self.ended = False
-        self.bad = False
-
-    def feed(self, data: bytes | bytearray, pos: int, end: int) -> None:
-        out = self.out
-        while pos < end and not self.bad:
-            if self.in_str:
-                if self.esc:  # the byte after a backslash that ended the previous chunk
-                    self.esc = False
-                    if self.depth == 1 and not self.overflow:
-                        out += data[pos : pos + 1]
-                    pos += 1
-                    continue
-                stop = _STRING_BODY.match(data, pos, end).end()  # type: ignore[union-attr]
-                if self.depth == 1 and not self.overflow:
-                    out += data[pos:stop]
-                    if len(out) - self.str_at > _SKIM_STRING:
-                        del out[self.str_at :]
-                        self.overflow = True
-                pos = stop
-                if pos == end:
-                    break
-                if (
-                    data[pos] == _BACKSLASH
-                ):  # only at the end: the escaped byte is in the next chunk
-                    self.esc = True
-                    if self.depth == 1 and not self.overflow:
-                        out.append(_BACKSLASH)
-                    pos += 1
-                    continue
-                pos += 1  # the closing quote
-                self.in_str = False
-                if self.depth == 1:
-                    if self.overflow:
-                        out += b'""' if self.is_key else b"[]"
-                    else:
-                        out.append(_QUOTE)
-                continue
-            if self.depth >= 2:
-                found = _NESTED_MARK.search(data, pos, end)
-                if found is None:
-                    break
-                pos = found.end()
-                mark = data[pos - 1]
-                if mark == _QUOTE:
-                    self.in_str = True
-                elif mark in _OPENERS:
-                    self.depth += 1
-                else:
-                    self.depth -= 1
-                    if self.depth == 1:
-                        out += b"[]"  # the nested value's placeholder
-                continue
-            if self.depth == 1:
-                stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
-                if stop > pos:
-                    plain = bytes(data[pos:stop]).translate(None, b" \t\r\n")
-                    if plain:
-                        colon, comma = plain.rfind(b":"), plain.rfind(b",")
-                        if colon != comma:
-                            self.key_next = comma > colon
-                        out += plain
-                    pos = stop
-                    continue
-                mark = data[pos]
-                pos += 1
-                if mark == _QUOTE:
-                    self.in_str, self.is_key, self.overflow = True, self.key_next, False
-                    self.str_at = len(out)
-                    out.append(_QUOTE)
-                elif mark in _OPENERS:
-                    self.depth = 2
-                elif mark == 0x7D:  # the top-level object's closing brace
-                    out.append(mark)
-                    self.depth, self.ended = 0, True
-                else:
-                    self.bad = True  # a stray closing bracket
-                continue
-            # depth 0: before the top-level object, or after it
-            stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
-            if bytes(data[pos:stop]).strip(b" \t\r\n"):
-                self.bad = True  # not an object, or trailing data after it
-                break
-            pos = stop
-            if pos == end:
-                break
-            if self.started or data[pos] != 0x7B:
-                self.bad = True
-                break
-            self.started = self.key_next = True
-            self.depth = 1
-            out.append(0x7B)
-            pos += 1
-        if len(out) > _SKIM_MAX:
-            self.bad = True
-            out.clear()
-
-    def head(self) -> dict[str, Any] | None:
-        """The line's top level as a small object, or None."""
-        if self.bad or not self.ended:
-            return None
-        try:
-            value = _decode(self.out.decode("utf-8"))
-        except (ValueError, RecursionError):
-            return None
-        return value if value.__class__ is dict else None
 
 
 class Connection:
@@ -437,7 +202,7 @@ class Connection:
 
     # -- sending -----------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:
-        data = _dumps(message)
+        data = dumps(message)
         if self._closed:
             raise ConnectionClosed("connection closed")
         if self._taps:  # before write(): taps see the lines in the order they are written
@@ -542,12 +307,12 @@ class Connection:
         """Read and serve messages until EOF, then shut down cleanly."""
         self._worker = asyncio.ensure_future(self._notification_worker())
         buffer = bytearray()
-        skim: _Skim | None = None  # set while an oversize line streams past
+        skim: Skim | None = None  # set while an oversize line streams past
         limit = self.max_message_size
         try:
             while True:
                 try:
-                    chunk = await self._reader.read(_CHUNK)
+                    chunk = await self._reader.read(CHUNK)
                 except (ConnectionError, OSError) as exc:
                     _log.debug("read failed: %s", exc)
                     break
@@ -569,7 +334,7 @@ class Connection:
                         else:
                             buffer += chunk[start:]
                             if len(buffer) > limit:
-                                skim = _Skim()
+                                skim = Skim()
                                 skim.feed(buffer, 0, len(buffer))
                                 buffer.clear()
                         break
@@ -580,7 +345,7 @@ class Connection:
                     elif buffer:
                         buffer += chunk[start:end]
                         if len(buffer) > limit:
-                            whole = _Skim()
+                            whole = Skim()
                             whole.feed(buffer, 0, len(buffer))
                             await self._refuse(whole)
                         else:
@@ -590,7 +355,7 @@ class Connection:
                             await self._handle_line(line)
                         buffer.clear()
                     elif end - start > limit:
-                        whole = _Skim()
+                        whole = Skim()
                         whole.feed(chunk, start, end)
                         await self._refuse(whole)
                     else:  # the common case: a whole line inside one chunk, no copy into buffer
@@ -602,7 +367,7 @@ class Connection:
         finally:
             await self._shutdown()
 
-    async def _refuse(self, skim: _Skim) -> None:
+    async def _refuse(self, skim: Skim) -> None:
         """A line over `max_message_size`: answer (or fail) whatever its top level says it is."""
         detail = f"message larger than the maximum of {self.max_message_size} bytes"
         head = skim.head()
@@ -626,7 +391,7 @@ class Connection:
 
     async def _handle_line(self, line: bytes) -> None:
         try:
-            message = _loads(line)
+            message = loads(line)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             if line.strip():  # blank lines are tolerated, not answered
                 await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
@@ -883,84 +648,3 @@ class Connection:
             pass
         if self._done and self._wire_log is not None:  # nothing more will be read either
             self._wire_log.close()
-
-
-class _ThreadWriter:
-    """Writes to a file object from a thread: for stdout that is not a pipe (a file, a tty)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._pending: list[bytes] = []
-        self._lock = asyncio.Lock()  # concurrent drains must hit the file in write order
-
-    def write(self, data: bytes) -> None:
-        self._pending.append(data)
-
-    async def drain(self) -> None:
-        async with self._lock:
-            if not self._pending:
-                return
-            data, self._pending = b"".join(self._pending), []
-            await asyncio.get_running_loop().run_in_executor(None, self._write, data)
-
-    def _write(self, data: bytes) -> None:
-        self._stream.write(data)
-        self._stream.flush()
-
-    def close(self) -> None:
-        # Flush only: stdout's descriptor stays open for the rest of the process.
-        try:
-            self._stream.flush()
-        except (OSError, ValueError):
-            pass
-
-
-class _ThreadReader:
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def read(self, n: int = -1) -> bytes:
-        data: bytes = await asyncio.get_running_loop().run_in_executor(None, self._stream.read1, n)
-        return data
-
-
-# stat.S_IFMT / S_IFIFO / S_IFSOCK (POSIX values), kept here to keep the import list minimal.
-_S_IFMT: Final = 0o170000
-_S_IFIFO: Final = 0o010000
-_S_IFSOCK: Final = 0o140000
-
-
-def _is_pipe(stream: Any) -> bool:
-    """A pipe or socket, which the event loop can poll; files, ttys and /dev/null it cannot
-    (epoll refuses them, and only later, in a callback: the read would then hang)."""
-    if sys.platform == "win32":
-        return False  # the proactor loop cannot poll inherited stdio handles
-    try:
-        mode = os.fstat(stream.fileno()).st_mode
-    except (OSError, ValueError):
-        return False
-    return (mode & _S_IFMT) in (_S_IFIFO, _S_IFSOCK)
-
-
-async def stdio_streams() -> tuple[Reader, Writer]:
-    """Streams on this process's stdin/stdout (pipes via the event loop, else threads)."""
-    loop = asyncio.get_running_loop()
-    reader: Reader
-    writer: Writer
-    if _is_pipe(sys.stdin):
-        stream_reader = asyncio.StreamReader(limit=_CHUNK)
-        # closefd=False: closing the transport must not close the process's fd 0.
-        stdin = os.fdopen(sys.stdin.fileno(), "rb", closefd=False)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream_reader), stdin)
-        reader = stream_reader
-    else:
-        reader = _ThreadReader(sys.stdin.buffer)
-    if _is_pipe(sys.stdout):
-        stdout = os.fdopen(sys.stdout.fileno(), "wb", closefd=False)
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, stdout
-        )
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    else:
-        writer = _ThreadWriter(sys.stdout.buffer)
-    return reader, writer

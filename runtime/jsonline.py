@@ -1,0 +1,216 @@
+"""One JSON-RPC message per line: parsing a line, encoding a message, and skimming the top
+level of a line too large to keep as it streams past (in constant memory).
+
+Part of the connection runtime (`connection` imports from here); the names are public so that
+module can import them, not part of the package's documented API. Nothing parsed is ever
+evaluated: lines are only read as JSON.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import Any, Final
+
+_orjson: Any
+try:  # an optional speed-up; never required
+    _orjson = importlib.import_module("orjson")
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float).decode
+
+
+def loads(line: bytes) -> Any:
+    """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON."""
+    # Always the standard library: orjson would read integers beyond 64 bits as floats, and
+    # spotting those first costs more than it saves.
+    return _decode(line.decode("utf-8"))
+
+
+# One encoder for every message (json.dumps with options builds a new one per call);
+# allow_nan=False: NaN/Infinity are not JSON, so they fail here instead of on the peer.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def dumps(message: dict[str, Any]) -> bytes:
+    """One line of JSON; TypeError or ValueError if `message` is not JSON."""
+    if _orjson is not None:
+        try:
+            data: bytes = _orjson.dumps(message)
+            return data + b"\n"
+        except TypeError:
+            pass  # a big integer, a lone surrogate, deep nesting: the standard library decides
+    try:
+        try:
+            return _encode(message).encode("utf-8") + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: escaped, it is still valid JSON
+            return _encode_ascii(message).encode("ascii") + b"\n"
+    except RecursionError:
+        raise ValueError("nested too deeply to encode") from None
+
+
+# -- skimming an oversize line ------------------------------------------------------------------
+_SKIM_MAX: Final = 64 * 1024  # the most top-level text kept (keys, punctuation, scalars)
+_SKIM_STRING: Final = 1024  # a longer top-level string is replaced by a placeholder
+_STRING_BODY: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # up to a closing quote
+_NESTED_MARK: Final = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
+_TOP_PLAIN: Final = re.compile(rb'[^"{}\[\]]*')  # separators and scalars at the top level
+_QUOTE: Final = 0x22
+_BACKSLASH: Final = 0x5C
+_OPENERS: Final = (0x7B, 0x5B)
+
+
+class Skim:
+    """The top level of a line too large to keep, read as it streams past in constant memory.
+
+    Nested values become `[]` and long strings `""` (keys) or `[]` (values), so `head()` is a
+    small JSON object with the line's top-level `jsonrpc`, `id`, `method`, `result`/`error`
+    keys, or None if the line is not one complete JSON object (or its top level is too big).
+    Only the framing is checked, not every byte: it decides whom to answer, nothing more.
+    """
+
+    __slots__ = (
+        "out",
+        "depth",
+        "in_str",
+        "esc",
+        "key_next",
+        "is_key",
+        "str_at",
+        "overflow",
+        "started",
+        "ended",
+        "bad",
+    )
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.depth = 0  # 1 inside the top-level object, more inside nested values
+        self.in_str = False
+        self.esc = False  # the previous chunk ended inside a string on a backslash
+        self.key_next = False  # the next top-level string is a key
+        self.is_key = False  # the current top-level string is a key
+        self.str_at = 0  # where the current top-level string starts in `out`
+        self.overflow = False  # the current top-level string is too long to keep
+        self.started = False
+        self.ended = False
+        self.bad = False
+
+    def feed(self, data: bytes | bytearray, pos: int, end: int) -> None:
+        out = self.out
+        while pos < end and not self.bad:
+            if self.in_str:
+                if self.esc:  # the byte after a backslash that ended the previous chunk
+                    self.esc = False
+                    if self.depth == 1 and not self.overflow:
+                        out += data[pos : pos + 1]
+                    pos += 1
+                    continue
+                stop = _STRING_BODY.match(data, pos, end).end()  # type: ignore[union-attr]
+                if self.depth == 1 and not self.overflow:
+                    out += data[pos:stop]
+                    if len(out) - self.str_at > _SKIM_STRING:
+                        del out[self.str_at :]
+                        self.overflow = True
+                pos = stop
+                if pos == end:
+                    break
+                if (
+                    data[pos] == _BACKSLASH
+                ):  # only at the end: the escaped byte is in the next chunk
+                    self.esc = True
+                    if self.depth == 1 and not self.overflow:
+                        out.append(_BACKSLASH)
+                    pos += 1
+                    continue
+                pos += 1  # the closing quote
+                self.in_str = False
+                if self.depth == 1:
+                    if self.overflow:
+                        out += b'""' if self.is_key else b"[]"
+                    else:
+                        out.append(_QUOTE)
+                continue
+            if self.depth >= 2:
+                found = _NESTED_MARK.search(data, pos, end)
+                if found is None:
+                    break
+                pos = found.end()
+                mark = data[pos - 1]
+                if mark == _QUOTE:
+                    self.in_str = True
+                elif mark in _OPENERS:
+                    self.depth += 1
+                else:
+                    self.depth -= 1
+                    if self.depth == 1:
+                        out += b"[]"  # the nested value's placeholder
+                continue
+            if self.depth == 1:
+                stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
+                if stop > pos:
+                    plain = bytes(data[pos:stop]).translate(None, b" \t\r\n")
+                    if plain:
+                        colon, comma = plain.rfind(b":"), plain.rfind(b",")
+                        if colon != comma:
+                            self.key_next = comma > colon
+                        out += plain
+                    pos = stop
+                    continue
+                mark = data[pos]
+                pos += 1
+                if mark == _QUOTE:
+                    self.in_str, self.is_key, self.overflow = True, self.key_next, False
+                    self.str_at = len(out)
+                    out.append(_QUOTE)
+                elif mark in _OPENERS:
+                    self.depth = 2
+                elif mark == 0x7D:  # the top-level object's closing brace
+                    out.append(mark)
+                    self.depth, self.ended = 0, True
+                else:
+                    self.bad = True  # a stray closing bracket
+                continue
+            # depth 0: before the top-level object, or after it
+            stop = _TOP_PLAIN.match(data, pos, end).end()  # type: ignore[union-attr]
+            if bytes(data[pos:stop]).strip(b" \t\r\n"):
+                self.bad = True  # not an object, or trailing data after it
+                break
+            pos = stop
+            if pos == end:
+                break
+            if self.started or data[pos] != 0x7B:
+                self.bad = True
+                break
+            self.started = self.key_next = True
+            self.depth = 1
+            out.append(0x7B)
+            pos += 1
+        if len(out) > _SKIM_MAX:
+            self.bad = True
+            out.clear()
+
+    def head(self) -> dict[str, Any] | None:
+        """The line's top level as a small object, or None."""
+        if self.bad or not self.ended:
+            return None
+        try:
+            value = _decode(self.out.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        return value if value.__class__ is dict else None
