@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import client
 import pytest
-from client import process
+from client import process, proctable
 from client import types as ct
 
 T = TypeVar("T")
@@ -99,7 +99,7 @@ def test_descendant_that_left_the_group_is_stopped_too(tmp_path: Path) -> None:
             await agent.proxy.initialize(INIT)
             grandchild = await wait_for_file(pidfile)
             assert os.getpgid(grandchild) == grandchild != agent.pid  # its own group
-            assert process.strays(agent.pid, agent.pid) == {grandchild: process._proc_stat(grandchild).start}
+            assert process.strays(agent.pid, agent.pid) == {grandchild: proctable.proc_stat(grandchild).start}
         return agent.pid, grandchild, agent.returncode
 
     pgid, grandchild, returncode = run(body())

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ["connection.py", "jsonline.py", "process.py", "streams.py", "wiretap.py"]
+RUNTIME = ["connection.py", "jsonline.py", "process.py", "proctable.py", "streams.py", "wiretap.py"]
 
 
 def test_basedpyright_strict_on_the_runtime(tmp_path: Path) -> None:

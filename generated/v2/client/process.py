@@ -21,6 +21,7 @@ them) count as gone.
 Linux also finds, through /proc, the descendants that left the group (`setsid`, a "detached"
 child) when stopping begins, while the command still runs (`ChildProcess.note_descendants`),
 and signals them with the group; one orphaned before that cannot be told from others'.
+(`proctable` reads /proc.)
 
 Windows (best effort, documented): the command starts in a new process group
 (CREATE_NEW_PROCESS_GROUP); step 3 sends CTRL_BREAK_EVENT to that group and terminates the
@@ -37,9 +38,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import IO, Any, Final, Generic, NamedTuple, TypeVar
+from typing import IO, Any, Final, Generic, TypeVar
 
 from .connection import Connection, Reader, Writer
+from .proctable import group_members, is_live, proc_stat, strays
 
 _log = logging.getLogger(__name__)
 
@@ -68,92 +70,6 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     if any(sep in program for sep in separators) and not os.path.isabs(program):
         args[0] = os.path.abspath(program)
     return args
-
-
-class _Stat(NamedTuple):
-    state: bytes  # R, S, D, Z (zombie), ...
-    ppid: int
-    pgrp: int
-    start: int  # start time in clock ticks since boot: tells a reused pid apart
-
-
-def _proc_stat(pid: int | str) -> _Stat | None:
-    """A Linux process's /proc/PID/stat, or None if it is gone (or there is no /proc)."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        stat = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    # "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
-    # stime cutime cstime priority nice threads itrealvalue starttime ...": comm may hold
-    # spaces and parentheses, so fields are counted from its closing parenthesis.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 20:
-        return None
-    return _Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[19]))
-
-
-def _live(stat: _Stat | None) -> bool:
-    return stat is not None and stat.state not in (b"Z", b"X")
-
-
-def _process_table() -> dict[int, _Stat] | None:
-    """Every process's stat (Linux), or None where there is no /proc."""
-    if not os.path.isdir("/proc/self"):
-        return None
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    table: dict[int, _Stat] = {}
-    for name in names:
-        if name.isdigit():
-            stat = _proc_stat(name)
-            if stat is not None:
-                table[int(name)] = stat
-    return table
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group `pgid` (POSIX; zombies excluded on Linux).
-
-    Where there is no /proc, a process group that still exists yields `[pgid]`."""
-    table = _process_table()
-    if table is not None:
-        return [pid for pid, stat in table.items() if stat.pgrp == pgid and _live(stat)]
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        return [pgid]
-    return [pgid]
-
-
-def strays(root: int, pgid: int) -> dict[int, int]:
-    """The live descendants of `root` that left process group `pgid` (`setsid`, a detached
-    child), as pid -> start time (Linux; empty elsewhere). Found through parent links, so
-    only while the processes between them and `root` still run."""
-    table = _process_table()
-    if table is None:
-        return {}
-    children: dict[int, list[int]] = {}
-    for pid, stat in table.items():
-        children.setdefault(stat.ppid, []).append(pid)
-    found: dict[int, int] = {}
-    todo = list(children.get(root, ()))
-    while todo:
-        pid = todo.pop()
-        stat = table[pid]
-        if stat.pgrp != pgid and _live(stat):
-            found[pid] = stat.start
-        todo.extend(children.get(pid, ()))
-    return found
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -204,8 +120,8 @@ class ChildProcess:
     def _live_strays(self) -> list[int]:
         live: list[int] = []
         for pid, start in self._strays.items():
-            stat = _proc_stat(pid)
-            if _live(stat) and stat is not None and stat.start == start:  # not a reused pid
+            stat = proc_stat(pid)
+            if is_live(stat) and stat is not None and stat.start == start:  # not a reused pid
                 live.append(pid)
         return live
 
