@@ -45,6 +45,7 @@ FILES = {
 RUNTIME_FILES = {
     "conformance.py": "conformance.py",
     "conformance_checks.py": "conformance_checks.py",
+    "conformance_harness.py": "conformance_harness.py",
     "conformance_messages.py": "conformance_messages.py",
     "conformance_probes.py": "conformance_probes.py",
     "conformance_report.py": "conformance_report.py",

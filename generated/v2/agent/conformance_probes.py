@@ -2,178 +2,38 @@
 # schema sha256 e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e
 # do not edit; regenerate with: acp-codegen generate
 """The conformance probes: each drives a fresh agent with a `ScriptedClient` and settles the
-checks it covers. (`conformance` is the public façade; `conformance_messages` holds the
-message-level checks.)"""
+checks it covers. (`conformance` is the public façade; `conformance_harness` holds what every
+probe builds on, `conformance_messages` the message-level checks.)"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any
 
 from . import types
-from .conformance_checks import CHECKS, UNSUPPORTED_VERSION, Options, script_of
-from .conformance_messages import well_formed_error
+from .conformance_checks import UNSUPPORTED_VERSION
+from .conformance_harness import AUTH_REQUIRED, Fail, Harness, NotTestable, Skip, error_text
 from .conformance_report import Outcome
 from .dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
 from .methods import PROTOCOL_VERSION
-from .testing import AgentRun, Line, Opener, Reply, as_list, as_object
-
-_AUTH_REQUIRED: Final = -32000
+from .testing import AgentRun, Reply, as_list, as_object
 
 
-class _NotTestable(Exception):
-    pass
+class Runner(Harness):
+    """The probes, one method per check (one for the two mode checks)."""
 
-
-class _Skip(Exception):
-    pass
-
-
-class _Fail(Exception):
-    def __init__(self, detail: str, offending: Line | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.offending = offending
-
-
-def _error_text(reply: Reply) -> str:
-    error = as_object(reply.error)
-    if error is not None:
-        return f"error {error.get('code')} {error.get('message')!r}"
-    return reply.describe()
-
-
-class Runner:
-    """One conformance run: its agents (every line they sent stays in `runs`) and, per check,
-    the future its outcome settles."""
-
-    def __init__(self, opener: Opener, options: Options, cwd: str) -> None:
-        self.opener = opener
-        self.options = options
-        self.cwd = cwd
-        self.script = script_of(options)
-        self.runs: list[AgentRun] = []
-        self.eof_run: AgentRun | None = None  # the initialize check's run, which waits for EOF
-        self.limit = asyncio.Semaphore(max(1, options.concurrency))
-        self.done: dict[str, asyncio.Future[Outcome]] = {}
-        for check in CHECKS:
-            self.done[check.id] = asyncio.get_running_loop().create_future()
-
-    # -- plumbing --------------------------------------------------------------------
-    @asynccontextmanager
-    async def agent(self, eof_wait: float = 0.2) -> AsyncGenerator[AgentRun, None]:
-        async with self.limit, self.opener(eof_wait) as run:
-            self.runs.append(run)
-            yield run
-
-    def initialize_params(self, version: int) -> dict[str, Any]:
-        script = self.script
-        return {
-            "protocolVersion": version,
-            "clientCapabilities": {
-                "fs": {
-                    "readTextFile": "fs/read_text_file" in script,
-                    "writeTextFile": "fs/write_text_file" in script,
-                },
-                "terminal": any(name.startswith("terminal/") for name in script),
-            },
-            "clientInfo": {
-                "name": "acp-conformance",
-                "title": "ACP conformance kit",
-                "version": "1",
-            },
-        }
-
-    async def call(self, run: AgentRun, method: str, params: Any, timeout: float = 0.0) -> Reply:
-        return await run.client.call(method, params, timeout or self.options.timeout)
-
-    async def setup(self, run: AgentRun, session: bool = True) -> tuple[dict[str, Any], str]:
-        """initialize (and session/new) at the start of a run; _NotTestable if they fail."""
-        reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
-        init = as_object(reply.result)
-        if not reply.ok or init is None:
-            raise _NotTestable(f"initialize failed: {self.why(run, reply)}")
-        if not session:
-            return init, ""
-        new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-        session_id = new.get("sessionId")
-        if not new.ok or not isinstance(session_id, str):
-            if new.error_code == _AUTH_REQUIRED:
-                raise _NotTestable(f"session/new needs authentication ({_error_text(new)})")
-            raise _NotTestable(f"session/new failed: {self.why(run, new)}")
-        return init, session_id
-
-    def why(self, run: AgentRun, reply: Reply) -> str:
-        if reply.timed_out:
-            return f"no answer within {self.options.timeout:g} s"
-        if reply.closed:
-            tail = " | ".join(run.stderr)
-            return "the agent closed the connection" + (f" (stderr: {tail[-300:]})" if tail else "")
-        return _error_text(reply)
-
-    async def settle(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
-        """A session/update for `session_id` sent after `after` (within the settle time)."""
-
-        def late(line: Line) -> bool:
-            return (
-                line.index > after.index
-                and line.method == "session/update"
-                and line.session_id() == session_id
-            )
-
-        return await run.client.wait_for(late, self.options.settle)
-
-    async def run_check(self, check_id: str, probe: Callable[[], Awaitable[Outcome]]) -> None:
-        async def single() -> tuple[Outcome, ...]:
-            return (await probe(),)
-
-        await self.run_checks((check_id,), single)
-
-    async def run_checks(
-        self, check_ids: tuple[str, ...], probe: Callable[[], Awaitable[tuple[Outcome, ...]]]
-    ) -> None:
-        """Run a probe and settle its checks, whatever happens (others may wait on them)."""
-        shared: Outcome | None = None  # one outcome for all of them, when the probe stopped
-        outcomes: tuple[Outcome, ...] = ()
-        try:
-            outcomes = await probe()
-        except _Skip as exc:
-            shared = ("skipped", str(exc), None, [])
-        except _NotTestable as exc:
-            shared = ("not testable", str(exc), None, [])
-        except _Fail as exc:
-            shared = ("failed", exc.detail, exc.offending, [])
-        except OSError as exc:  # the agent could not even be started
-            shared = ("failed", f"cannot start the agent: {exc}", None, [])
-        except Exception as exc:  # noqa: BLE001 - a bug here must not hang the checks waiting
-            shared = ("not testable", f"the check stopped: {type(exc).__name__}: {exc}", None, [])
-        if shared is not None:
-            outcomes = (shared,) * len(check_ids)
-        for check_id, outcome in zip(check_ids, outcomes, strict=True):
-            self.done[check_id].set_result(outcome)
-
-    async def needs(self, check_id: str) -> Outcome:
-        """Wait for another check; _NotTestable if it did not pass (what this one builds on)."""
-        outcome = await self.done[check_id]
-        if outcome[0] != "passed":
-            raise _NotTestable(f"{check_id} did not pass")
-        return outcome
-
-    # -- the checks ------------------------------------------------------------------
     async def initialize(self) -> Outcome:
         async with self.agent(self.options.eof_timeout) as run:
             self.eof_run = run
             reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
         if not reply.ok:
-            raise _Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
+            raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
         result = reply.result
         try:
             decoded = types.InitializeResponse.from_dict(result)
         except types.DecodeError as exc:
             detail = f"the response does not fit InitializeResponse: {exc}"
-            raise _Fail(detail, reply.response) from None
+            raise Fail(detail, reply.response) from None
         warnings: list[str] = []
         if decoded.protocol_version != PROTOCOL_VERSION:
             warnings.append(
@@ -192,18 +52,18 @@ class Runner:
         async with self.agent() as run:
             reply = await self.call(run, "initialize", self.initialize_params(UNSUPPORTED_VERSION))
         if not reply.ok:
-            raise _Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
+            raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
         answered = reply.get("protocolVersion")
         if not isinstance(answered, int) or isinstance(answered, bool):
-            raise _Fail("protocolVersion is not an integer", reply.response)
+            raise Fail("protocolVersion is not an integer", reply.response)
         if answered == UNSUPPORTED_VERSION:
-            raise _Fail(
+            raise Fail(
                 f"answered version {answered}, which does not exist: an agent that does not "
                 "support the requested version must answer the latest one it supports",
                 reply.response,
             )
         if answered < accepted:
-            raise _Fail(
+            raise Fail(
                 f"answered version {answered}, but it accepted version {accepted}: its latest "
                 "version cannot be lower",
                 reply.response,
@@ -230,15 +90,15 @@ class Runner:
         ids: list[str] = []
         for reply in (first, second):
             if not reply.ok:
-                if reply.error_code == _AUTH_REQUIRED:
-                    raise _NotTestable(f"session/new needs authentication ({_error_text(reply)})")
-                raise _Fail(f"session/new failed: {self.why(run, reply)}", reply.response)
+                if reply.error_code == AUTH_REQUIRED:
+                    raise NotTestable(f"session/new needs authentication ({error_text(reply)})")
+                raise Fail(f"session/new failed: {self.why(run, reply)}", reply.response)
             session_id = reply.get("sessionId")
             if not isinstance(session_id, str) or not session_id:
-                raise _Fail("no sessionId in the response", reply.response)
+                raise Fail("no sessionId in the response", reply.response)
             ids.append(session_id)
         if ids[0] == ids[1]:
-            raise _Fail(f"two session/new calls answered the same id {ids[0]!r}", second.response)
+            raise Fail(f"two session/new calls answered the same id {ids[0]!r}", second.response)
         return ("passed", "", None, [])
 
     async def modes(self) -> tuple[Outcome, Outcome]:
@@ -248,11 +108,11 @@ class Runner:
             await self.setup(run, session=False)
             new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
             if not new.ok:
-                raise _NotTestable(f"session/new failed: {self.why(run, new)}")
+                raise NotTestable(f"session/new failed: {self.why(run, new)}")
             session_id = new.get("sessionId")
             modes = new.get("modes")
             if not modes:
-                raise _Skip("the agent advertises no modes")
+                raise Skip("the agent advertises no modes")
             main = await self._check_modes(run, session_id, modes, new)
             unknown = await self.call(
                 run,
@@ -264,7 +124,7 @@ class Runner:
             return main, ("failed", detail, unknown.response, [])
         if unknown.response is None:
             return main, ("failed", self.why(run, unknown), None, [])
-        return main, ("passed", _error_text(unknown), None, [])
+        return main, ("passed", error_text(unknown), None, [])
 
     async def _check_modes(self, run: AgentRun, session_id: Any, modes: Any, new: Reply) -> Outcome:
         state = as_object(modes)
@@ -287,23 +147,6 @@ class Runner:
             return ("failed", detail, reply.response, [])
         return ("passed", f"{len(ids)} modes, switched to {target!r}", None, [])
 
-    async def prompt(self, run: AgentRun, session_id: str, text: str) -> Reply:
-        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-        return await self.call(run, "session/prompt", params)
-
-    def prompt_failed(self, run: AgentRun, reply: Reply) -> Outcome | None:
-        """The outcome when a prompt did not end with a result."""
-        if reply.ok:
-            return None
-        if reply.timed_out:
-            reason = f"no answer within {self.options.timeout:g} s (a slow model? raise --timeout)"
-            return ("not testable", reason, None, [])
-        if reply.response is None:
-            return ("failed", self.why(run, reply), None, [])
-        if not well_formed_error(reply.error):
-            return ("failed", "the error response is not a JSON-RPC error", reply.response, [])
-        return ("not testable", f"the prompt failed: {_error_text(reply)}", None, [])
-
     async def prompt_turn(self) -> Outcome:
         await self.needs("session-new")
         async with self.agent() as run:
@@ -315,10 +158,10 @@ class Runner:
             assert reply.response is not None
             stop = reply.get("stopReason")
             if not isinstance(stop, str):
-                raise _Fail("the response has no stopReason", reply.response)
+                raise Fail("the response has no stopReason", reply.response)
             late = await self.settle(run, reply.response, session_id)
         if late is not None:
-            raise _Fail("a session/update of the turn came after the session/prompt response", late)
+            raise Fail("a session/update of the turn came after the session/prompt response", late)
         return ("passed", f"stopReason {stop}", None, [])
 
     async def cancel(self) -> Outcome:
@@ -340,7 +183,7 @@ class Runner:
                 if failed[0] == "not testable" and reply.response is not None and not ended_before:
                     return (
                         "failed",
-                        f"the cancelled prompt answered {_error_text(reply)}, "
+                        f"the cancelled prompt answered {error_text(reply)}, "
                         "not stopReason cancelled",
                         reply.response,
                         [],
@@ -350,7 +193,7 @@ class Runner:
             stop = reply.get("stopReason")
             late = await self.settle(run, reply.response, session_id)
         if late is not None:
-            raise _Fail("a session/update came after the cancelled turn's response", late)
+            raise Fail("a session/update came after the cancelled turn's response", late)
         if ended_before:
             return ("passed", f"the turn had already ended ({stop}) before the cancel", None, [])
         if stop != "cancelled":
@@ -378,7 +221,7 @@ class Runner:
                 run, "session/load", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
             )
             if not reply.ok or reply.response is None:
-                raise _Fail(f"session/load failed: {self.why(run, reply)}", reply.response)
+                raise Fail(f"session/load failed: {self.why(run, reply)}", reply.response)
             replayed = [
                 line
                 for line in run.client.received[:]
@@ -388,7 +231,7 @@ class Runner:
             ]
             late = await self.settle(run, reply.response, session_id)
         if late is not None:
-            raise _Fail("a session/update of the replay came after the session/load response", late)
+            raise Fail("a session/update of the replay came after the session/load response", late)
         warnings: list[str] = []
         if turn.ok and not replayed:
             warnings.append("the session had a prompt turn, but nothing was replayed")
@@ -400,12 +243,12 @@ class Runner:
             await self.setup(run, session=False)
             reply = await self.call(run, method, {})
         if reply.ok:
-            raise _Fail(f"{method} was answered with a result", reply.response)
+            raise Fail(f"{method} was answered with a result", reply.response)
         if reply.response is None:
-            raise _Fail(self.why(run, reply))
+            raise Fail(self.why(run, reply))
         code = reply.error_code
         if code != METHOD_NOT_FOUND:
-            raise _Fail(f"{method} got error {code}, not {METHOD_NOT_FOUND}", reply.response)
+            raise Fail(f"{method} got error {code}, not {METHOD_NOT_FOUND}", reply.response)
         return ("passed", "", None, [])
 
     async def invalid_params(self) -> Outcome:
@@ -420,15 +263,15 @@ class Runner:
             for method, params in bad:
                 reply = await self.call(run, method, params)
                 if reply.ok:
-                    raise _Fail(f"{method} with invalid params succeeded", reply.response)
+                    raise Fail(f"{method} with invalid params succeeded", reply.response)
                 if reply.response is None:
-                    raise _Fail(f"{method} with invalid params: {self.why(run, reply)}")
+                    raise Fail(f"{method} with invalid params: {self.why(run, reply)}")
                 code = reply.error_code
                 if code != INVALID_PARAMS:
                     warnings.append(f"{method} with invalid params got {code}, not -32602")
             after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
         if after.response is None:
-            raise _Fail(f"the agent stopped serving after invalid params: {self.why(run, after)}")
+            raise Fail(f"the agent stopped serving after invalid params: {self.why(run, after)}")
         return ("passed", "", None, warnings)
 
     async def unknown_notification(self) -> Outcome:
@@ -442,14 +285,14 @@ class Runner:
             if after.response is not None:
                 await run.client.wait_for(lambda line: False, self.options.settle)
         if after.response is None:
-            raise _Fail(f"the agent stopped serving: {self.why(run, after)}")
+            raise Fail(f"the agent stopped serving: {self.why(run, after)}")
         for line in run.client.received:
             if (
                 line.index > mark
                 and line.is_response
                 and run.client.sent_method(line.get("id")) is None
             ):
-                raise _Fail("a notification was answered", line)
+                raise Fail("a notification was answered", line)
         return ("passed", "", None, [])
 
     def exit_on_eof(self) -> Outcome:
