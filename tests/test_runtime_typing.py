@@ -10,7 +10,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ["connection.py", "jsonline.py", "process.py", "proctable.py", "streams.py", "wiretap.py"]
+RUNTIME = [
+    "conformance.py",
+    "conformance_checks.py",
+    "conformance_harness.py",
+    "conformance_messages.py",
+    "conformance_probes.py",
+    "conformance_report.py",
+    "connection.py",
+    "jsonline.py",
+    "memstream.py",
+    "process.py",
+    "proctable.py",
+    "scripted.py",
+    "streams.py",
+    "testing.py",
+    "wiretap.py",
+]
 
 
 def test_basedpyright_strict_on_the_runtime(tmp_path: Path) -> None:
