@@ -1,5 +1,5 @@
-"""The conformance checks: each protocol rule, the page and section of the ACP docs it comes
-from and its level; and the options a run takes. (`conformance` is the public façade.)"""
+"""The conformance checks: each protocol rule with its level and the page and section of the
+ACP docs it comes from; and the options a run takes. (`conformance` is the public façade.)"""
 
 from __future__ import annotations
 

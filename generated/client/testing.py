@@ -26,7 +26,8 @@ yielding an `AgentRun`, a started `ScriptedClient` connected to a new agent): `i
 closed at the end, then SIGTERM and SIGKILL to the whole group, every wait bounded).
 `conformance.py` runs its checks on these.
 
-Standard library only.
+`MemoryStream` and `memory_streams` live in `memstream`, `ScriptedClient`, `Line` and `Reply`
+in `scripted`; they are re-exported here. Standard library only.
 """
 
 from __future__ import annotations
