@@ -14,9 +14,9 @@ from . import __version__
 from .build_types import TypeBuilder
 from .classmodel import build_class_model
 from .errors import CodegenError, Problem
-from .ir import Definition, Method, Package, Side
+from .ir import Definition, Method, ObjectDef, Package, Side
 from .load import LoadedSchema
-from .naming import pascal, snake, upper_snake, words
+from .naming import free_name, pascal, snake, upper_snake, words
 
 # The methods overview.mdx lists as baseline: every implementation must handle them, so the
 # generated base class leaves them abstract. Everything else answers -32601 until overridden.
@@ -126,6 +126,7 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
             handled = "agent" if "agent" in seen else "client"
         is_request = result is not None and not params.endswith("Notification")
         doc = _summary(by_name[params].doc if params in by_name else "")
+        taken = _field_names(by_name, params, also_notification if is_request else None)
         out.append(
             Method(
                 wire=wire,
@@ -141,11 +142,18 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
                 runtime=wire.startswith("$/"),
                 notification_params=also_notification if is_request else None,
                 notification_handler=f"{handler}_notification" if is_request and also_notification else None,
+                receiver=free_name("self", taken, "_self"),
+                timeout_arg=free_name("timeout", taken, "timeout_"),
             )
         )
     if problems:
         raise CodegenError(problems)
     return tuple(out)
+
+
+def _field_names(by_name: dict[str, Definition], *params: str | None) -> set[str]:
+    """The Python field names of the params types: a proxy's keyword-form arguments."""
+    return {f.py for name in params if name for d in [by_name.get(name)] if isinstance(d, ObjectDef) for f in d.fields}
 
 
 def _by_naming(wire: str, by_name: dict[str, Definition]) -> list[str]:

@@ -223,6 +223,10 @@ class Method:
     # notification's params type and the handler that receives it.
     notification_params: str | None = None
     notification_handler: str | None = None
+    # The proxy method's own parameter names, chosen so no params field (a keyword argument
+    # of the keyword form) clashes with them: `self` -> `_self`, `timeout` -> `timeout_`.
+    receiver: str = "self"
+    timeout_arg: str = "timeout"
 
 
 @dataclass(frozen=True)

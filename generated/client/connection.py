@@ -352,10 +352,12 @@ class Connection:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConnectionClosed(f"cannot write: {exc}") from exc
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Send a request and wait for its result (raw JSON); errors raise RequestError.
 
-        `params` None is left out of the message (JSON-RPC params are an object or an array)."""
+        `params` None is left out of the message (JSON-RPC params are an object or an array).
+        After `timeout` seconds without an answer the request is cancelled (`$/cancel_request`)
+        and TimeoutError is raised."""
         if self._eof or self._closed:
             raise ConnectionClosed(f"connection closed; cannot call {method}")
         request_id = self._next_id
@@ -369,7 +371,11 @@ class Connection:
             message["params"] = params
         try:
             await self._send(message)
-            result = await future
+            result = await (future if timeout is None else asyncio.wait_for(future, timeout))
+        except asyncio.TimeoutError:
+            if not (self._eof or self._closed):
+                self._spawn(self._cancel_quietly(request_id))
+            raise TimeoutError(f"{method}: no answer within {timeout:g} s") from None
         except asyncio.CancelledError:
             if not (self._eof or self._closed):
                 # Tell the peer we no longer want the answer.
