@@ -14,6 +14,7 @@ import ast
 import asyncio
 import importlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -418,3 +419,29 @@ def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> 
     assert "clash_snippet.py" in output
     assert error_lines(output, "clash_snippet.py") == marked_lines(CLASH_SNIPPET), output
     assert "clash_pkg/" not in output, output  # the generated package itself is clean
+
+
+def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
+    """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
+    examples = ROOT / "examples"
+    sources = [examples / "echo_client.py", examples / "echo_agent.py"]
+    keyword_calls = re.compile(r"await self\.(?:agent|peer)\.\w+\(\w+=")
+    assert all(keyword_calls.search(path.read_text()) for path in sources)
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(tmp_path),
+            *map(str, sources),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
