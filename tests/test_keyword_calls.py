@@ -445,3 +445,35 @@ def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
         env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
     )
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+
+
+def test_readme_examples_type_check(tmp_path: Path) -> None:
+    """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    examples = {"agent": "from myagent.acp import", "client": "from myclient.acp import"}
+    for role, marker in examples.items():
+        (source,) = [block for block in blocks if marker in block]
+        (tmp_path / f"readme_{role}.py").write_text(source.replace(marker, f"from {role} import"))
+    calls = [block for block in blocks if "await agent.session_prompt(" in block and "import" not in block]
+    assert calls, "the README shows the calling forms"
+    header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"
+    (tmp_path / "readme_calls.py").write_text(header + textwrap.indent(calls[0], "    "))
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(tmp_path / ".m"),
+            *[f"readme_{name}.py" for name in (*examples, "calls")],
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
