@@ -373,6 +373,8 @@ class Connection:
             await self._send(message)
             result = await (future if timeout is None else asyncio.wait_for(future, timeout))
         except asyncio.TimeoutError:
+            if timeout is None:
+                raise
             if not (self._eof or self._closed):
                 self._spawn(self._cancel_quietly(request_id))
             raise TimeoutError(f"{method}: no answer within {timeout:g} s") from None
