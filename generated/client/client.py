@@ -32,8 +32,8 @@ class AgentProxy:
     Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
     `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema). They
     take `timeout=` (seconds, default None: wait as long as it takes); when it expires the
-    request is cancelled with `$/cancel_request` and `TimeoutError` is raised. (To stop a
-    prompt turn, send `session/cancel`: that is the protocol's way.)
+    request is cancelled with `$/cancel_request` and `TimeoutError` is raised. (A timeout
+    abandons one call; to stop a prompt turn, send `session/cancel`: that is the protocol's way.)
     Notifications return once handed to the transport.
     """
 
