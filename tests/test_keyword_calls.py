@@ -93,6 +93,8 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
         "agent": "agent",
         "unstable_client": "unstable/client",
         "unstable_agent": "unstable/agent",
+        "v2_client": "v2/client",
+        "v2_agent": "v2/agent",
     }
     for name, path in packages.items():
         shutil.copytree(ROOT / "generated" / path, work / name, ignore=shutil.ignore_patterns("__pycache__"))
