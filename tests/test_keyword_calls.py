@@ -80,7 +80,7 @@ def marked_lines(source: str) -> set[int]:
 
 def error_lines(output: str, file: str) -> set[int]:
     """Lines of `file` with an error, from mypy (`f.py:3: error:`) or pyright (`f.py:3:5 - error:`)."""
-    pattern = re.compile(rf"{re.escape(file)}:(\d+)(?::\d+ -|:) error")
+    pattern = re.compile(rf"(?:^|[\s/]){re.escape(file)}:(\d+)(?::\d+ -|:) error", re.M)
     return {int(m.group(1)) for m in pattern.finditer(output)}
 
 
