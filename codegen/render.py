@@ -46,6 +46,7 @@ FILES = {
 RUNTIME_FILES = {
     "dispatch.py": "dispatch.py",
     "connection.py": "connection.py",
+    "process.py": "process.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 
