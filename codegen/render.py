@@ -130,7 +130,13 @@ class Renderer:
             fn = "_int" if t.kind == "int" else "_num"
             return DecodePlan(f"{v}.__class__ is {t.kind}", v, _NAMES[t.kind], f"{fn}({v}, {p})")
         if isinstance(t, LiteralOf):
-            return DecodePlan(f"{v}.__class__ is str and {v} in {t.values!r}", v, " | ".join(t.values), None)
+            expected = " | ".join(t.values)
+            if len(t.values) == 1:
+                # Only a string equals the one value; the literal itself is the decoded value,
+                # so type checkers see `Literal[...]` without a cast.
+                return DecodePlan(f"{v} == {t.values[0]!r}", repr(t.values[0]), expected, None)
+            cond = f"{v}.__class__ is str and {v} in {t.values!r}"
+            return DecodePlan(cond, f"cast({self.hint(t)!r}, {v})", expected, None)
         if isinstance(t, ListOf):
             # _skip_invalid drops invalid items and raises only for a non-list.
             helper = "_skip_invalid" if t.skip_invalid else "_list"

@@ -195,6 +195,11 @@ def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) 
     return out
 
 
+def _unknown_tag(path: _PathT, union: str, tag: str) -> NoReturn:
+    """Strict mode: a tag no variant of a closed union has is invalid under the schema."""
+    raise DecodeError(path, f"{tag!r} is not a known {union} variant")
+
+
 def _missing(path: _PathT, wire: str) -> NoReturn:
     raise DecodeError((path, wire), "missing required field")
 
@@ -12428,6 +12433,8 @@ def _d_ToolCallContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallCo
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "ToolCallContent", tag)
             return UnknownToolCallContent(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -12459,6 +12466,8 @@ def _d_ContentBlock(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentBlock:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "ContentBlock", tag)
             return UnknownContentBlock(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -12763,6 +12772,8 @@ def _d_SessionConfigOption(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "SessionConfigOption", tag)
             return UnknownSessionConfigOption(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -12873,6 +12884,8 @@ def _d_SessionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionUpdat
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "sessionUpdate"), "SessionUpdate", tag)
             return UnknownSessionUpdate(obj)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
     _fail(path, "object", obj)
@@ -13033,6 +13046,8 @@ def _d_RequestPermissionOutcome(
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "outcome"), "RequestPermissionOutcome", tag)
             return UnknownRequestPermissionOutcome(obj)
         raise DecodeError((path, "outcome"), "missing required field")
     _fail(path, "object", obj)

@@ -195,6 +195,11 @@ def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) 
     return out
 
 
+def _unknown_tag(path: _PathT, union: str, tag: str) -> NoReturn:
+    """Strict mode: a tag no variant of a closed union has is invalid under the schema."""
+    raise DecodeError(path, f"{tag!r} is not a known {union} variant")
+
+
 def _missing(path: _PathT, wire: str) -> NoReturn:
     raise DecodeError((path, wire), "missing required field")
 
@@ -19003,6 +19008,8 @@ def _d_ToolCallContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallCo
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "ToolCallContent", tag)
             return UnknownToolCallContent(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -19034,6 +19041,8 @@ def _d_ContentBlock(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentBlock:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "ContentBlock", tag)
             return UnknownContentBlock(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -19380,6 +19389,8 @@ def _d_SessionConfigOption(obj: Any, path: _PathT, ctx: DecodeContext) -> Sessio
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "SessionConfigOption", tag)
             return UnknownSessionConfigOption(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -19476,6 +19487,8 @@ def _d_NesSuggestion(obj: Any, path: _PathT, ctx: DecodeContext) -> NesSuggestio
             decode = _NesSuggestion_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "kind"), "NesSuggestion", tag)
             return UnknownNesSuggestion(obj)
         raise DecodeError((path, "kind"), "missing required field")
     _fail(path, "object", obj)
@@ -19550,6 +19563,8 @@ def _d_SessionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionUpdat
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "sessionUpdate"), "SessionUpdate", tag)
             return UnknownSessionUpdate(obj)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
     _fail(path, "object", obj)
@@ -19607,6 +19622,8 @@ def _d_PlanUpdateContent(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanUpda
             decode = _PlanUpdateContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "type"), "PlanUpdateContent", tag)
             return UnknownPlanUpdateContent(obj)
         raise DecodeError((path, "type"), "missing required field")
     _fail(path, "object", obj)
@@ -19774,6 +19791,8 @@ def _d_RequestPermissionOutcome(
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)  # type: ignore[no-any-return]
+            if ctx.strict:
+                _unknown_tag((path, "outcome"), "RequestPermissionOutcome", tag)
             return UnknownRequestPermissionOutcome(obj)
         raise DecodeError((path, "outcome"), "missing required field")
     _fail(path, "object", obj)

@@ -195,6 +195,11 @@ def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) 
     return out
 
 
+def _unknown_tag(path: _PathT, union: str, tag: str) -> NoReturn:
+    """Strict mode: a tag no variant of a closed union has is invalid under the schema."""
+    raise DecodeError(path, f"{tag!r} is not a known {union} variant")
+
+
 def _missing(path: _PathT, wire: str) -> NoReturn:
     raise DecodeError((path, wire), "missing required field")
 
