@@ -539,7 +539,7 @@ FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globa
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
 # Dynamic attribute lookups the runtime may make: names from the METHODS table (dispatch.py) or
 # from a dataclass's own fields (types.py __repr__/__eq__), or constants.
-ALLOWED_DYNAMIC_NAMES = {"dispatch.py": {"spec.handler", "handler"}, "types.py": {"f.name"}}
+ALLOWED_DYNAMIC_NAMES = {"dispatch.py": {"spec.handler", "handler"}, "serde.py": {"f.name"}}
 
 
 def runtime_modules() -> list[Path]:
