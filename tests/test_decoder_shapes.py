@@ -210,3 +210,57 @@ def test_strict_rejects_unknown_tool_call_content_of_bundled_schema() -> None:
     assert types.decode_AuthMethod(method, types.DecodeContext(strict=True)).to_dict() == method
 
 
+
+
+# -- issue 11.5: report every unknown field and union variant, with its JSON path ----------------
+
+
+def test_report_unknown_lists_unknown_fields_and_variants_with_paths() -> None:
+    from agent import types
+
+    wire = {
+        "sessionId": "s",
+        "future": 1,
+        "update": {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c",
+            "newField": {"a": 1},
+            "content": [{"type": "content", "content": {"type": "video", "uri": "u"}, "x": True}],
+        },
+    }
+    quiet = types.DecodeContext()
+    assert types.SessionNotification.from_dict(wire, quiet).to_dict() == wire
+    assert quiet.warnings == []  # the default stays silent
+
+    seen: list[types.LenientWarning] = []
+    ctx = types.DecodeContext(report_unknown=True, on_warning=seen.append)
+    value = types.SessionNotification.from_dict(wire, ctx)
+    assert value.to_dict() == wire  # nothing dropped
+    assert seen == ctx.warnings
+    got = sorted((w.path, w.kind, w.strict_rejects) for w in ctx.warnings)
+    assert got == [
+        ("future", "unknown_field", False),
+        ("update.content[0].content", "unknown_variant", True),  # ContentBlock is closed
+        ("update.content[0].x", "unknown_field", False),
+        ("update.newField", "unknown_field", False),
+    ]
+    variant = next(w for w in ctx.warnings if w.kind == "unknown_variant")
+    assert "ContentBlock" in variant.message and "'video'" in variant.message
+
+
+def test_report_unknown_in_strict_mode_reports_what_strict_accepts(shapes: Path) -> None:
+    types = load(shapes, "dec_unions").types
+    ctx = types.DecodeContext(strict=True, report_unknown=True)
+    wire = {"type": "new", "x": 1}
+    assert types.decode_CatchAll(wire, ctx).to_dict() == wire
+    wire = {"type": "ws", "command": "c"}
+    assert types.decode_WithFallback(wire, ctx).to_dict() == wire
+    assert [(w.path, w.kind, w.strict_rejects) for w in ctx.warnings] == [
+        ("", "unknown_variant", False),
+        ("", "unknown_variant", False),
+    ]
+    # Known variants with unknown fields: reported, kept.
+    holder = {"one": {"type": "text", "text": "t", "lang": "en"}}
+    ctx = types.DecodeContext(strict=True, report_unknown=True)
+    assert types.Holder.from_dict(holder, ctx).to_dict() == holder
+    assert [(w.path, w.kind) for w in ctx.warnings] == [("one.lang", "unknown_field")]
