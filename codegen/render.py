@@ -97,6 +97,7 @@ def environment(renderer: Renderer, template_dir: Path | None = None) -> jinja2.
         failure=renderer.failure,
         fallback=renderer.fallback,
         enum_dec=renderer.enum_dec,
+        only_required=renderer.only_required,
         dec=renderer.dec,
         enc=renderer.enc,
         fn=renderer.fn,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import EnumDef, Field, ListOf, LiteralOf, MapOf, Named, Scalar, TypeExpr
+from .ir import EnumDef, Field, ListOf, LiteralOf, MapOf, Named, ObjectDef, Scalar, TypeExpr, UnionDef
 from .render_types import TypeView
 
 _CHECKS = {"str": "str", "bool": "bool", "object": "dict"}
@@ -42,9 +42,26 @@ class DecodePlanner(TypeView):
         )
         return f"{plan.value} if {plan.cond} else {otherwise}"
 
-    def plan(self, f: Field) -> DecodePlan:
-        """How the decoder checks a present, non-null field value `v` (see DecodePlan)."""
-        return self._plan(f.type, "v", f"(path, {f.wire!r})")
+    def plan(self, f: Field, index: int = 0) -> DecodePlan:
+        """How the decoder checks a present, non-null field value `v` (see DecodePlan).
+
+        A field holding a tagged union looks its variant decoder up inline (one call less on
+        the hot path); anything unusual (no tag, an unknown one) goes through the union's
+        decoder. `index` keeps the names this binds distinct per field (mypy fixes a local's
+        type at its first assignment).
+        """
+        p = f"(path, {f.wire!r})"
+        plan = self._plan(f.type, "v", p)
+        t = self.alias_target(f.type)
+        target = self.defs.get(t.name) if isinstance(t, Named) else None
+        if f.lenient or not isinstance(target, UnionDef) or target.objects is None or target.objects.tag is None:
+            return plan
+        tag, d = f"t{index}", f"d{index}"
+        cond = (
+            f"v.__class__ is dict and ({tag} := v.get({target.objects.tag!r})).__class__ is str"
+            f" and ({d} := _{target.name}_TAGS.get({tag})) is not None"
+        )
+        return DecodePlan(cond, f"{d}(v, {p}, ctx)", plan.expected, plan.call)
 
     def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:
         """The one place that decides how a value of type `t` is checked and decoded."""
@@ -78,9 +95,9 @@ class DecodePlanner(TypeView):
             cls = "str" if target.base == "str" else "int"
             if target.open:
                 return DecodePlan(f"{v}.__class__ is {cls}", v, _NAMES[target.base], None)
-            # cast: the membership test proves the Literal type, which mypy cannot see.
+            # _VALUES maps each value to itself, typed as the Literal (no cast call to pay).
             cond = f"{v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
-            return DecodePlan(cond, f"cast({t.name!r}, {v})", f"a known {t.name}", None, enum=t.name)
+            return DecodePlan(cond, f"_{t.name}_VALUES[{v}]", f"a known {t.name}", None, enum=t.name)
         return DecodePlan(None, v, t.name, f"_d_{t.name}({v}, {p}, ctx)")
 
     def failure(self, f: Field) -> str:
@@ -92,6 +109,14 @@ class DecodePlanner(TypeView):
         if plan.enum is not None:
             return f"_s.enum_fail({p}, {plan.enum!r}, v)"
         return f"_s.fail({p}, {plan.expected!r}, v)"
+
+    def only_required(self, o: ObjectDef) -> str:
+        """A check that an object holds only its required fields (and its tag), so the decoder
+        can set every optional field absent at once; "" where there is nothing to gain."""
+        if o.one_of_keys or all(f.required for f in o.fields):
+            return ""
+        required = sum(f.required for f in o.fields)
+        return f"len(obj) == {required}" + (f" + ({o.tag.wire!r} in obj)" if o.tag else "")
 
     def fallback(self, f: Field) -> str:
         """What a malformed lenient value becomes."""

@@ -109,8 +109,6 @@ class TypeView:
             "ClassVar": any(isinstance(d, ObjectDef) and d.tag for d in defs),
             "Literal": bool(literals) or any(isinstance(d, (EnumDef, ObjectDef)) and _literal(d) for d in defs),
             "TypeAlias": any(isinstance(d, (EnumDef, AliasDef, UnionDef)) for d in defs),
-            # a closed enum's value is narrowed with cast (DecodePlanner._plan)
-            "cast": any(isinstance(d, EnumDef) and not d.open for d in defs),
         }
         return sorted((name for name, needed in needs.items() if needed), key=lambda n: (n[0].islower(), n))
 

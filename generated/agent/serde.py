@@ -381,7 +381,8 @@ class Wire:
         """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
         if cls._tag is not None:
             check_tag(obj, *cls._tag)
-        return cast(_W, cls._decode(obj, None, ctx or DEFAULT_CTX))
+        value: _W = cls._decode(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
+        return value
 
     @classmethod
     def from_json(cls: type[_W], data: str | bytes, ctx: DecodeContext | None = None) -> _W:

@@ -17,7 +17,7 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, TypeAlias, cast
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import serde as _s
 from .serde import MISSING as _MISSING
@@ -64,26 +64,24 @@ TOOL_KIND_THINK: Final = "think"
 TOOL_KIND_FETCH: Final = "fetch"
 TOOL_KIND_SWITCH_MODE: Final = "switch_mode"
 TOOL_KIND_OTHER: Final = "other"
-_ToolKind_VALUES: Final = frozenset(
-    [
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ]
-)
+_ToolKind_VALUES: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "switch_mode",
+    "other": "other",
+}
 
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     """Decode a `ToolKind` from its JSON value."""
     return (
-        cast("ToolKind", obj)
+        _ToolKind_VALUES[obj]
         if obj.__class__ is str and obj in _ToolKind_VALUES
         else _s.enum_fail(None, "ToolKind", obj)
     )
@@ -109,13 +107,18 @@ TOOL_CALL_STATUS_PENDING: Final = "pending"
 TOOL_CALL_STATUS_IN_PROGRESS: Final = "in_progress"
 TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
-_ToolCallStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "failed"])
+_ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+}
 
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
     """Decode a `ToolCallStatus` from its JSON value."""
     return (
-        cast("ToolCallStatus", obj)
+        _ToolCallStatus_VALUES[obj]
         if obj.__class__ is str and obj in _ToolCallStatus_VALUES
         else _s.enum_fail(None, "ToolCallStatus", obj)
     )
@@ -133,13 +136,13 @@ Role: TypeAlias = Literal[
 """The sender or recipient of messages and data in a conversation."""
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
-_Role_VALUES: Final = frozenset(["assistant", "user"])
+_Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"}
 
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     """Decode a `Role` from its JSON value."""
     return (
-        cast("Role", obj)
+        _Role_VALUES[obj]
         if obj.__class__ is str and obj in _Role_VALUES
         else _s.enum_fail(None, "Role", obj)
     )
@@ -163,15 +166,18 @@ PERMISSION_OPTION_KIND_ALLOW_ONCE: Final = "allow_once"
 PERMISSION_OPTION_KIND_ALLOW_ALWAYS: Final = "allow_always"
 PERMISSION_OPTION_KIND_REJECT_ONCE: Final = "reject_once"
 PERMISSION_OPTION_KIND_REJECT_ALWAYS: Final = "reject_always"
-_PermissionOptionKind_VALUES: Final = frozenset(
-    ["allow_once", "allow_always", "reject_once", "reject_always"]
-)
+_PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
 
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
     """Decode a `PermissionOptionKind` from its JSON value."""
     return (
-        cast("PermissionOptionKind", obj)
+        _PermissionOptionKind_VALUES[obj]
         if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
         else _s.enum_fail(None, "PermissionOptionKind", obj)
     )
@@ -185,7 +191,7 @@ def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
-_ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+_ElicitationSchemaType_VALUES: Final[dict[str, ElicitationSchemaType]] = {"object": "object"}
 
 
 def decode_ElicitationSchemaType(
@@ -193,7 +199,7 @@ def decode_ElicitationSchemaType(
 ) -> ElicitationSchemaType:
     """Decode a `ElicitationSchemaType` from its JSON value."""
     return (
-        cast("ElicitationSchemaType", obj)
+        _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
         else _s.enum_fail(None, "ElicitationSchemaType", obj)
     )
@@ -215,13 +221,18 @@ STRING_FORMAT_EMAIL: Final = "email"
 STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
-_StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+_StringFormat_VALUES: Final[dict[str, StringFormat]] = {
+    "email": "email",
+    "uri": "uri",
+    "date": "date",
+    "date-time": "date-time",
+}
 
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
     """Decode a `StringFormat` from its JSON value."""
     return (
-        cast("StringFormat", obj)
+        _StringFormat_VALUES[obj]
         if obj.__class__ is str and obj in _StringFormat_VALUES
         else _s.enum_fail(None, "StringFormat", obj)
     )
@@ -256,9 +267,12 @@ SESSION_CONFIG_OPTION_CATEGORY_MODE: Final = "mode"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL: Final = "model"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL_CONFIG: Final = "model_config"
 SESSION_CONFIG_OPTION_CATEGORY_THOUGHT_LEVEL: Final = "thought_level"
-_SessionConfigOptionCategory_VALUES: Final = frozenset(
-    ["mode", "model", "model_config", "thought_level"]
-)
+_SessionConfigOptionCategory_VALUES: Final[dict[str, SessionConfigOptionCategory]] = {
+    "mode": "mode",
+    "model": "model",
+    "model_config": "model_config",
+    "thought_level": "thought_level",
+}
 
 
 def decode_SessionConfigOptionCategory(
@@ -289,15 +303,19 @@ STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
 STOP_REASON_REFUSAL: Final = "refusal"
 STOP_REASON_CANCELLED: Final = "cancelled"
-_StopReason_VALUES: Final = frozenset(
-    ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-)
+_StopReason_VALUES: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
 
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     """Decode a `StopReason` from its JSON value."""
     return (
-        cast("StopReason", obj)
+        _StopReason_VALUES[obj]
         if obj.__class__ is str and obj in _StopReason_VALUES
         else _s.enum_fail(None, "StopReason", obj)
     )
@@ -335,9 +353,16 @@ ERROR_CODE_INTERNAL_ERROR: Final = -32603
 ERROR_CODE_REQUEST_CANCELLED: Final = -32800
 ERROR_CODE_AUTHENTICATION_REQUIRED: Final = -32000
 ERROR_CODE_RESOURCE_NOT_FOUND: Final = -32002
-_ErrorCode_VALUES: Final = frozenset(
-    [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
-)
+_ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
+    -32700: -32700,
+    -32600: -32600,
+    -32601: -32601,
+    -32602: -32602,
+    -32603: -32603,
+    -32800: -32800,
+    -32000: -32000,
+    -32002: -32002,
+}
 
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
@@ -364,13 +389,17 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
-_PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
+_PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
+    "high": "high",
+    "medium": "medium",
+    "low": "low",
+}
 
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
     """Decode a `PlanEntryPriority` from its JSON value."""
     return (
-        cast("PlanEntryPriority", obj)
+        _PlanEntryPriority_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
         else _s.enum_fail(None, "PlanEntryPriority", obj)
     )
@@ -394,13 +423,17 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
-_PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed"])
+_PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
 
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
     """Decode a `PlanEntryStatus` from its JSON value."""
     return (
-        cast("PlanEntryStatus", obj)
+        _PlanEntryStatus_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
         else _s.enum_fail(None, "PlanEntryStatus", obj)
     )
@@ -421,7 +454,7 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -429,12 +462,17 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -478,36 +516,41 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -556,53 +599,60 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
         inst.line = UNSET
     elif v is None:
         inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
     else:
         try:
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("limit", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.limit = v
+    elif v is _MISSING:
         inst.limit = UNSET
     elif v is None:
         inst.limit = None
-    elif v.__class__ is int:
-        inst.limit = v
     else:
         try:
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -659,13 +709,13 @@ def _d_RequestPermissionRequest(
 ) -> RequestPermissionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCall", _MISSING)
@@ -678,13 +728,18 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -750,40 +805,52 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -817,12 +884,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -896,8 +963,16 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.audience = UNSET
+        inst.last_modified = UNSET
+        inst.priority = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("audience", _MISSING)
     if v is _MISSING:
         inst.audience = UNSET
@@ -910,7 +985,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
                 (path, "audience"),
                 ctx,
                 lambda x, p, ctx: (
-                    cast("Role", x)
+                    _Role_VALUES[x]
                     if x.__class__ is str and x in _Role_VALUES
                     else _s.enum_fail(p, "Role", x)
                 ),
@@ -918,33 +993,33 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         except DecodeError as exc:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.last_modified = v
+    elif v is _MISSING:
         inst.last_modified = UNSET
     elif v is None:
         inst.last_modified = None
-    elif v.__class__ is str:
-        inst.last_modified = v
     else:
         inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.priority = v
+    elif v is _MISSING:
         inst.priority = UNSET
     elif v is None:
         inst.priority = None
-    elif v.__class__ is float:
-        inst.priority = v
     else:
         try:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -993,15 +1068,21 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1013,12 +1094,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1064,22 +1145,29 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.uri = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1091,21 +1179,21 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
         inst.uri = UNSET
     elif v is None:
         inst.uri = None
-    elif v.__class__ is str:
-        inst.uri = v
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1157,22 +1245,28 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1184,12 +1278,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1237,22 +1331,32 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.description = UNSET
+        inst.mime_type = UNSET
+        inst.size = UNSET
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1264,51 +1368,51 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
         inst.size = UNSET
     elif v is None:
         inst.size = None
-    elif v.__class__ is int:
-        inst.size = v
     else:
         try:
             inst.size = _s.as_int(v, (path, "size"))
         except DecodeError as exc:
             inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1370,38 +1474,44 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1448,38 +1558,44 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "blob")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.blob = v
+    elif v is _MISSING:
+        _s.missing(path, "blob")
     else:
         _s.fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1526,13 +1642,19 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1544,12 +1666,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1595,20 +1717,31 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
@@ -1646,38 +1779,44 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     v = obj.get("newText", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "newText")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.new_text = v
+    elif v is _MISSING:
+        _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.old_text = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("oldText", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.old_text = v
+    elif v is _MISSING:
         inst.old_text = UNSET
     elif v is None:
         inst.old_text = None
-    elif v.__class__ is str:
-        inst.old_text = v
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
@@ -1725,22 +1864,27 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
@@ -1782,34 +1926,40 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
         inst.line = UNSET
     elif v is None:
         inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
     else:
         try:
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1860,36 +2010,41 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PermissionOptionKind_VALUES:
+        inst.kind = _PermissionOptionKind_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "kind")
-    elif v.__class__ is str and v in _PermissionOptionKind_VALUES:
-        inst.kind = cast("PermissionOptionKind", v)
     else:
         _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1936,22 +2091,31 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.cwd = UNSET
+        inst.output_byte_limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("args", _MISSING)
     if v is _MISSING:
         inst.args = UNSET
@@ -1969,33 +2133,33 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("outputByteLimit", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.output_byte_limit = v
+    elif v is _MISSING:
         inst.output_byte_limit = UNSET
     elif v is None:
         inst.output_byte_limit = None
-    elif v.__class__ is int:
-        inst.output_byte_limit = v
     else:
         try:
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2061,29 +2225,34 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2124,29 +2293,34 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2189,29 +2363,34 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2258,29 +2437,34 @@ def _d_WaitForTerminalExitRequest(
 ) -> WaitForTerminalExitRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2323,29 +2507,34 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2392,13 +2581,13 @@ def _d_CreateElicitationRequestForm(
 ) -> CreateElicitationRequestForm:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
@@ -2407,28 +2596,28 @@ def _d_CreateElicitationRequestForm(
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2506,52 +2695,52 @@ def _d_CreateElicitationRequestUrl(
 ) -> CreateElicitationRequestUrl:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2630,22 +2819,27 @@ def _d_ElicitationSessionScope(
 ) -> ElicitationSessionScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
@@ -2691,7 +2885,7 @@ def _d_ElicitationRequestScope(
 ) -> ElicitationRequestScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
@@ -2732,23 +2926,34 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.type = "object"
+        inst.title = UNSET
+        inst.properties = {}
+        inst.required = UNSET
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["type", "properties"])
+        return inst
     v = obj.get("type", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = _ElicitationSchemaType_VALUES[v]
+    elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
-        inst.type = cast("ElicitationSchemaType", v)
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
@@ -2765,21 +2970,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     else:
         inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2854,38 +3059,44 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "const")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.const = v
+    elif v is _MISSING:
+        _s.missing(path, "const")
     else:
         _s.fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2948,69 +3159,83 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_length = UNSET
+        inst.max_length = UNSET
+        inst.pattern = UNSET
+        inst.format = UNSET
+        inst.default = UNSET
+        inst.enum = UNSET
+        inst.one_of = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_length = v
+    elif v is _MISSING:
         inst.min_length = UNSET
     elif v is None:
         inst.min_length = None
-    elif v.__class__ is int:
-        inst.min_length = v
     else:
         inst.min_length = _s.as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_length = v
+    elif v is _MISSING:
         inst.max_length = UNSET
     elif v is None:
         inst.max_length = None
-    elif v.__class__ is int:
-        inst.max_length = v
     else:
         inst.max_length = _s.as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.pattern = v
+    elif v is _MISSING:
         inst.pattern = UNSET
     elif v is None:
         inst.pattern = None
-    elif v.__class__ is str:
-        inst.pattern = v
     else:
         _s.fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _StringFormat_VALUES:
+        inst.format = _StringFormat_VALUES[v]
+    elif v is _MISSING:
         inst.format = UNSET
     elif v is None:
         inst.format = None
-    elif v.__class__ is str and v in _StringFormat_VALUES:
-        inst.format = cast("StringFormat", v)
     else:
         _s.enum_fail((path, "format"), "StringFormat", v)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is str:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
@@ -3028,12 +3253,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3134,63 +3359,73 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is float:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is float:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is float:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3264,63 +3499,73 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is int:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is int:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is int:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3394,42 +3639,50 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is bool:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3489,20 +3742,25 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
     if v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3546,20 +3804,25 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
     if v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3606,47 +3869,63 @@ def _d_MultiSelectPropertySchema(
 ) -> MultiSelectPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
+    ):
+        inst.items = d1(v, (path, "items"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_items = UNSET
+        inst.max_items = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_items = v
+    elif v is _MISSING:
         inst.min_items = UNSET
     elif v is None:
         inst.min_items = None
-    elif v.__class__ is int:
-        inst.min_items = v
     else:
         inst.min_items = _s.as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_items = v
+    elif v is _MISSING:
         inst.max_items = UNSET
     elif v is None:
         inst.max_items = None
-    elif v.__class__ is int:
-        inst.max_items = v
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
@@ -3660,12 +3939,12 @@ def _d_MultiSelectPropertySchema(
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3741,7 +4020,7 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
@@ -3749,19 +4028,19 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -3818,36 +4097,36 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -3904,7 +4183,7 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -3948,7 +4227,7 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -3995,39 +4274,48 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.image = False
+        inst.audio = False
+        inst.embedded_context = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
+        return inst
     v = obj.get("image", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.image = v
+    elif v is _MISSING:
         inst.image = False
         absent.append("image")
-    elif v.__class__ is bool:
-        inst.image = v
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.audio = v
+    elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
-    elif v.__class__ is bool:
-        inst.audio = v
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.embedded_context = v
+    elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
-    elif v.__class__ is bool:
-        inst.embedded_context = v
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4099,31 +4387,39 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.http = False
+        inst.sse = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["http", "sse"])
+        return inst
     v = obj.get("http", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.http = v
+    elif v is _MISSING:
         inst.http = False
         absent.append("http")
-    elif v.__class__ is bool:
-        inst.http = v
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.sse = v
+    elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
-    elif v.__class__ is bool:
-        inst.sse = v
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4177,8 +4473,18 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.list = UNSET
+        inst.delete = UNSET
+        inst.additional_directories = UNSET
+        inst.resume = UNSET
+        inst.close = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
@@ -4234,12 +4540,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4327,8 +4633,14 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.logout = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
@@ -4340,12 +4652,12 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4394,14 +4706,29 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.load_session = False
+        inst.prompt_capabilities = PromptCapabilities(
+            image=False, audio=False, embedded_context=False
+        )
+        inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
+        inst.session_capabilities = SessionCapabilities()
+        inst.auth = AgentAuthCapabilities()
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(
+            ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
+        )
+        return inst
     v = obj.get("loadSession", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.load_session = v
+    elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
-    elif v.__class__ is bool:
-        inst.load_session = v
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -4454,12 +4781,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4545,15 +4872,32 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.agent_capabilities = AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=PromptCapabilities(
+                image=False, audio=False, embedded_context=False
+            ),
+            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            session_capabilities=SessionCapabilities(),
+            auth=AgentAuthCapabilities(),
+        )
+        inst.auth_methods = []
+        inst.agent_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
+        return inst
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -4604,12 +4948,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4700,15 +5044,20 @@ def _d_SessionListCapabilities(
 ) -> SessionListCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4751,15 +5100,20 @@ def _d_SessionDeleteCapabilities(
 ) -> SessionDeleteCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4802,15 +5156,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
 ) -> SessionAdditionalDirectoriesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4858,15 +5217,20 @@ def _d_SessionResumeCapabilities(
 ) -> SessionResumeCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4909,15 +5273,20 @@ def _d_SessionCloseCapabilities(
 ) -> SessionCloseCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4958,15 +5327,20 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5009,29 +5383,37 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
@@ -5051,12 +5433,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5119,38 +5501,44 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5199,38 +5587,44 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5284,15 +5678,20 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5331,15 +5730,20 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5380,15 +5784,22 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -5412,12 +5823,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5473,13 +5884,13 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
     v = obj.get("currentModeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentModeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
@@ -5490,13 +5901,18 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
             inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5542,38 +5958,44 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5624,27 +6046,27 @@ def _d_SessionConfigOptionSelect(
 ) -> SessionConfigOptionSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -5652,31 +6074,38 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    if len(obj) == 4 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5742,54 +6171,61 @@ def _d_SessionConfigOptionBoolean(
 ) -> SessionConfigOptionBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5854,38 +6290,44 @@ def _d_SessionConfigSelectOption(
 ) -> SessionConfigSelectOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5936,20 +6378,20 @@ def _d_SessionConfigSelectGroup(
 ) -> SessionConfigSelectGroup:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("group", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "group")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.group = v
+    elif v is _MISSING:
+        _s.missing(path, "group")
     else:
         _s.fail((path, "group"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
@@ -5960,13 +6402,18 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6015,13 +6462,13 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -6064,13 +6511,13 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -6103,8 +6550,15 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -6128,12 +6582,12 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6182,7 +6636,7 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
     if v is _MISSING:
@@ -6192,22 +6646,28 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.next_cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("nextCursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.next_cursor = v
+    elif v is _MISSING:
         inst.next_cursor = UNSET
     elif v is None:
         inst.next_cursor = None
-    elif v.__class__ is str:
-        inst.next_cursor = v
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6255,22 +6715,30 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -6284,30 +6752,30 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6364,15 +6832,20 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6411,8 +6884,15 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -6436,12 +6916,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6490,15 +6970,20 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6537,15 +7022,20 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6586,7 +7076,7 @@ def _d_SetSessionConfigOptionResponse(
 ) -> SetSessionConfigOptionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -6598,13 +7088,18 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6645,22 +7140,27 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     v = obj.get("stopReason", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _StopReason_VALUES:
+        inst.stop_reason = _StopReason_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "stopReason")
-    elif v.__class__ is str and v in _StopReason_VALUES:
-        inst.stop_reason = cast("StopReason", v)
     else:
         _s.enum_fail((path, "stopReason"), "StopReason", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6704,22 +7204,27 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "code")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.code = v
+    elif v is _MISSING:
+        _s.missing(path, "code")
     else:
         _s.fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.data = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
@@ -6766,15 +7271,20 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -6816,27 +7326,38 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("sessionUpdate")).__class__ is str
+        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
+    ):
+        inst.update = d2(v, (path, "update"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6888,29 +7409,41 @@ def _d_SessionUpdateUserMessageChunk(
 ) -> SessionUpdateUserMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6965,29 +7498,41 @@ def _d_SessionUpdateAgentMessageChunk(
 ) -> SessionUpdateAgentMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7042,29 +7587,41 @@ def _d_SessionUpdateAgentThoughtChunk(
 ) -> SessionUpdateAgentThoughtChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7130,40 +7687,52 @@ def _d_SessionUpdateToolCallUpdate(
 ) -> SessionUpdateToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -7197,12 +7766,12 @@ def _d_SessionUpdateToolCallUpdate(
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7274,29 +7843,41 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7355,34 +7936,45 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
+        inst.kind = UNSET
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -7412,12 +8004,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
@@ -7492,36 +8084,41 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PlanEntryPriority_VALUES:
+        inst.priority = _PlanEntryPriority_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "priority")
-    elif v.__class__ is str and v in _PlanEntryPriority_VALUES:
-        inst.priority = cast("PlanEntryPriority", v)
     else:
         _s.enum_fail((path, "priority"), "PlanEntryPriority", v)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PlanEntryStatus_VALUES:
+        inst.status = _PlanEntryStatus_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "status")
-    elif v.__class__ is str and v in _PlanEntryStatus_VALUES:
-        inst.status = cast("PlanEntryStatus", v)
     else:
         _s.enum_fail((path, "status"), "PlanEntryStatus", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7570,7 +8167,7 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
     if v is _MISSING:
@@ -7580,13 +8177,18 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
@@ -7633,22 +8235,28 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "description")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.description = v
+    elif v is _MISSING:
+        _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.input = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
@@ -7660,12 +8268,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7714,22 +8322,27 @@ def _d_UnstructuredCommandInput(
 ) -> UnstructuredCommandInput:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
     v = obj.get("hint", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "hint")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.hint = v
+    elif v is _MISSING:
+        _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7774,7 +8387,7 @@ def _d_AvailableCommandsUpdate(
 ) -> AvailableCommandsUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
     if v is _MISSING:
@@ -7786,13 +8399,18 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7839,22 +8457,27 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
     v = obj.get("currentModeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentModeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7905,7 +8528,7 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -7917,13 +8540,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7972,33 +8600,40 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
+    if len(obj) == 0 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8051,29 +8686,34 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "amount")
-    elif v.__class__ is float:
+    if v.__class__ is float:
         inst.amount = v
+    elif v is _MISSING:
+        _s.missing(path, "amount")
     else:
         inst.amount = _s.as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currency")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.currency = v
+    elif v is _MISSING:
+        _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
@@ -8114,22 +8754,28 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "used")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.used = v
+    elif v is _MISSING:
+        _s.missing(path, "used")
     else:
         inst.used = _s.as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "size")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.size = v
+    elif v is _MISSING:
+        _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cost = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
@@ -8141,12 +8787,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8194,22 +8840,27 @@ def _d_CompleteElicitationNotification(
 ) -> CompleteElicitationNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8252,7 +8903,7 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -8260,12 +8911,17 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -8312,31 +8968,39 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.read_text_file = False
+        inst.write_text_file = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
+        return inst
     v = obj.get("readTextFile", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.read_text_file = v
+    elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
-    elif v.__class__ is bool:
-        inst.read_text_file = v
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.write_text_file = v
+    elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
-    elif v.__class__ is bool:
-        inst.write_text_file = v
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8392,23 +9056,30 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.terminal = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["terminal"])
+        return inst
     v = obj.get("terminal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8467,8 +9138,19 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        inst.terminal = False
+        inst.session = UNSET
+        inst.auth = AuthCapabilities(terminal=False)
+        inst.elicitation = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
+        return inst
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
@@ -8484,11 +9166,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
                 FileSystemCapabilities(read_text_file=False, write_text_file=False),
             )
     v = obj.get("terminal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
@@ -8521,12 +9203,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8613,15 +9295,27 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.client_capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            terminal=False,
+            auth=AuthCapabilities(terminal=False),
+        )
+        inst.client_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["clientCapabilities"])
+        return inst
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -8655,12 +9349,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8736,8 +9430,14 @@ def _d_ClientSessionCapabilities(
 ) -> ClientSessionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
@@ -8751,12 +9451,12 @@ def _d_ClientSessionCapabilities(
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8804,8 +9504,14 @@ def _d_SessionConfigOptionsCapabilities(
 ) -> SessionConfigOptionsCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.boolean = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
@@ -8817,12 +9523,12 @@ def _d_SessionConfigOptionsCapabilities(
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8872,15 +9578,20 @@ def _d_BooleanConfigOptionCapabilities(
 ) -> BooleanConfigOptionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8923,8 +9634,15 @@ def _d_ElicitationCapabilities(
 ) -> ElicitationCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.form = UNSET
+        inst.url = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
@@ -8946,12 +9664,12 @@ def _d_ElicitationCapabilities(
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9008,15 +9726,20 @@ def _d_ElicitationFormCapabilities(
 ) -> ElicitationFormCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9061,15 +9784,20 @@ def _d_ElicitationUrlCapabilities(
 ) -> ElicitationUrlCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9112,22 +9840,27 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9171,15 +9904,20 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9222,13 +9960,13 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
@@ -9239,6 +9977,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -9252,12 +9996,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9311,29 +10055,34 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9374,20 +10123,20 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
@@ -9395,13 +10144,18 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9452,20 +10206,20 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
@@ -9473,13 +10227,18 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9528,20 +10287,20 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
@@ -9554,13 +10313,18 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9614,7 +10378,7 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
     if v is _MISSING:
@@ -9625,19 +10389,25 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -9651,12 +10421,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9719,33 +10489,40 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cwd = UNSET
+        inst.cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cursor = v
+    elif v is _MISSING:
         inst.cursor = UNSET
     elif v is None:
         inst.cursor = None
-    elif v.__class__ is str:
-        inst.cursor = v
     else:
         _s.fail((path, "cursor"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9794,22 +10571,27 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9854,22 +10636,29 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -9891,12 +10680,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9957,22 +10746,27 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10019,29 +10813,34 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("modeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "modeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "modeId")
     else:
         _s.fail((path, "modeId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10088,36 +10887,41 @@ def _d_SetSessionConfigOptionRequestBoolean(
 ) -> SetSessionConfigOptionRequestBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10174,36 +10978,41 @@ def _d_SetSessionConfigOptionRequestValueId(
 ) -> SetSessionConfigOptionRequestValueId:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10256,13 +11065,13 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
@@ -10270,13 +11079,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10336,7 +11150,7 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -10380,7 +11194,7 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -10424,15 +11238,20 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10471,22 +11290,27 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10529,20 +11353,31 @@ def _d_RequestPermissionResponse(
 ) -> RequestPermissionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("outcome")).__class__ is str
+        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
+    ):
+        inst.outcome = d1(v, (path, "outcome"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10585,7 +11420,7 @@ def _d_RequestPermissionOutcomeCancelled(
 ) -> RequestPermissionOutcomeCancelled:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
@@ -10627,22 +11462,27 @@ def _d_SelectedPermissionOutcome(
 ) -> SelectedPermissionOutcome:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
+    if len(obj) == 1 + ("outcome" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10686,22 +11526,27 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10744,22 +11589,28 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
     v = obj.get("output", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "output")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.output = v
+    elif v is _MISSING:
+        _s.missing(path, "output")
     else:
         _s.fail((path, "output"), "string", v)
     v = obj.get("truncated", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "truncated")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.truncated = v
+    elif v is _MISSING:
+        _s.missing(path, "truncated")
     else:
         _s.fail((path, "truncated"), "boolean", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_status = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
@@ -10771,12 +11622,12 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10823,36 +11674,43 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
         inst.exit_code = UNSET
     elif v is None:
         inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
     else:
         try:
             inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
             inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
         inst.signal = UNSET
     elif v is None:
         inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10901,15 +11759,20 @@ def _d_ReleaseTerminalResponse(
 ) -> ReleaseTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10950,36 +11813,43 @@ def _d_WaitForTerminalExitResponse(
 ) -> WaitForTerminalExitResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
         inst.exit_code = UNSET
     elif v is None:
         inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
     else:
         try:
             inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
             inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
         inst.signal = UNSET
     elif v is None:
         inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11026,15 +11896,20 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11077,15 +11952,21 @@ def _d_CreateElicitationResponseAccept(
 ) -> CreateElicitationResponseAccept:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -11146,15 +12027,20 @@ def _d_CreateElicitationResponseDecline(
 ) -> CreateElicitationResponseDecline:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11200,15 +12086,20 @@ def _d_CreateElicitationResponseCancel(
 ) -> CreateElicitationResponseCancel:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11254,8 +12145,13 @@ def _d_ElicitationAcceptAction(
 ) -> ElicitationAcceptAction:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -11299,15 +12195,20 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -11349,22 +12250,27 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11410,20 +12316,25 @@ def _d_CancelRequestNotification(
 ) -> CancelRequestNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11968,14 +12879,14 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, True)
             return UnknownToolCallContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12000,14 +12911,14 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ContentBlock", "type", tag, True)
             return UnknownContentBlock(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12088,14 +12999,14 @@ def _d_CreateElicitationRequest(
 ) -> CreateElicitationRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("mode", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "mode"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12123,14 +13034,14 @@ def _d_ElicitationPropertySchema(
 ) -> ElicitationPropertySchema:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12159,14 +13070,14 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -12251,14 +13162,14 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_AuthMethodAgent(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -12309,14 +13220,14 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, True)
             return UnknownSessionConfigOption(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12420,14 +13331,14 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "sessionUpdate"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, True)
             return UnknownSessionUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12492,14 +13403,14 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_McpServerStdio(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -12525,9 +13436,7 @@ def _d_SetSessionConfigOptionRequest(
 ) -> SetSessionConfigOptionRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
@@ -12538,6 +13447,8 @@ def _d_SetSessionConfigOptionRequest(
                 # No variant takes it: the schema rejects it (strict), lenient keeps it raw.
                 ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, True)
                 return UnknownSetSessionConfigOptionRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -12584,14 +13495,14 @@ def _d_RequestPermissionOutcome(
 ) -> RequestPermissionOutcome:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("outcome", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "outcome"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, True)
             return UnknownRequestPermissionOutcome(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12619,14 +13530,14 @@ def _d_CreateElicitationResponse(
 ) -> CreateElicitationResponse:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("action", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "action"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
     _s.fail(path, "object", obj)
 

@@ -17,7 +17,7 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, TypeAlias, cast
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import serde as _s
 from .serde import MISSING as _MISSING
@@ -64,26 +64,24 @@ TOOL_KIND_THINK: Final = "think"
 TOOL_KIND_FETCH: Final = "fetch"
 TOOL_KIND_SWITCH_MODE: Final = "switch_mode"
 TOOL_KIND_OTHER: Final = "other"
-_ToolKind_VALUES: Final = frozenset(
-    [
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ]
-)
+_ToolKind_VALUES: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "switch_mode",
+    "other": "other",
+}
 
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     """Decode a `ToolKind` from its JSON value."""
     return (
-        cast("ToolKind", obj)
+        _ToolKind_VALUES[obj]
         if obj.__class__ is str and obj in _ToolKind_VALUES
         else _s.enum_fail(None, "ToolKind", obj)
     )
@@ -109,13 +107,18 @@ TOOL_CALL_STATUS_PENDING: Final = "pending"
 TOOL_CALL_STATUS_IN_PROGRESS: Final = "in_progress"
 TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
-_ToolCallStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "failed"])
+_ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+}
 
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
     """Decode a `ToolCallStatus` from its JSON value."""
     return (
-        cast("ToolCallStatus", obj)
+        _ToolCallStatus_VALUES[obj]
         if obj.__class__ is str and obj in _ToolCallStatus_VALUES
         else _s.enum_fail(None, "ToolCallStatus", obj)
     )
@@ -133,13 +136,13 @@ Role: TypeAlias = Literal[
 """The sender or recipient of messages and data in a conversation."""
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
-_Role_VALUES: Final = frozenset(["assistant", "user"])
+_Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"}
 
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     """Decode a `Role` from its JSON value."""
     return (
-        cast("Role", obj)
+        _Role_VALUES[obj]
         if obj.__class__ is str and obj in _Role_VALUES
         else _s.enum_fail(None, "Role", obj)
     )
@@ -163,15 +166,18 @@ PERMISSION_OPTION_KIND_ALLOW_ONCE: Final = "allow_once"
 PERMISSION_OPTION_KIND_ALLOW_ALWAYS: Final = "allow_always"
 PERMISSION_OPTION_KIND_REJECT_ONCE: Final = "reject_once"
 PERMISSION_OPTION_KIND_REJECT_ALWAYS: Final = "reject_always"
-_PermissionOptionKind_VALUES: Final = frozenset(
-    ["allow_once", "allow_always", "reject_once", "reject_always"]
-)
+_PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
 
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
     """Decode a `PermissionOptionKind` from its JSON value."""
     return (
-        cast("PermissionOptionKind", obj)
+        _PermissionOptionKind_VALUES[obj]
         if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
         else _s.enum_fail(None, "PermissionOptionKind", obj)
     )
@@ -185,7 +191,7 @@ def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
-_ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+_ElicitationSchemaType_VALUES: Final[dict[str, ElicitationSchemaType]] = {"object": "object"}
 
 
 def decode_ElicitationSchemaType(
@@ -193,7 +199,7 @@ def decode_ElicitationSchemaType(
 ) -> ElicitationSchemaType:
     """Decode a `ElicitationSchemaType` from its JSON value."""
     return (
-        cast("ElicitationSchemaType", obj)
+        _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
         else _s.enum_fail(None, "ElicitationSchemaType", obj)
     )
@@ -215,13 +221,18 @@ STRING_FORMAT_EMAIL: Final = "email"
 STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
-_StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+_StringFormat_VALUES: Final[dict[str, StringFormat]] = {
+    "email": "email",
+    "uri": "uri",
+    "date": "date",
+    "date-time": "date-time",
+}
 
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
     """Decode a `StringFormat` from its JSON value."""
     return (
-        cast("StringFormat", obj)
+        _StringFormat_VALUES[obj]
         if obj.__class__ is str and obj in _StringFormat_VALUES
         else _s.enum_fail(None, "StringFormat", obj)
     )
@@ -239,13 +250,16 @@ TextDocumentSyncKind: TypeAlias = Literal[
 """How the agent wants document changes delivered."""
 TEXT_DOCUMENT_SYNC_KIND_FULL: Final = "full"
 TEXT_DOCUMENT_SYNC_KIND_INCREMENTAL: Final = "incremental"
-_TextDocumentSyncKind_VALUES: Final = frozenset(["full", "incremental"])
+_TextDocumentSyncKind_VALUES: Final[dict[str, TextDocumentSyncKind]] = {
+    "full": "full",
+    "incremental": "incremental",
+}
 
 
 def decode_TextDocumentSyncKind(obj: Any, ctx: DecodeContext | None = None) -> TextDocumentSyncKind:
     """Decode a `TextDocumentSyncKind` from its JSON value."""
     return (
-        cast("TextDocumentSyncKind", obj)
+        _TextDocumentSyncKind_VALUES[obj]
         if obj.__class__ is str and obj in _TextDocumentSyncKind_VALUES
         else _s.enum_fail(None, "TextDocumentSyncKind", obj)
     )
@@ -267,13 +281,17 @@ Follows the same conventions as LSP 3.17. The default is UTF-16."""
 POSITION_ENCODING_KIND_UTF_16: Final = "utf-16"
 POSITION_ENCODING_KIND_UTF_32: Final = "utf-32"
 POSITION_ENCODING_KIND_UTF_8: Final = "utf-8"
-_PositionEncodingKind_VALUES: Final = frozenset(["utf-16", "utf-32", "utf-8"])
+_PositionEncodingKind_VALUES: Final[dict[str, PositionEncodingKind]] = {
+    "utf-16": "utf-16",
+    "utf-32": "utf-32",
+    "utf-8": "utf-8",
+}
 
 
 def decode_PositionEncodingKind(obj: Any, ctx: DecodeContext | None = None) -> PositionEncodingKind:
     """Decode a `PositionEncodingKind` from its JSON value."""
     return (
-        cast("PositionEncodingKind", obj)
+        _PositionEncodingKind_VALUES[obj]
         if obj.__class__ is str and obj in _PositionEncodingKind_VALUES
         else _s.enum_fail(None, "PositionEncodingKind", obj)
     )
@@ -311,7 +329,13 @@ LLM_PROTOCOL_OPENAI: Final = "openai"
 LLM_PROTOCOL_AZURE: Final = "azure"
 LLM_PROTOCOL_VERTEX: Final = "vertex"
 LLM_PROTOCOL_BEDROCK: Final = "bedrock"
-_LlmProtocol_VALUES: Final = frozenset(["anthropic", "openai", "azure", "vertex", "bedrock"])
+_LlmProtocol_VALUES: Final[dict[str, LlmProtocol]] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "azure": "azure",
+    "vertex": "vertex",
+    "bedrock": "bedrock",
+}
 
 
 def decode_LlmProtocol(obj: Any, ctx: DecodeContext | None = None) -> LlmProtocol:
@@ -348,9 +372,12 @@ SESSION_CONFIG_OPTION_CATEGORY_MODE: Final = "mode"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL: Final = "model"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL_CONFIG: Final = "model_config"
 SESSION_CONFIG_OPTION_CATEGORY_THOUGHT_LEVEL: Final = "thought_level"
-_SessionConfigOptionCategory_VALUES: Final = frozenset(
-    ["mode", "model", "model_config", "thought_level"]
-)
+_SessionConfigOptionCategory_VALUES: Final[dict[str, SessionConfigOptionCategory]] = {
+    "mode": "mode",
+    "model": "model",
+    "model_config": "model_config",
+    "thought_level": "thought_level",
+}
 
 
 def decode_SessionConfigOptionCategory(
@@ -381,15 +408,19 @@ STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
 STOP_REASON_REFUSAL: Final = "refusal"
 STOP_REASON_CANCELLED: Final = "cancelled"
-_StopReason_VALUES: Final = frozenset(
-    ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-)
+_StopReason_VALUES: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
 
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     """Decode a `StopReason` from its JSON value."""
     return (
-        cast("StopReason", obj)
+        _StopReason_VALUES[obj]
         if obj.__class__ is str and obj in _StopReason_VALUES
         else _s.enum_fail(None, "StopReason", obj)
     )
@@ -427,9 +458,16 @@ ERROR_CODE_INTERNAL_ERROR: Final = -32603
 ERROR_CODE_REQUEST_CANCELLED: Final = -32800
 ERROR_CODE_AUTHENTICATION_REQUIRED: Final = -32000
 ERROR_CODE_RESOURCE_NOT_FOUND: Final = -32002
-_ErrorCode_VALUES: Final = frozenset(
-    [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
-)
+_ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
+    -32700: -32700,
+    -32600: -32600,
+    -32601: -32601,
+    -32602: -32602,
+    -32603: -32603,
+    -32800: -32800,
+    -32000: -32000,
+    -32002: -32002,
+}
 
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
@@ -456,13 +494,17 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
-_PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
+_PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
+    "high": "high",
+    "medium": "medium",
+    "low": "low",
+}
 
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
     """Decode a `PlanEntryPriority` from its JSON value."""
     return (
-        cast("PlanEntryPriority", obj)
+        _PlanEntryPriority_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
         else _s.enum_fail(None, "PlanEntryPriority", obj)
     )
@@ -486,13 +528,17 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
-_PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed"])
+_PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
 
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
     """Decode a `PlanEntryStatus` from its JSON value."""
     return (
-        cast("PlanEntryStatus", obj)
+        _PlanEntryStatus_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
         else _s.enum_fail(None, "PlanEntryStatus", obj)
     )
@@ -523,7 +569,12 @@ COMPACTION_STATUS_IN_PROGRESS: Final = "in_progress"
 COMPACTION_STATUS_COMPLETED: Final = "completed"
 COMPACTION_STATUS_FAILED: Final = "failed"
 COMPACTION_STATUS_CANCELLED: Final = "cancelled"
-_CompactionStatus_VALUES: Final = frozenset(["in_progress", "completed", "failed", "cancelled"])
+_CompactionStatus_VALUES: Final[dict[str, CompactionStatus]] = {
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 def decode_CompactionStatus(obj: Any, ctx: DecodeContext | None = None) -> CompactionStatus:
@@ -545,13 +596,17 @@ NesTriggerKind: TypeAlias = Literal[
 NES_TRIGGER_KIND_AUTOMATIC: Final = "automatic"
 NES_TRIGGER_KIND_DIAGNOSTIC: Final = "diagnostic"
 NES_TRIGGER_KIND_MANUAL: Final = "manual"
-_NesTriggerKind_VALUES: Final = frozenset(["automatic", "diagnostic", "manual"])
+_NesTriggerKind_VALUES: Final[dict[str, NesTriggerKind]] = {
+    "automatic": "automatic",
+    "diagnostic": "diagnostic",
+    "manual": "manual",
+}
 
 
 def decode_NesTriggerKind(obj: Any, ctx: DecodeContext | None = None) -> NesTriggerKind:
     """Decode a `NesTriggerKind` from its JSON value."""
     return (
-        cast("NesTriggerKind", obj)
+        _NesTriggerKind_VALUES[obj]
         if obj.__class__ is str and obj in _NesTriggerKind_VALUES
         else _s.enum_fail(None, "NesTriggerKind", obj)
     )
@@ -573,7 +628,12 @@ NES_DIAGNOSTIC_SEVERITY_ERROR: Final = "error"
 NES_DIAGNOSTIC_SEVERITY_WARNING: Final = "warning"
 NES_DIAGNOSTIC_SEVERITY_INFORMATION: Final = "information"
 NES_DIAGNOSTIC_SEVERITY_HINT: Final = "hint"
-_NesDiagnosticSeverity_VALUES: Final = frozenset(["error", "warning", "information", "hint"])
+_NesDiagnosticSeverity_VALUES: Final[dict[str, NesDiagnosticSeverity]] = {
+    "error": "error",
+    "warning": "warning",
+    "information": "information",
+    "hint": "hint",
+}
 
 
 def decode_NesDiagnosticSeverity(
@@ -581,7 +641,7 @@ def decode_NesDiagnosticSeverity(
 ) -> NesDiagnosticSeverity:
     """Decode a `NesDiagnosticSeverity` from its JSON value."""
     return (
-        cast("NesDiagnosticSeverity", obj)
+        _NesDiagnosticSeverity_VALUES[obj]
         if obj.__class__ is str and obj in _NesDiagnosticSeverity_VALUES
         else _s.enum_fail(None, "NesDiagnosticSeverity", obj)
     )
@@ -603,13 +663,18 @@ NES_REJECT_REASON_REJECTED: Final = "rejected"
 NES_REJECT_REASON_IGNORED: Final = "ignored"
 NES_REJECT_REASON_REPLACED: Final = "replaced"
 NES_REJECT_REASON_CANCELLED: Final = "cancelled"
-_NesRejectReason_VALUES: Final = frozenset(["rejected", "ignored", "replaced", "cancelled"])
+_NesRejectReason_VALUES: Final[dict[str, NesRejectReason]] = {
+    "rejected": "rejected",
+    "ignored": "ignored",
+    "replaced": "replaced",
+    "cancelled": "cancelled",
+}
 
 
 def decode_NesRejectReason(obj: Any, ctx: DecodeContext | None = None) -> NesRejectReason:
     """Decode a `NesRejectReason` from its JSON value."""
     return (
-        cast("NesRejectReason", obj)
+        _NesRejectReason_VALUES[obj]
         if obj.__class__ is str and obj in _NesRejectReason_VALUES
         else _s.enum_fail(None, "NesRejectReason", obj)
     )
@@ -630,7 +695,7 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -638,12 +703,17 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -687,36 +757,41 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -765,53 +840,60 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
         inst.line = UNSET
     elif v is None:
         inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
     else:
         try:
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("limit", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.limit = v
+    elif v is _MISSING:
         inst.limit = UNSET
     elif v is None:
         inst.limit = None
-    elif v.__class__ is int:
-        inst.limit = v
     else:
         try:
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -868,13 +950,13 @@ def _d_RequestPermissionRequest(
 ) -> RequestPermissionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCall", _MISSING)
@@ -887,13 +969,18 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -960,49 +1047,62 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.name = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
         inst.name = UNSET
     elif v is None:
         inst.name = None
-    elif v.__class__ is str:
-        inst.name = v
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -1036,12 +1136,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1126,8 +1226,16 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.audience = UNSET
+        inst.last_modified = UNSET
+        inst.priority = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("audience", _MISSING)
     if v is _MISSING:
         inst.audience = UNSET
@@ -1140,7 +1248,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
                 (path, "audience"),
                 ctx,
                 lambda x, p, ctx: (
-                    cast("Role", x)
+                    _Role_VALUES[x]
                     if x.__class__ is str and x in _Role_VALUES
                     else _s.enum_fail(p, "Role", x)
                 ),
@@ -1148,33 +1256,33 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         except DecodeError as exc:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.last_modified = v
+    elif v is _MISSING:
         inst.last_modified = UNSET
     elif v is None:
         inst.last_modified = None
-    elif v.__class__ is str:
-        inst.last_modified = v
     else:
         inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.priority = v
+    elif v is _MISSING:
         inst.priority = UNSET
     elif v is None:
         inst.priority = None
-    elif v.__class__ is float:
-        inst.priority = v
     else:
         try:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1223,15 +1331,21 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1243,12 +1357,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1294,22 +1408,29 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.uri = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1321,21 +1442,21 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
         inst.uri = UNSET
     elif v is None:
         inst.uri = None
-    elif v.__class__ is str:
-        inst.uri = v
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1387,22 +1508,28 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1414,12 +1541,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1467,22 +1594,32 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.description = UNSET
+        inst.mime_type = UNSET
+        inst.size = UNSET
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1494,51 +1631,51 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
         inst.size = UNSET
     elif v is None:
         inst.size = None
-    elif v.__class__ is int:
-        inst.size = v
     else:
         try:
             inst.size = _s.as_int(v, (path, "size"))
         except DecodeError as exc:
             inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1600,38 +1737,44 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1678,38 +1821,44 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "blob")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.blob = v
+    elif v is _MISSING:
+        _s.missing(path, "blob")
     else:
         _s.fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1756,13 +1905,19 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1774,12 +1929,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1825,20 +1980,31 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
@@ -1876,38 +2042,44 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     v = obj.get("newText", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "newText")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.new_text = v
+    elif v is _MISSING:
+        _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.old_text = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("oldText", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.old_text = v
+    elif v is _MISSING:
         inst.old_text = UNSET
     elif v is None:
         inst.old_text = None
-    elif v.__class__ is str:
-        inst.old_text = v
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
@@ -1955,22 +2127,27 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
@@ -2012,34 +2189,40 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
         inst.line = UNSET
     elif v is None:
         inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
     else:
         try:
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2090,36 +2273,41 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PermissionOptionKind_VALUES:
+        inst.kind = _PermissionOptionKind_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "kind")
-    elif v.__class__ is str and v in _PermissionOptionKind_VALUES:
-        inst.kind = cast("PermissionOptionKind", v)
     else:
         _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2166,22 +2354,31 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.cwd = UNSET
+        inst.output_byte_limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("args", _MISSING)
     if v is _MISSING:
         inst.args = UNSET
@@ -2199,33 +2396,33 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("outputByteLimit", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.output_byte_limit = v
+    elif v is _MISSING:
         inst.output_byte_limit = UNSET
     elif v is None:
         inst.output_byte_limit = None
-    elif v.__class__ is int:
-        inst.output_byte_limit = v
     else:
         try:
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2291,29 +2488,34 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2354,29 +2556,34 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2419,29 +2626,34 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2488,29 +2700,34 @@ def _d_WaitForTerminalExitRequest(
 ) -> WaitForTerminalExitRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2553,29 +2770,34 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2622,13 +2844,13 @@ def _d_CreateElicitationRequestForm(
 ) -> CreateElicitationRequestForm:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
@@ -2637,28 +2859,28 @@ def _d_CreateElicitationRequestForm(
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2736,52 +2958,52 @@ def _d_CreateElicitationRequestUrl(
 ) -> CreateElicitationRequestUrl:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2860,22 +3082,27 @@ def _d_ElicitationSessionScope(
 ) -> ElicitationSessionScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
@@ -2921,7 +3148,7 @@ def _d_ElicitationRequestScope(
 ) -> ElicitationRequestScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
@@ -2962,23 +3189,34 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.type = "object"
+        inst.title = UNSET
+        inst.properties = {}
+        inst.required = UNSET
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["type", "properties"])
+        return inst
     v = obj.get("type", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = _ElicitationSchemaType_VALUES[v]
+    elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
-        inst.type = cast("ElicitationSchemaType", v)
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
@@ -2995,21 +3233,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     else:
         inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3084,38 +3322,44 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "const")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.const = v
+    elif v is _MISSING:
+        _s.missing(path, "const")
     else:
         _s.fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3178,69 +3422,83 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_length = UNSET
+        inst.max_length = UNSET
+        inst.pattern = UNSET
+        inst.format = UNSET
+        inst.default = UNSET
+        inst.enum = UNSET
+        inst.one_of = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_length = v
+    elif v is _MISSING:
         inst.min_length = UNSET
     elif v is None:
         inst.min_length = None
-    elif v.__class__ is int:
-        inst.min_length = v
     else:
         inst.min_length = _s.as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_length = v
+    elif v is _MISSING:
         inst.max_length = UNSET
     elif v is None:
         inst.max_length = None
-    elif v.__class__ is int:
-        inst.max_length = v
     else:
         inst.max_length = _s.as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.pattern = v
+    elif v is _MISSING:
         inst.pattern = UNSET
     elif v is None:
         inst.pattern = None
-    elif v.__class__ is str:
-        inst.pattern = v
     else:
         _s.fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _StringFormat_VALUES:
+        inst.format = _StringFormat_VALUES[v]
+    elif v is _MISSING:
         inst.format = UNSET
     elif v is None:
         inst.format = None
-    elif v.__class__ is str and v in _StringFormat_VALUES:
-        inst.format = cast("StringFormat", v)
     else:
         _s.enum_fail((path, "format"), "StringFormat", v)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is str:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
@@ -3258,12 +3516,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3364,63 +3622,73 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is float:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is float:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is float:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3494,63 +3762,73 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is int:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is int:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is int:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3624,42 +3902,50 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is bool:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3719,20 +4005,25 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
     if v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3776,20 +4067,25 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
     if v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3836,47 +4132,63 @@ def _d_MultiSelectPropertySchema(
 ) -> MultiSelectPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
+    ):
+        inst.items = d1(v, (path, "items"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_items = UNSET
+        inst.max_items = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_items = v
+    elif v is _MISSING:
         inst.min_items = UNSET
     elif v is None:
         inst.min_items = None
-    elif v.__class__ is int:
-        inst.min_items = v
     else:
         inst.min_items = _s.as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_items = v
+    elif v is _MISSING:
         inst.max_items = UNSET
     elif v is None:
         inst.max_items = None
-    elif v.__class__ is int:
-        inst.max_items = v
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
@@ -3890,12 +4202,12 @@ def _d_MultiSelectPropertySchema(
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3971,7 +4283,7 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
@@ -3979,19 +4291,19 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -4048,36 +4360,36 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -4134,22 +4446,27 @@ _K_ConnectMcpRequest: Final[frozenset[str]] = frozenset(["serverId", "_meta"])
 def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpRequest)
     v = obj.get("serverId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "serverId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.server_id = v
+    elif v is _MISSING:
+        _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4198,38 +4515,44 @@ _K_MessageMcpRequest: Final[frozenset[str]] = frozenset(
 def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpRequest)
     v = obj.get("connectionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "connectionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.connection_id = v
+    elif v is _MISSING:
+        _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.params = v
+    elif v is _MISSING:
         inst.params = UNSET
     elif v is None:
         inst.params = None
-    elif v.__class__ is dict:
-        inst.params = v
     else:
         _s.fail((path, "params"), "object", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4284,22 +4607,27 @@ _K_DisconnectMcpRequest: Final[frozenset[str]] = frozenset(["connectionId", "_me
 def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpRequest)
     v = obj.get("connectionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "connectionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.connection_id = v
+    elif v is _MISSING:
+        _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4346,7 +4674,7 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -4390,7 +4718,7 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -4437,39 +4765,48 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.image = False
+        inst.audio = False
+        inst.embedded_context = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
+        return inst
     v = obj.get("image", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.image = v
+    elif v is _MISSING:
         inst.image = False
         absent.append("image")
-    elif v.__class__ is bool:
-        inst.image = v
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.audio = v
+    elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
-    elif v.__class__ is bool:
-        inst.audio = v
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.embedded_context = v
+    elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
-    elif v.__class__ is bool:
-        inst.embedded_context = v
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4541,39 +4878,48 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.http = False
+        inst.sse = False
+        inst.acp = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
+        return inst
     v = obj.get("http", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.http = v
+    elif v is _MISSING:
         inst.http = False
         absent.append("http")
-    elif v.__class__ is bool:
-        inst.http = v
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.sse = v
+    elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
-    elif v.__class__ is bool:
-        inst.sse = v
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("acp", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.acp = v
+    elif v is _MISSING:
         inst.acp = False
         absent.append("acp")
-    elif v.__class__ is bool:
-        inst.acp = v
     else:
         inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4635,8 +4981,19 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.list = UNSET
+        inst.delete = UNSET
+        inst.additional_directories = UNSET
+        inst.fork = UNSET
+        inst.resume = UNSET
+        inst.close = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
@@ -4702,12 +5059,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4806,8 +5163,14 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.logout = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
@@ -4819,12 +5182,12 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4883,14 +5246,32 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.load_session = False
+        inst.prompt_capabilities = PromptCapabilities(
+            image=False, audio=False, embedded_context=False
+        )
+        inst.mcp_capabilities = McpCapabilities(http=False, sse=False, acp=False)
+        inst.session_capabilities = SessionCapabilities()
+        inst.auth = AgentAuthCapabilities()
+        inst.providers = UNSET
+        inst.nes = UNSET
+        inst.position_encoding = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(
+            ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
+        )
+        return inst
     v = obj.get("loadSession", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.load_session = v
+    elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
-    elif v.__class__ is bool:
-        inst.load_session = v
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -4966,23 +5347,23 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         except DecodeError as exc:
             inst.nes = _s.tolerated(ctx, (path, "nes"), exc, UNSET)
     v = obj.get("positionEncoding", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PositionEncodingKind_VALUES:
+        inst.position_encoding = _PositionEncodingKind_VALUES[v]
+    elif v is _MISSING:
         inst.position_encoding = UNSET
     elif v is None:
         inst.position_encoding = None
-    elif v.__class__ is str and v in _PositionEncodingKind_VALUES:
-        inst.position_encoding = cast("PositionEncodingKind", v)
     else:
         inst.position_encoding = _s.tolerate(
             ctx, (path, "positionEncoding"), "a known PositionEncodingKind", v, UNSET
         )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5098,15 +5479,32 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.agent_capabilities = AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=PromptCapabilities(
+                image=False, audio=False, embedded_context=False
+            ),
+            mcp_capabilities=McpCapabilities(http=False, sse=False, acp=False),
+            session_capabilities=SessionCapabilities(),
+            auth=AgentAuthCapabilities(),
+        )
+        inst.auth_methods = []
+        inst.agent_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
+        return inst
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -5157,12 +5555,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5253,15 +5651,20 @@ def _d_SessionListCapabilities(
 ) -> SessionListCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5304,15 +5707,20 @@ def _d_SessionDeleteCapabilities(
 ) -> SessionDeleteCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5355,15 +5763,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
 ) -> SessionAdditionalDirectoriesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5411,15 +5824,20 @@ def _d_SessionForkCapabilities(
 ) -> SessionForkCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionForkCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5468,15 +5886,20 @@ def _d_SessionResumeCapabilities(
 ) -> SessionResumeCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5519,15 +5942,20 @@ def _d_SessionCloseCapabilities(
 ) -> SessionCloseCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5568,15 +5996,20 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5617,15 +6050,20 @@ _K_ProvidersCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ProvidersCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProvidersCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5672,8 +6110,15 @@ _K_NesCapabilities: Final[frozenset[str]] = frozenset(["events", "context", "_me
 def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.events = UNSET
+        inst.context = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("events", _MISSING)
     if v is _MISSING:
         inst.events = UNSET
@@ -5695,12 +6140,12 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         except DecodeError as exc:
             inst.context = _s.tolerated(ctx, (path, "context"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5749,8 +6194,14 @@ _K_NesEventCapabilities: Final[frozenset[str]] = frozenset(["document", "_meta"]
 def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEventCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEventCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.document = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("document", _MISSING)
     if v is _MISSING:
         inst.document = UNSET
@@ -5762,12 +6213,12 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         except DecodeError as exc:
             inst.document = _s.tolerated(ctx, (path, "document"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5816,8 +6267,18 @@ def _d_NesDocumentEventCapabilities(
 ) -> NesDocumentEventCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentEventCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.did_open = UNSET
+        inst.did_change = UNSET
+        inst.did_close = UNSET
+        inst.did_save = UNSET
+        inst.did_focus = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
         inst.did_open = UNSET
@@ -5869,12 +6330,12 @@ def _d_NesDocumentEventCapabilities(
         except DecodeError as exc:
             inst.did_focus = _s.tolerated(ctx, (path, "didFocus"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5937,15 +6398,20 @@ def _d_NesDocumentDidOpenCapabilities(
 ) -> NesDocumentDidOpenCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidOpenCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5988,22 +6454,27 @@ def _d_NesDocumentDidChangeCapabilities(
 ) -> NesDocumentDidChangeCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidChangeCapabilities)
     v = obj.get("syncKind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _TextDocumentSyncKind_VALUES:
+        inst.sync_kind = _TextDocumentSyncKind_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "syncKind")
-    elif v.__class__ is str and v in _TextDocumentSyncKind_VALUES:
-        inst.sync_kind = cast("TextDocumentSyncKind", v)
     else:
         _s.enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6048,15 +6519,20 @@ def _d_NesDocumentDidCloseCapabilities(
 ) -> NesDocumentDidCloseCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidCloseCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6099,15 +6575,20 @@ def _d_NesDocumentDidSaveCapabilities(
 ) -> NesDocumentDidSaveCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidSaveCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6150,15 +6631,20 @@ def _d_NesDocumentDidFocusCapabilities(
 ) -> NesDocumentDidFocusCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidFocusCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6209,8 +6695,19 @@ _K_NesContextCapabilities: Final[frozenset[str]] = frozenset(
 def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesContextCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesContextCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.recent_files = UNSET
+        inst.related_snippets = UNSET
+        inst.edit_history = UNSET
+        inst.user_actions = UNSET
+        inst.open_files = UNSET
+        inst.diagnostics = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
         inst.recent_files = UNSET
@@ -6274,12 +6771,12 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         except DecodeError as exc:
             inst.diagnostics = _s.tolerated(ctx, (path, "diagnostics"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6346,27 +6843,33 @@ def _d_NesRecentFilesCapabilities(
 ) -> NesRecentFilesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFilesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.max_count = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("maxCount", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_count = v
+    elif v is _MISSING:
         inst.max_count = UNSET
     elif v is None:
         inst.max_count = None
-    elif v.__class__ is int:
-        inst.max_count = v
     else:
         try:
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6413,15 +6916,20 @@ def _d_NesRelatedSnippetsCapabilities(
 ) -> NesRelatedSnippetsCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippetsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6464,27 +6972,33 @@ def _d_NesEditHistoryCapabilities(
 ) -> NesEditHistoryCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.max_count = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("maxCount", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_count = v
+    elif v is _MISSING:
         inst.max_count = UNSET
     elif v is None:
         inst.max_count = None
-    elif v.__class__ is int:
-        inst.max_count = v
     else:
         try:
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6531,27 +7045,33 @@ def _d_NesUserActionsCapabilities(
 ) -> NesUserActionsCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserActionsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.max_count = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("maxCount", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_count = v
+    elif v is _MISSING:
         inst.max_count = UNSET
     elif v is None:
         inst.max_count = None
-    elif v.__class__ is int:
-        inst.max_count = v
     else:
         try:
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6598,15 +7118,20 @@ def _d_NesOpenFilesCapabilities(
 ) -> NesOpenFilesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFilesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6649,15 +7174,20 @@ def _d_NesDiagnosticsCapabilities(
 ) -> NesDiagnosticsCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnosticsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6700,29 +7230,37 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
@@ -6742,12 +7280,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6810,38 +7348,44 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6890,38 +7434,44 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6975,15 +7525,20 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7022,20 +7577,25 @@ _K_ListProvidersResponse: Final[frozenset[str]] = frozenset(["providers", "_meta
 def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersResponse)
     v = obj.get("providers", _MISSING)
     if v is _MISSING:
         _s.missing(path, "providers")
     else:
         inst.providers = _s.list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7084,13 +7644,13 @@ _K_ProviderInfo: Final[frozenset[str]] = frozenset(
 def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderInfo)
     v = obj.get("providerId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "providerId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.provider_id = v
+    elif v is _MISSING:
+        _s.missing(path, "providerId")
     else:
         _s.fail((path, "providerId"), "string", v)
     v = obj.get("supported", _MISSING)
@@ -7107,12 +7667,18 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         except DecodeError as exc:
             inst.supported = _s.tolerated(ctx, (path, "supported"), exc, [])
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "required")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.required = v
+    elif v is _MISSING:
+        _s.missing(path, "required")
     else:
         _s.fail((path, "required"), "boolean", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.current = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("current", _MISSING)
     if v is _MISSING:
         inst.current = UNSET
@@ -7121,12 +7687,12 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     else:
         inst.current = _d_ProviderCurrentConfig(v, (path, "current"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7185,29 +7751,34 @@ _K_ProviderCurrentConfig: Final[frozenset[str]] = frozenset(["apiType", "baseUrl
 def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderCurrentConfig:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderCurrentConfig)
     v = obj.get("apiType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "apiType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.api_type = v
+    elif v is _MISSING:
+        _s.missing(path, "apiType")
     else:
         _s.fail((path, "apiType"), "string", v)
     v = obj.get("baseUrl", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "baseUrl")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.base_url = v
+    elif v is _MISSING:
+        _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7256,15 +7827,20 @@ _K_SetProviderResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7311,15 +7887,20 @@ def _d_DisableProviderResponse(
 ) -> DisableProviderResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7364,15 +7945,20 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7413,15 +7999,22 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -7445,12 +8038,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7506,13 +8099,13 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
     v = obj.get("currentModeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentModeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
@@ -7523,13 +8116,18 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
             inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7575,38 +8173,44 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7657,27 +8261,27 @@ def _d_SessionConfigOptionSelect(
 ) -> SessionConfigOptionSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -7685,31 +8289,38 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    if len(obj) == 4 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7775,54 +8386,61 @@ def _d_SessionConfigOptionBoolean(
 ) -> SessionConfigOptionBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7887,38 +8505,44 @@ def _d_SessionConfigSelectOption(
 ) -> SessionConfigSelectOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7969,20 +8593,20 @@ def _d_SessionConfigSelectGroup(
 ) -> SessionConfigSelectGroup:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("group", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "group")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.group = v
+    elif v is _MISSING:
+        _s.missing(path, "group")
     else:
         _s.fail((path, "group"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
@@ -7993,13 +8617,18 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8048,13 +8677,13 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -8097,13 +8726,13 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -8136,8 +8765,15 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -8161,12 +8797,12 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8215,7 +8851,7 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
     if v is _MISSING:
@@ -8225,22 +8861,28 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.next_cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("nextCursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.next_cursor = v
+    elif v is _MISSING:
         inst.next_cursor = UNSET
     elif v is None:
         inst.next_cursor = None
-    elif v.__class__ is str:
-        inst.next_cursor = v
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8288,22 +8930,30 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -8317,30 +8967,30 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8397,15 +9047,20 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8446,15 +9101,22 @@ _K_ForkSessionResponse: Final[frozenset[str]] = frozenset(
 def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionResponse)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -8478,12 +9140,12 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8540,8 +9202,15 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
@@ -8565,12 +9234,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8619,15 +9288,20 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8666,15 +9340,20 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8715,7 +9394,7 @@ def _d_SetSessionConfigOptionResponse(
 ) -> SetSessionConfigOptionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -8727,13 +9406,18 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8774,15 +9458,21 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "usage", "_m
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     v = obj.get("stopReason", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _StopReason_VALUES:
+        inst.stop_reason = _StopReason_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "stopReason")
-    elif v.__class__ is str and v in _StopReason_VALUES:
-        inst.stop_reason = cast("StopReason", v)
     else:
         _s.enum_fail((path, "stopReason"), "StopReason", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.usage = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
         inst.usage = UNSET
@@ -8794,12 +9484,12 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         except DecodeError as exc:
             inst.usage = _s.tolerated(ctx, (path, "usage"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8861,72 +9551,80 @@ _K_Usage: Final[frozenset[str]] = frozenset(
 def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Usage)
     v = obj.get("totalTokens", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "totalTokens")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.total_tokens = v
+    elif v is _MISSING:
+        _s.missing(path, "totalTokens")
     else:
         inst.total_tokens = _s.as_int(v, (path, "totalTokens"))
     v = obj.get("inputTokens", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "inputTokens")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.input_tokens = v
+    elif v is _MISSING:
+        _s.missing(path, "inputTokens")
     else:
         inst.input_tokens = _s.as_int(v, (path, "inputTokens"))
     v = obj.get("outputTokens", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "outputTokens")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.output_tokens = v
+    elif v is _MISSING:
+        _s.missing(path, "outputTokens")
     else:
         inst.output_tokens = _s.as_int(v, (path, "outputTokens"))
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.thought_tokens = UNSET
+        inst.cached_read_tokens = UNSET
+        inst.cached_write_tokens = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("thoughtTokens", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.thought_tokens = v
+    elif v is _MISSING:
         inst.thought_tokens = UNSET
     elif v is None:
         inst.thought_tokens = None
-    elif v.__class__ is int:
-        inst.thought_tokens = v
     else:
         try:
             inst.thought_tokens = _s.as_int(v, (path, "thoughtTokens"))
         except DecodeError as exc:
             inst.thought_tokens = _s.tolerated(ctx, (path, "thoughtTokens"), exc, UNSET)
     v = obj.get("cachedReadTokens", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.cached_read_tokens = v
+    elif v is _MISSING:
         inst.cached_read_tokens = UNSET
     elif v is None:
         inst.cached_read_tokens = None
-    elif v.__class__ is int:
-        inst.cached_read_tokens = v
     else:
         try:
             inst.cached_read_tokens = _s.as_int(v, (path, "cachedReadTokens"))
         except DecodeError as exc:
             inst.cached_read_tokens = _s.tolerated(ctx, (path, "cachedReadTokens"), exc, UNSET)
     v = obj.get("cachedWriteTokens", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.cached_write_tokens = v
+    elif v is _MISSING:
         inst.cached_write_tokens = UNSET
     elif v is None:
         inst.cached_write_tokens = None
-    elif v.__class__ is int:
-        inst.cached_write_tokens = v
     else:
         try:
             inst.cached_write_tokens = _s.as_int(v, (path, "cachedWriteTokens"))
         except DecodeError as exc:
             inst.cached_write_tokens = _s.tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Usage.issuperset(obj) else _s.extra_fields(obj, _K_Usage, path, ctx)
@@ -8989,22 +9687,27 @@ _K_StartNesResponse: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesResponse)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9047,20 +9750,25 @@ _K_SuggestNesResponse: Final[frozenset[str]] = frozenset(["suggestions", "_meta"
 def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesResponse)
     v = obj.get("suggestions", _MISSING)
     if v is _MISSING:
         _s.missing(path, "suggestions")
     else:
         inst.suggestions = _s.list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9103,7 +9811,7 @@ _K_NesTextEdit: Final[frozenset[str]] = frozenset(["range", "newText", "_meta"])
 def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesTextEdit)
     v = obj.get("range", _MISSING)
     if v is _MISSING:
@@ -9111,19 +9819,24 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
     v = obj.get("newText", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "newText")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.new_text = v
+    elif v is _MISSING:
+        _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9166,7 +9879,7 @@ _K_Range: Final[frozenset[str]] = frozenset(["start", "end", "_meta"])
 def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Range)
     v = obj.get("start", _MISSING)
     if v is _MISSING:
@@ -9178,13 +9891,18 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         _s.missing(path, "end")
     else:
         inst.end = _d_Position(v, (path, "end"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Range.issuperset(obj) else _s.extra_fields(obj, _K_Range, path, ctx)
@@ -9225,29 +9943,34 @@ _K_Position: Final[frozenset[str]] = frozenset(["line", "character", "_meta"])
 def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Position)
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "line")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.line = v
+    elif v is _MISSING:
+        _s.missing(path, "line")
     else:
         inst.line = _s.as_int(v, (path, "line"))
     v = obj.get("character", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "character")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.character = v
+    elif v is _MISSING:
+        _s.missing(path, "character")
     else:
         inst.character = _s.as_int(v, (path, "character"))
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Position.issuperset(obj) else _s.extra_fields(obj, _K_Position, path, ctx)
@@ -9292,20 +10015,20 @@ _K_NesEditSuggestion: Final[frozenset[str]] = frozenset(
 def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSuggestion:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditSuggestion)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("edits", _MISSING)
@@ -9313,6 +10036,12 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         _s.missing(path, "edits")
     else:
         inst.edits = _s.list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
+    if len(obj) == 3 + ("kind" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cursor_position = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
         inst.cursor_position = UNSET
@@ -9324,12 +10053,12 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         except DecodeError as exc:
             inst.cursor_position = _s.tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9386,20 +10115,20 @@ _K_NesJumpSuggestion: Final[frozenset[str]] = frozenset(["kind", "id", "uri", "p
 def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSuggestion:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpSuggestion)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
@@ -9407,13 +10136,18 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         _s.missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
+    if len(obj) == 3 + ("kind" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9468,20 +10202,20 @@ _K_NesRenameSuggestion: Final[frozenset[str]] = frozenset(
 def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameSuggestion:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameSuggestion)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
@@ -9490,19 +10224,24 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("newName", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "newName")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.new_name = v
+    elif v is _MISSING:
+        _s.missing(path, "newName")
     else:
         _s.fail((path, "newName"), "string", v)
+    if len(obj) == 4 + ("kind" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9562,52 +10301,58 @@ def _d_NesSearchAndReplaceSuggestion(
 ) -> NesSearchAndReplaceSuggestion:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceSuggestion)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("search", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "search")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.search = v
+    elif v is _MISSING:
+        _s.missing(path, "search")
     else:
         _s.fail((path, "search"), "string", v)
     v = obj.get("replace", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "replace")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.replace = v
+    elif v is _MISSING:
+        _s.missing(path, "replace")
     else:
         _s.fail((path, "replace"), "string", v)
+    if len(obj) == 4 + ("kind" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.is_regex = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("isRegex", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.is_regex = v
+    elif v is _MISSING:
         inst.is_regex = UNSET
     elif v is None:
         inst.is_regex = None
-    elif v.__class__ is bool:
-        inst.is_regex = v
     else:
         _s.fail((path, "isRegex"), "boolean", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9669,15 +10414,20 @@ _K_CloseNesResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9718,22 +10468,27 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "code")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.code = v
+    elif v is _MISSING:
+        _s.missing(path, "code")
     else:
         _s.fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.data = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
@@ -9780,15 +10535,20 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -9830,27 +10590,38 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("sessionUpdate")).__class__ is str
+        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
+    ):
+        inst.update = d2(v, (path, "update"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9902,29 +10673,41 @@ def _d_SessionUpdateUserMessageChunk(
 ) -> SessionUpdateUserMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9979,29 +10762,41 @@ def _d_SessionUpdateAgentMessageChunk(
 ) -> SessionUpdateAgentMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10056,29 +10851,41 @@ def _d_SessionUpdateAgentThoughtChunk(
 ) -> SessionUpdateAgentThoughtChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10145,49 +10952,62 @@ def _d_SessionUpdateToolCallUpdate(
 ) -> SessionUpdateToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.name = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
         inst.name = UNSET
     elif v is None:
         inst.name = None
-    elif v.__class__ is str:
-        inst.name = v
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -10221,12 +11041,12 @@ def _d_SessionUpdateToolCallUpdate(
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10309,29 +11129,41 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10391,43 +11223,55 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.name = UNSET
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
         inst.name = UNSET
     elif v is None:
         inst.name = None
-    elif v.__class__ is str:
-        inst.name = v
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
         inst.kind = UNSET
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
         inst.status = UNSET
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -10457,12 +11301,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
@@ -10548,36 +11392,41 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PlanEntryPriority_VALUES:
+        inst.priority = _PlanEntryPriority_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "priority")
-    elif v.__class__ is str and v in _PlanEntryPriority_VALUES:
-        inst.priority = cast("PlanEntryPriority", v)
     else:
         _s.enum_fail((path, "priority"), "PlanEntryPriority", v)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _PlanEntryStatus_VALUES:
+        inst.status = _PlanEntryStatus_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "status")
-    elif v.__class__ is str and v in _PlanEntryStatus_VALUES:
-        inst.status = cast("PlanEntryStatus", v)
     else:
         _s.enum_fail((path, "status"), "PlanEntryStatus", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10626,7 +11475,7 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
     if v is _MISSING:
@@ -10636,13 +11485,18 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
@@ -10689,13 +11543,13 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
     v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "planId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
@@ -10706,13 +11560,18 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10767,29 +11626,34 @@ _K_PlanFile: Final[frozenset[str]] = frozenset(["type", "planId", "uri", "_meta"
 def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanFile)
     v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "planId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_PlanFile.issuperset(obj) else _s.extra_fields(obj, _K_PlanFile, path, ctx)
@@ -10835,29 +11699,34 @@ _K_PlanMarkdown: Final[frozenset[str]] = frozenset(["type", "planId", "content",
 def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanMarkdown)
     v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "planId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10905,20 +11774,31 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
     v = obj.get("plan", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _PlanUpdateContent_TAGS.get(t1)) is not None
+    ):
+        inst.plan = d1(v, (path, "plan"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10964,22 +11844,27 @@ _K_PlanRemoved: Final[frozenset[str]] = frozenset(["sessionUpdate", "planId", "_
 def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanRemoved)
     v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "planId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11025,22 +11910,28 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "description")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.description = v
+    elif v is _MISSING:
+        _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.input = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
@@ -11052,12 +11943,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11106,22 +11997,27 @@ def _d_UnstructuredCommandInput(
 ) -> UnstructuredCommandInput:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
     v = obj.get("hint", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "hint")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.hint = v
+    elif v is _MISSING:
+        _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11166,7 +12062,7 @@ def _d_AvailableCommandsUpdate(
 ) -> AvailableCommandsUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
     if v is _MISSING:
@@ -11178,13 +12074,18 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11231,22 +12132,27 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
     v = obj.get("currentModeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentModeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11297,7 +12203,7 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -11309,13 +12215,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11364,33 +12275,40 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
+    if len(obj) == 0 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11443,29 +12361,34 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "amount")
-    elif v.__class__ is float:
+    if v.__class__ is float:
         inst.amount = v
+    elif v is _MISSING:
+        _s.missing(path, "amount")
     else:
         inst.amount = _s.as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currency")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.currency = v
+    elif v is _MISSING:
+        _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
@@ -11506,22 +12429,28 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "used")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.used = v
+    elif v is _MISSING:
+        _s.missing(path, "used")
     else:
         inst.used = _s.as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "size")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.size = v
+    elif v is _MISSING:
+        _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cost = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
@@ -11533,12 +12462,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11586,22 +12515,29 @@ _K_CompactionUpdate: Final[frozenset[str]] = frozenset(
 def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionUpdate)
     v = obj.get("compactionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "compactionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.compaction_id = v
+    elif v is _MISSING:
+        _s.missing(path, "compactionId")
     else:
         _s.fail((path, "compactionId"), "string", v)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "status")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.status = v
+    elif v is _MISSING:
+        _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.summary = UNSET
+        inst.error = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("summary", _MISSING)
     if v is _MISSING:
         inst.summary = UNSET
@@ -11613,21 +12549,21 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         except DecodeError as exc:
             inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
     v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.error = v
+    elif v is _MISSING:
         inst.error = UNSET
     elif v is None:
         inst.error = None
-    elif v.__class__ is str:
-        inst.error = v
     else:
         inst.error = _s.tolerate(ctx, (path, "error"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11697,27 +12633,38 @@ _K_CompactionSummaryChunk: Final[frozenset[str]] = frozenset(
 def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionSummaryChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionSummaryChunk)
     v = obj.get("compactionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "compactionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.compaction_id = v
+    elif v is _MISSING:
+        _s.missing(path, "compactionId")
     else:
         _s.fail((path, "compactionId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11774,22 +12721,27 @@ def _d_CompleteElicitationNotification(
 ) -> CompleteElicitationNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11834,38 +12786,44 @@ _K_MessageMcpNotification: Final[frozenset[str]] = frozenset(
 def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpNotification)
     v = obj.get("connectionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "connectionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.connection_id = v
+    elif v is _MISSING:
+        _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.params = v
+    elif v is _MISSING:
         inst.params = UNSET
     elif v is None:
         inst.params = None
-    elif v.__class__ is dict:
-        inst.params = v
     else:
         inst.params = _s.tolerate(ctx, (path, "params"), "object", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11923,7 +12881,7 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -11931,12 +12889,17 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -11983,31 +12946,39 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.read_text_file = False
+        inst.write_text_file = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
+        return inst
     v = obj.get("readTextFile", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.read_text_file = v
+    elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
-    elif v.__class__ is bool:
-        inst.read_text_file = v
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.write_text_file = v
+    elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
-    elif v.__class__ is bool:
-        inst.write_text_file = v
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12063,23 +13034,30 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.terminal = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["terminal"])
+        return inst
     v = obj.get("terminal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12148,8 +13126,22 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        inst.terminal = False
+        inst.session = UNSET
+        inst.plan = UNSET
+        inst.auth = AuthCapabilities(terminal=False)
+        inst.elicitation = UNSET
+        inst.nes = UNSET
+        inst.position_encodings = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
+        return inst
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
@@ -12165,11 +13157,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
                 FileSystemCapabilities(read_text_file=False, write_text_file=False),
             )
     v = obj.get("terminal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
@@ -12231,7 +13223,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
                 (path, "positionEncodings"),
                 ctx,
                 lambda x, p, ctx: (
-                    cast("PositionEncodingKind", x)
+                    _PositionEncodingKind_VALUES[x]
                     if x.__class__ is str and x in _PositionEncodingKind_VALUES
                     else _s.enum_fail(p, "PositionEncodingKind", x)
                 ),
@@ -12239,12 +13231,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         except DecodeError as exc:
             inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12361,15 +13353,27 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.client_capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            terminal=False,
+            auth=AuthCapabilities(terminal=False),
+        )
+        inst.client_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["clientCapabilities"])
+        return inst
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -12403,12 +13407,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12486,8 +13490,15 @@ def _d_ClientSessionCapabilities(
 ) -> ClientSessionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.compaction = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
         inst.compaction = UNSET
@@ -12511,12 +13522,12 @@ def _d_ClientSessionCapabilities(
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12571,7 +13582,7 @@ _K_CompactionCapabilities: Final[frozenset[str]] = frozenset([])
 def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
     inst.extra = (
         {}
@@ -12609,8 +13620,14 @@ def _d_SessionConfigOptionsCapabilities(
 ) -> SessionConfigOptionsCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.boolean = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
@@ -12622,12 +13639,12 @@ def _d_SessionConfigOptionsCapabilities(
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12677,15 +13694,20 @@ def _d_BooleanConfigOptionCapabilities(
 ) -> BooleanConfigOptionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12726,15 +13748,20 @@ _K_PlanCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12781,8 +13808,15 @@ def _d_ElicitationCapabilities(
 ) -> ElicitationCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.form = UNSET
+        inst.url = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
@@ -12804,12 +13838,12 @@ def _d_ElicitationCapabilities(
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12866,15 +13900,20 @@ def _d_ElicitationFormCapabilities(
 ) -> ElicitationFormCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12919,15 +13958,20 @@ def _d_ElicitationUrlCapabilities(
 ) -> ElicitationUrlCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -12972,8 +14016,16 @@ _K_ClientNesCapabilities: Final[frozenset[str]] = frozenset(
 def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.jump = UNSET
+        inst.rename = UNSET
+        inst.search_and_replace = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
         inst.jump = UNSET
@@ -13007,12 +14059,12 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         except DecodeError as exc:
             inst.search_and_replace = _s.tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13065,15 +14117,20 @@ _K_NesJumpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13114,15 +14171,20 @@ _K_NesRenameCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13165,15 +14227,20 @@ def _d_NesSearchAndReplaceCapabilities(
 ) -> NesSearchAndReplaceCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13214,22 +14281,27 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13273,15 +14345,20 @@ _K_ListProvidersRequest: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13328,41 +14405,47 @@ _K_SetProviderRequest: Final[frozenset[str]] = frozenset(
 def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderRequest)
     v = obj.get("providerId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "providerId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.provider_id = v
+    elif v is _MISSING:
+        _s.missing(path, "providerId")
     else:
         _s.fail((path, "providerId"), "string", v)
     v = obj.get("apiType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "apiType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.api_type = v
+    elif v is _MISSING:
+        _s.missing(path, "apiType")
     else:
         _s.fail((path, "apiType"), "string", v)
     v = obj.get("baseUrl", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "baseUrl")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.base_url = v
+    elif v is _MISSING:
+        _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.headers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
         inst.headers = UNSET
     else:
         inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13424,22 +14507,27 @@ _K_DisableProviderRequest: Final[frozenset[str]] = frozenset(["providerId", "_me
 def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisableProviderRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderRequest)
     v = obj.get("providerId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "providerId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.provider_id = v
+    elif v is _MISSING:
+        _s.missing(path, "providerId")
     else:
         _s.fail((path, "providerId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13486,15 +14574,20 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13537,13 +14630,13 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
@@ -13554,6 +14647,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -13567,12 +14666,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13626,29 +14725,34 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13689,20 +14793,20 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
@@ -13710,13 +14814,18 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13767,20 +14876,20 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
@@ -13788,13 +14897,18 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13843,29 +14957,34 @@ _K_McpServerAcp: Final[frozenset[str]] = frozenset(["type", "name", "serverId", 
 def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerAcp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("serverId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "serverId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.server_id = v
+    elif v is _MISSING:
+        _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -13919,20 +15038,20 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
@@ -13945,13 +15064,18 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14005,7 +15129,7 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
     if v is _MISSING:
@@ -14016,19 +15140,25 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -14042,12 +15172,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14110,33 +15240,40 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cwd = UNSET
+        inst.cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cursor = v
+    elif v is _MISSING:
         inst.cursor = UNSET
     elif v is None:
         inst.cursor = None
-    elif v.__class__ is str:
-        inst.cursor = v
     else:
         _s.fail((path, "cursor"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14185,22 +15322,27 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14245,22 +15387,29 @@ _K_ForkSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -14282,12 +15431,12 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14355,22 +15504,29 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -14392,12 +15548,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14458,22 +15614,27 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14520,29 +15681,34 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("modeId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "modeId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "modeId")
     else:
         _s.fail((path, "modeId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14589,36 +15755,41 @@ def _d_SetSessionConfigOptionRequestBoolean(
 ) -> SetSessionConfigOptionRequestBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14675,36 +15846,41 @@ def _d_SetSessionConfigOptionRequestValueId(
 ) -> SetSessionConfigOptionRequestValueId:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14757,13 +15933,13 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
@@ -14771,13 +15947,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14839,15 +16020,23 @@ _K_StartNesRequest: Final[frozenset[str]] = frozenset(
 def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.workspace_uri = UNSET
+        inst.workspace_folders = UNSET
+        inst.repository = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("workspaceUri", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.workspace_uri = v
+    elif v is _MISSING:
         inst.workspace_uri = UNSET
     elif v is None:
         inst.workspace_uri = None
-    elif v.__class__ is str:
-        inst.workspace_uri = v
     else:
         inst.workspace_uri = _s.tolerate(ctx, (path, "workspaceUri"), "string", v, UNSET)
     v = obj.get("workspaceFolders", _MISSING)
@@ -14868,12 +16057,12 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         except DecodeError as exc:
             inst.repository = _s.tolerated(ctx, (path, "repository"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14926,29 +16115,34 @@ _K_WorkspaceFolder: Final[frozenset[str]] = frozenset(["uri", "name", "_meta"])
 def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFolder:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WorkspaceFolder)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -14993,36 +16187,41 @@ _K_NesRepository: Final[frozenset[str]] = frozenset(["name", "owner", "remoteUrl
 def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRepository)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("owner", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "owner")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.owner = v
+    elif v is _MISSING:
+        _s.missing(path, "owner")
     else:
         _s.fail((path, "owner"), "string", v)
     v = obj.get("remoteUrl", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "remoteUrl")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.remote_url = v
+    elif v is _MISSING:
+        _s.missing(path, "remoteUrl")
     else:
         _s.fail((path, "remoteUrl"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15071,27 +16270,27 @@ _K_SuggestNesRequest: Final[frozenset[str]] = frozenset(
 def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("position", _MISSING)
@@ -15100,12 +16299,19 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("triggerKind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _NesTriggerKind_VALUES:
+        inst.trigger_kind = _NesTriggerKind_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "triggerKind")
-    elif v.__class__ is str and v in _NesTriggerKind_VALUES:
-        inst.trigger_kind = cast("NesTriggerKind", v)
     else:
         _s.enum_fail((path, "triggerKind"), "NesTriggerKind", v)
+    if len(obj) == 5:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.selection = UNSET
+        inst.context = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
         inst.selection = UNSET
@@ -15121,12 +16327,12 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     else:
         inst.context = _d_NesSuggestContext(v, (path, "context"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15201,8 +16407,19 @@ _K_NesSuggestContext: Final[frozenset[str]] = frozenset(
 def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestContext:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSuggestContext)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.recent_files = UNSET
+        inst.related_snippets = UNSET
+        inst.edit_history = UNSET
+        inst.user_actions = UNSET
+        inst.open_files = UNSET
+        inst.diagnostics = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
         inst.recent_files = UNSET
@@ -15246,12 +16463,12 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     else:
         inst.diagnostics = _s.list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15316,36 +16533,41 @@ _K_NesRecentFile: Final[frozenset[str]] = frozenset(["uri", "languageId", "text"
 def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFile)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "languageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.language_id = v
+    elif v is _MISSING:
+        _s.missing(path, "languageId")
     else:
         _s.fail((path, "languageId"), "string", v)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15392,13 +16614,13 @@ _K_NesRelatedSnippet: Final[frozenset[str]] = frozenset(["uri", "excerpts", "_me
 def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelatedSnippet:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippet)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("excerpts", _MISSING)
@@ -15406,13 +16628,18 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         _s.missing(path, "excerpts")
     else:
         inst.excerpts = _s.list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15457,36 +16684,41 @@ _K_NesExcerpt: Final[frozenset[str]] = frozenset(["startLine", "endLine", "text"
 def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesExcerpt)
     v = obj.get("startLine", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "startLine")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.start_line = v
+    elif v is _MISSING:
+        _s.missing(path, "startLine")
     else:
         inst.start_line = _s.as_int(v, (path, "startLine"))
     v = obj.get("endLine", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "endLine")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.end_line = v
+    elif v is _MISSING:
+        _s.missing(path, "endLine")
     else:
         inst.end_line = _s.as_int(v, (path, "endLine"))
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15531,29 +16763,34 @@ _K_NesEditHistoryEntry: Final[frozenset[str]] = frozenset(["uri", "diff", "_meta
 def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditHistoryEntry:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryEntry)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("diff", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "diff")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.diff = v
+    elif v is _MISSING:
+        _s.missing(path, "diff")
     else:
         _s.fail((path, "diff"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15600,20 +16837,20 @@ _K_NesUserAction: Final[frozenset[str]] = frozenset(
 def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserAction)
     v = obj.get("action", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "action")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.action = v
+    elif v is _MISSING:
+        _s.missing(path, "action")
     else:
         _s.fail((path, "action"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
@@ -15622,19 +16859,24 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("timestampMs", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "timestampMs")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.timestamp_ms = v
+    elif v is _MISSING:
+        _s.missing(path, "timestampMs")
     else:
         inst.timestamp_ms = _s.as_int(v, (path, "timestampMs"))
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15690,22 +16932,29 @@ _K_NesOpenFile: Final[frozenset[str]] = frozenset(
 def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFile)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "languageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.language_id = v
+    elif v is _MISSING:
+        _s.missing(path, "languageId")
     else:
         _s.fail((path, "languageId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.visible_range = UNSET
+        inst.last_focused_ms = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
         inst.visible_range = UNSET
@@ -15717,24 +16966,24 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         except DecodeError as exc:
             inst.visible_range = _s.tolerated(ctx, (path, "visibleRange"), exc, UNSET)
     v = obj.get("lastFocusedMs", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.last_focused_ms = v
+    elif v is _MISSING:
         inst.last_focused_ms = UNSET
     elif v is None:
         inst.last_focused_ms = None
-    elif v.__class__ is int:
-        inst.last_focused_ms = v
     else:
         try:
             inst.last_focused_ms = _s.as_int(v, (path, "lastFocusedMs"))
         except DecodeError as exc:
             inst.last_focused_ms = _s.tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15787,13 +17036,13 @@ _K_NesDiagnostic: Final[frozenset[str]] = frozenset(
 def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnostic)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("range", _MISSING)
@@ -15802,26 +17051,31 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
     v = obj.get("severity", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _NesDiagnosticSeverity_VALUES:
+        inst.severity = _NesDiagnosticSeverity_VALUES[v]
+    elif v is _MISSING:
         _s.missing(path, "severity")
-    elif v.__class__ is str and v in _NesDiagnosticSeverity_VALUES:
-        inst.severity = cast("NesDiagnosticSeverity", v)
     else:
         _s.enum_fail((path, "severity"), "NesDiagnosticSeverity", v)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15875,22 +17129,27 @@ _K_CloseNesRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -15936,7 +17195,7 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -15980,7 +17239,7 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -16024,15 +17283,20 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16071,22 +17335,27 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16129,20 +17398,31 @@ def _d_RequestPermissionResponse(
 ) -> RequestPermissionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("outcome")).__class__ is str
+        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
+    ):
+        inst.outcome = d1(v, (path, "outcome"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16185,7 +17465,7 @@ def _d_RequestPermissionOutcomeCancelled(
 ) -> RequestPermissionOutcomeCancelled:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
@@ -16227,22 +17507,27 @@ def _d_SelectedPermissionOutcome(
 ) -> SelectedPermissionOutcome:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
+    if len(obj) == 1 + ("outcome" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16286,22 +17571,27 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16344,22 +17634,28 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
     v = obj.get("output", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "output")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.output = v
+    elif v is _MISSING:
+        _s.missing(path, "output")
     else:
         _s.fail((path, "output"), "string", v)
     v = obj.get("truncated", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "truncated")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.truncated = v
+    elif v is _MISSING:
+        _s.missing(path, "truncated")
     else:
         _s.fail((path, "truncated"), "boolean", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_status = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
@@ -16371,12 +17667,12 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16423,36 +17719,43 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
         inst.exit_code = UNSET
     elif v is None:
         inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
     else:
         try:
             inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
             inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
         inst.signal = UNSET
     elif v is None:
         inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16501,15 +17804,20 @@ def _d_ReleaseTerminalResponse(
 ) -> ReleaseTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16550,36 +17858,43 @@ def _d_WaitForTerminalExitResponse(
 ) -> WaitForTerminalExitResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
         inst.exit_code = UNSET
     elif v is None:
         inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
     else:
         try:
             inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
             inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
         inst.signal = UNSET
     elif v is None:
         inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16626,15 +17941,20 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16677,15 +17997,21 @@ def _d_CreateElicitationResponseAccept(
 ) -> CreateElicitationResponseAccept:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -16746,15 +18072,20 @@ def _d_CreateElicitationResponseDecline(
 ) -> CreateElicitationResponseDecline:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16800,15 +18131,20 @@ def _d_CreateElicitationResponseCancel(
 ) -> CreateElicitationResponseCancel:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16854,8 +18190,13 @@ def _d_ElicitationAcceptAction(
 ) -> ElicitationAcceptAction:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -16899,22 +18240,27 @@ _K_ConnectMcpResponse: Final[frozenset[str]] = frozenset(["connectionId", "_meta
 def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpResponse)
     v = obj.get("connectionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "connectionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.connection_id = v
+    elif v is _MISSING:
+        _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -16961,15 +18307,20 @@ _K_DisconnectMcpResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17014,15 +18365,20 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -17064,22 +18420,27 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17127,50 +18488,55 @@ def _d_DidOpenDocumentNotification(
 ) -> DidOpenDocumentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidOpenDocumentNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "languageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.language_id = v
+    elif v is _MISSING:
+        _s.missing(path, "languageId")
     else:
         _s.fail((path, "languageId"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 5:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17231,27 +18597,27 @@ def _d_DidChangeDocumentNotification(
 ) -> DidChangeDocumentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidChangeDocumentNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("contentChanges", _MISSING)
@@ -17264,13 +18630,18 @@ def _d_DidChangeDocumentNotification(
             )
         except DecodeError as exc:
             inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17326,15 +18697,21 @@ def _d_TextDocumentContentChangeEvent(
 ) -> TextDocumentContentChangeEvent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextDocumentContentChangeEvent)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.range = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("range", _MISSING)
     if v is _MISSING:
         inst.range = UNSET
@@ -17343,12 +18720,12 @@ def _d_TextDocumentContentChangeEvent(
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17400,29 +18777,34 @@ def _d_DidCloseDocumentNotification(
 ) -> DidCloseDocumentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidCloseDocumentNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17469,29 +18851,34 @@ def _d_DidSaveDocumentNotification(
 ) -> DidSaveDocumentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidSaveDocumentNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17540,27 +18927,27 @@ def _d_DidFocusDocumentNotification(
 ) -> DidFocusDocumentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidFocusDocumentNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("position", _MISSING)
@@ -17573,13 +18960,18 @@ def _d_DidFocusDocumentNotification(
         _s.missing(path, "visibleRange")
     else:
         inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
+    if len(obj) == 5:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17636,29 +19028,34 @@ _K_AcceptNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AcceptNesNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AcceptNesNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17703,38 +19100,44 @@ _K_RejectNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> RejectNesNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RejectNesNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.reason = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("reason", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _NesRejectReason_VALUES:
+        inst.reason = _NesRejectReason_VALUES[v]
+    elif v is _MISSING:
         inst.reason = UNSET
     elif v is None:
         inst.reason = None
-    elif v.__class__ is str and v in _NesRejectReason_VALUES:
-        inst.reason = cast("NesRejectReason", v)
     else:
         inst.reason = _s.tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -17785,20 +19188,25 @@ def _d_CancelRequestNotification(
 ) -> CancelRequestNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -18452,14 +19860,14 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, True)
             return UnknownToolCallContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -18484,14 +19892,14 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ContentBlock", "type", tag, True)
             return UnknownContentBlock(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -18572,14 +19980,14 @@ def _d_CreateElicitationRequest(
 ) -> CreateElicitationRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("mode", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "mode"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -18607,14 +20015,14 @@ def _d_ElicitationPropertySchema(
 ) -> ElicitationPropertySchema:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -18643,14 +20051,14 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -18763,14 +20171,14 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_AuthMethodAgent(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -18835,14 +20243,14 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, True)
             return UnknownSessionConfigOption(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -18932,14 +20340,14 @@ def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
 def _d_NesSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestion:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("kind", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "kind"), "string", tag)
+        if tag.__class__ is str:
             decode = _NesSuggestion_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "NesSuggestion", "kind", tag, True)
             return UnknownNesSuggestion(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "kind"), "string", tag)
         raise DecodeError((path, "kind"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -19007,14 +20415,14 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "sessionUpdate"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, True)
             return UnknownSessionUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -19065,14 +20473,14 @@ def encode_MessageId(value: MessageId) -> Any:
 def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdateContent:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _PlanUpdateContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "PlanUpdateContent", "type", tag, True)
             return UnknownPlanUpdateContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -19143,14 +20551,14 @@ def encode_CompactionId(value: CompactionId) -> Any:
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_McpServerStdio(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -19177,9 +20585,7 @@ def _d_SetSessionConfigOptionRequest(
 ) -> SetSessionConfigOptionRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
@@ -19190,6 +20596,8 @@ def _d_SetSessionConfigOptionRequest(
                 # No variant takes it: the schema rejects it (strict), lenient keeps it raw.
                 ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, True)
                 return UnknownSetSessionConfigOptionRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -19236,14 +20644,14 @@ def _d_RequestPermissionOutcome(
 ) -> RequestPermissionOutcome:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("outcome", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "outcome"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, True)
             return UnknownRequestPermissionOutcome(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -19271,14 +20679,14 @@ def _d_CreateElicitationResponse(
 ) -> CreateElicitationResponse:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("action", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "action"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
     _s.fail(path, "object", obj)
 

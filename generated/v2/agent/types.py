@@ -17,7 +17,7 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, TypeAlias, cast
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import serde as _s
 from .serde import MISSING as _MISSING
@@ -69,20 +69,18 @@ TOOL_KIND_THINK: Final = "think"
 TOOL_KIND_FETCH: Final = "fetch"
 TOOL_KIND_SWITCH_MODE: Final = "switch_mode"
 TOOL_KIND_OTHER: Final = "other"
-_ToolKind_VALUES: Final = frozenset(
-    [
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ]
-)
+_ToolKind_VALUES: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "switch_mode",
+    "other": "other",
+}
 
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
@@ -117,9 +115,13 @@ TOOL_CALL_STATUS_IN_PROGRESS: Final = "in_progress"
 TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
 TOOL_CALL_STATUS_CANCELLED: Final = "cancelled"
-_ToolCallStatus_VALUES: Final = frozenset(
-    ["pending", "in_progress", "completed", "failed", "cancelled"]
-)
+_ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
@@ -144,7 +146,7 @@ Role: TypeAlias = (
 Open: values not listed here are kept as they are."""
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
-_Role_VALUES: Final = frozenset(["assistant", "user"])
+_Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"}
 
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
@@ -169,7 +171,7 @@ IconTheme: TypeAlias = (
 Open: values not listed here are kept as they are."""
 ICON_THEME_LIGHT: Final = "light"
 ICON_THEME_DARK: Final = "dark"
-_IconTheme_VALUES: Final = frozenset(["light", "dark"])
+_IconTheme_VALUES: Final[dict[str, IconTheme]] = {"light": "light", "dark": "dark"}
 
 
 def decode_IconTheme(obj: Any, ctx: DecodeContext | None = None) -> IconTheme:
@@ -198,7 +200,12 @@ DIFF_FILE_TYPE_TEXT: Final = "text"
 DIFF_FILE_TYPE_BINARY: Final = "binary"
 DIFF_FILE_TYPE_DIRECTORY: Final = "directory"
 DIFF_FILE_TYPE_SYMLINK: Final = "symlink"
-_DiffFileType_VALUES: Final = frozenset(["text", "binary", "directory", "symlink"])
+_DiffFileType_VALUES: Final[dict[str, DiffFileType]] = {
+    "text": "text",
+    "binary": "binary",
+    "directory": "directory",
+    "symlink": "symlink",
+}
 
 
 def decode_DiffFileType(obj: Any, ctx: DecodeContext | None = None) -> DiffFileType:
@@ -216,7 +223,7 @@ DiffPatchFormat: TypeAlias = Literal["git_patch",] | str
 
 Open: values not listed here are kept as they are."""
 DIFF_PATCH_FORMAT_GIT_PATCH: Final = "git_patch"
-_DiffPatchFormat_VALUES: Final = frozenset(["git_patch"])
+_DiffPatchFormat_VALUES: Final[dict[str, DiffPatchFormat]] = {"git_patch": "git_patch"}
 
 
 def decode_DiffPatchFormat(obj: Any, ctx: DecodeContext | None = None) -> DiffPatchFormat:
@@ -247,9 +254,12 @@ PERMISSION_OPTION_KIND_ALLOW_ONCE: Final = "allow_once"
 PERMISSION_OPTION_KIND_ALLOW_ALWAYS: Final = "allow_always"
 PERMISSION_OPTION_KIND_REJECT_ONCE: Final = "reject_once"
 PERMISSION_OPTION_KIND_REJECT_ALWAYS: Final = "reject_always"
-_PermissionOptionKind_VALUES: Final = frozenset(
-    ["allow_once", "allow_always", "reject_once", "reject_always"]
-)
+_PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
 
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
@@ -265,7 +275,7 @@ def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
-_ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+_ElicitationSchemaType_VALUES: Final[dict[str, ElicitationSchemaType]] = {"object": "object"}
 
 
 def decode_ElicitationSchemaType(
@@ -273,7 +283,7 @@ def decode_ElicitationSchemaType(
 ) -> ElicitationSchemaType:
     """Decode a `ElicitationSchemaType` from its JSON value."""
     return (
-        cast("ElicitationSchemaType", obj)
+        _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
         else _s.enum_fail(None, "ElicitationSchemaType", obj)
     )
@@ -300,7 +310,12 @@ STRING_FORMAT_EMAIL: Final = "email"
 STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
-_StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+_StringFormat_VALUES: Final[dict[str, StringFormat]] = {
+    "email": "email",
+    "uri": "uri",
+    "date": "date",
+    "date-time": "date-time",
+}
 
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
@@ -337,9 +352,12 @@ SESSION_CONFIG_OPTION_CATEGORY_MODE: Final = "mode"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL: Final = "model"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL_CONFIG: Final = "model_config"
 SESSION_CONFIG_OPTION_CATEGORY_THOUGHT_LEVEL: Final = "thought_level"
-_SessionConfigOptionCategory_VALUES: Final = frozenset(
-    ["mode", "model", "model_config", "thought_level"]
-)
+_SessionConfigOptionCategory_VALUES: Final[dict[str, SessionConfigOptionCategory]] = {
+    "mode": "mode",
+    "model": "model",
+    "model_config": "model_config",
+    "thought_level": "thought_level",
+}
 
 
 def decode_SessionConfigOptionCategory(
@@ -381,9 +399,16 @@ ERROR_CODE_INTERNAL_ERROR: Final = -32603
 ERROR_CODE_REQUEST_CANCELLED: Final = -32800
 ERROR_CODE_AUTHENTICATION_REQUIRED: Final = -32000
 ERROR_CODE_RESOURCE_NOT_FOUND: Final = -32002
-_ErrorCode_VALUES: Final = frozenset(
-    [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
-)
+_ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
+    -32700: -32700,
+    -32600: -32600,
+    -32601: -32601,
+    -32602: -32602,
+    -32603: -32603,
+    -32800: -32800,
+    -32000: -32000,
+    -32002: -32002,
+}
 
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
@@ -416,9 +441,13 @@ STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
 STOP_REASON_REFUSAL: Final = "refusal"
 STOP_REASON_CANCELLED: Final = "cancelled"
-_StopReason_VALUES: Final = frozenset(
-    ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-)
+_StopReason_VALUES: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
 
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
@@ -449,7 +478,11 @@ Open: values not listed here are kept as they are."""
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
-_PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
+_PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
+    "high": "high",
+    "medium": "medium",
+    "low": "low",
+}
 
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
@@ -481,7 +514,12 @@ PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
 PLAN_ENTRY_STATUS_CANCELLED: Final = "cancelled"
-_PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "cancelled"])
+_PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "cancelled": "cancelled",
+}
 
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
@@ -504,7 +542,7 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -512,12 +550,17 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -563,20 +606,20 @@ def _d_RequestPermissionRequest(
 ) -> RequestPermissionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
     v = obj.get("options", _MISSING)
@@ -584,29 +627,42 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.subject = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("subject", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _RequestPermissionSubject_TAGS.get(t2)) is not None
+    ):
+        inst.subject = d2(v, (path, "subject"), ctx)
+    elif v is _MISSING:
         inst.subject = UNSET
     elif v is None:
         inst.subject = None
     else:
         inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -690,40 +746,52 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.kind = v
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str:
-        inst.kind = v
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.status = v
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str:
-        inst.status = v
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -757,12 +825,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -845,8 +913,16 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.audience = UNSET
+        inst.last_modified = UNSET
+        inst.priority = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("audience", _MISSING)
     if v is _MISSING:
         inst.audience = UNSET
@@ -863,33 +939,33 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         except DecodeError as exc:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.last_modified = v
+    elif v is _MISSING:
         inst.last_modified = UNSET
     elif v is None:
         inst.last_modified = None
-    elif v.__class__ is str:
-        inst.last_modified = v
     else:
         inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.priority = v
+    elif v is _MISSING:
         inst.priority = UNSET
     elif v is None:
         inst.priority = None
-    elif v.__class__ is float:
-        inst.priority = v
     else:
         try:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -940,15 +1016,21 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -960,12 +1042,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1011,29 +1093,36 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.uri = UNSET
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
         inst.uri = UNSET
     elif v is None:
         inst.uri = None
-    elif v.__class__ is str:
-        inst.uri = v
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("annotations", _MISSING)
@@ -1047,12 +1136,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1104,22 +1193,28 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1131,12 +1226,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1182,22 +1277,29 @@ _K_Icon: Final[frozenset[str]] = frozenset(["src", "mimeType", "sizes", "theme"]
 def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Icon)
     v = obj.get("src", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "src")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.src = v
+    elif v is _MISSING:
+        _s.missing(path, "src")
     else:
         _s.fail((path, "src"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.sizes = UNSET
+        inst.theme = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("sizes", _MISSING)
@@ -1211,12 +1313,12 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         except DecodeError as exc:
             inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
     v = obj.get("theme", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.theme = v
+    elif v is _MISSING:
         inst.theme = UNSET
     elif v is None:
         inst.theme = None
-    elif v.__class__ is str:
-        inst.theme = v
     else:
         inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
     inst.extra = {} if _K_Icon.issuperset(obj) else _s.extra_fields(obj, _K_Icon, path, ctx)
@@ -1274,38 +1376,49 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.icons = UNSET
+        inst.mime_type = UNSET
+        inst.size = UNSET
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("icons", _MISSING)
@@ -1319,21 +1432,21 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         except DecodeError as exc:
             inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
         inst.size = UNSET
     elif v is None:
         inst.size = None
-    elif v.__class__ is int:
-        inst.size = v
     else:
         try:
             inst.size = _s.as_int(v, (path, "size"))
@@ -1350,12 +1463,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1421,38 +1534,44 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1499,38 +1618,44 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "blob")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.blob = v
+    elif v is _MISSING:
+        _s.missing(path, "blob")
     else:
         _s.fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1577,13 +1702,19 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1595,12 +1726,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1646,20 +1777,31 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
@@ -1699,40 +1841,47 @@ _K_DiffChangeAdd: Final[frozenset[str]] = frozenset(
 def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeAdd)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
         inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1788,40 +1937,47 @@ _K_DiffChangeDelete: Final[frozenset[str]] = frozenset(
 def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeDelete:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeDelete)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
         inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1877,40 +2033,47 @@ _K_DiffChangeModify: Final[frozenset[str]] = frozenset(
 def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeModify:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeModify)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
         inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -1966,47 +2129,54 @@ _K_DiffChangeMove: Final[frozenset[str]] = frozenset(
 def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMove:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeMove)
     v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "oldPath")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
         _s.fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 2 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
         inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2064,47 +2234,54 @@ _K_DiffChangeCopy: Final[frozenset[str]] = frozenset(
 def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCopy:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeCopy)
     v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "oldPath")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
         _s.fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 2 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
         inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2160,13 +2337,13 @@ _K_DiffPathChange: Final[frozenset[str]] = frozenset(["path"])
 def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChange:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathChange)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     inst.extra = (
@@ -2199,20 +2376,20 @@ _K_DiffPathPairChange: Final[frozenset[str]] = frozenset(["oldPath", "path"])
 def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathPairChange:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathPairChange)
     v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "oldPath")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
         _s.fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
     inst.extra = (
@@ -2247,20 +2424,20 @@ _K_DiffPatch: Final[frozenset[str]] = frozenset(["format", "text"])
 def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPatch)
     v = obj.get("format", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "format")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.format = v
+    elif v is _MISSING:
+        _s.missing(path, "format")
     else:
         _s.fail((path, "format"), "string", v)
     v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "text")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
     inst.extra = (
@@ -2293,13 +2470,19 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "changes", "patch", "_meta"]
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("changes", _MISSING)
     if v is _MISSING:
         _s.missing(path, "changes")
     else:
         inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.patch = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
         inst.patch = UNSET
@@ -2311,12 +2494,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         except DecodeError as exc:
             inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
@@ -2370,22 +2553,27 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
@@ -2427,34 +2615,40 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("line", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
         inst.line = UNSET
     elif v is None:
         inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
     else:
         try:
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2507,7 +2701,7 @@ def _d_ToolCallPermissionSubject(
 ) -> ToolCallPermissionSubject:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallPermissionSubject)
     v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
@@ -2551,47 +2745,54 @@ def _d_CommandPermissionSubject(
 ) -> CommandPermissionSubject:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CommandPermissionSubject)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.terminal_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
         inst.terminal_id = UNSET
     elif v is None:
         inst.terminal_id = None
-    elif v.__class__ is str:
-        inst.terminal_id = v
     else:
         inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2643,36 +2844,41 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "kind")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.kind = v
+    elif v is _MISSING:
+        _s.missing(path, "kind")
     else:
         _s.fail((path, "kind"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -2721,13 +2927,13 @@ def _d_CreateElicitationRequestForm(
 ) -> CreateElicitationRequestForm:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
@@ -2736,28 +2942,28 @@ def _d_CreateElicitationRequestForm(
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2835,52 +3041,52 @@ def _d_CreateElicitationRequestUrl(
 ) -> CreateElicitationRequestUrl:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -2959,22 +3165,27 @@ def _d_ElicitationSessionScope(
 ) -> ElicitationSessionScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
@@ -3020,7 +3231,7 @@ def _d_ElicitationRequestScope(
 ) -> ElicitationRequestScope:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
@@ -3061,23 +3272,34 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.type = "object"
+        inst.title = UNSET
+        inst.properties = {}
+        inst.required = UNSET
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["type", "properties"])
+        return inst
     v = obj.get("type", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = _ElicitationSchemaType_VALUES[v]
+    elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
-        inst.type = cast("ElicitationSchemaType", v)
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
@@ -3094,21 +3316,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     else:
         inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3183,38 +3405,44 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "const")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.const = v
+    elif v is _MISSING:
+        _s.missing(path, "const")
     else:
         _s.fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3277,69 +3505,83 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_length = UNSET
+        inst.max_length = UNSET
+        inst.pattern = UNSET
+        inst.format = UNSET
+        inst.default = UNSET
+        inst.enum = UNSET
+        inst.one_of = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_length = v
+    elif v is _MISSING:
         inst.min_length = UNSET
     elif v is None:
         inst.min_length = None
-    elif v.__class__ is int:
-        inst.min_length = v
     else:
         inst.min_length = _s.as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_length = v
+    elif v is _MISSING:
         inst.max_length = UNSET
     elif v is None:
         inst.max_length = None
-    elif v.__class__ is int:
-        inst.max_length = v
     else:
         inst.max_length = _s.as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.pattern = v
+    elif v is _MISSING:
         inst.pattern = UNSET
     elif v is None:
         inst.pattern = None
-    elif v.__class__ is str:
-        inst.pattern = v
     else:
         _s.fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.format = v
+    elif v is _MISSING:
         inst.format = UNSET
     elif v is None:
         inst.format = None
-    elif v.__class__ is str:
-        inst.format = v
     else:
         _s.fail((path, "format"), "string", v)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is str:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
@@ -3357,12 +3599,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3465,63 +3707,73 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is float:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is float:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is float:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3595,63 +3847,73 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is int:
-        inst.minimum = v
     else:
         inst.minimum = _s.as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is int:
-        inst.maximum = v
     else:
         inst.maximum = _s.as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is int:
-        inst.default = v
     else:
         try:
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3725,42 +3987,50 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is bool:
-        inst.default = v
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3820,20 +4090,25 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
     if v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3877,20 +4152,25 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
     if v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -3937,47 +4217,63 @@ def _d_MultiSelectPropertySchema(
 ) -> MultiSelectPropertySchema:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
+    ):
+        inst.items = d1(v, (path, "items"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_items = UNSET
+        inst.max_items = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.min_items = v
+    elif v is _MISSING:
         inst.min_items = UNSET
     elif v is None:
         inst.min_items = None
-    elif v.__class__ is int:
-        inst.min_items = v
     else:
         inst.min_items = _s.as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.max_items = v
+    elif v is _MISSING:
         inst.max_items = UNSET
     elif v is None:
         inst.max_items = None
-    elif v.__class__ is int:
-        inst.max_items = v
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
@@ -3991,12 +4287,12 @@ def _d_MultiSelectPropertySchema(
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4072,7 +4368,7 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
@@ -4080,19 +4376,19 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -4149,36 +4445,36 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
@@ -4235,7 +4531,7 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -4279,7 +4575,7 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -4323,8 +4619,15 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(["session", "auth", "_me
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.session = UNSET
+        inst.auth = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
@@ -4346,12 +4649,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4417,13 +4720,13 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
     v = obj.get("info", _MISSING)
@@ -4431,6 +4734,14 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.capabilities = AgentCapabilities()
+        inst.auth_methods = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["capabilities"])
+        return inst
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = AgentCapabilities()
@@ -4449,12 +4760,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         except DecodeError as exc:
             inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4522,38 +4833,44 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "version")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4609,8 +4926,17 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.prompt = UNSET
+        inst.mcp = UNSET
+        inst.delete = UNSET
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
         inst.prompt = UNSET
@@ -4656,12 +4982,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4746,8 +5072,16 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.image = UNSET
+        inst.audio = UNSET
+        inst.embedded_context = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("image", _MISSING)
     if v is _MISSING:
         inst.image = UNSET
@@ -4781,12 +5115,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         except DecodeError as exc:
             inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4863,15 +5197,20 @@ def _d_PromptImageCapabilities(
 ) -> PromptImageCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptImageCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4914,15 +5253,20 @@ def _d_PromptAudioCapabilities(
 ) -> PromptAudioCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptAudioCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -4965,15 +5309,20 @@ def _d_PromptEmbeddedContextCapabilities(
 ) -> PromptEmbeddedContextCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptEmbeddedContextCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5014,8 +5363,15 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["stdio", "http", "_meta"]
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.stdio = UNSET
+        inst.http = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
         inst.stdio = UNSET
@@ -5037,12 +5393,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         except DecodeError as exc:
             inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5095,15 +5451,20 @@ _K_McpStdioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStdioCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpStdioCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5144,15 +5505,20 @@ _K_McpHttpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttpCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpHttpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5195,15 +5561,20 @@ def _d_SessionDeleteCapabilities(
 ) -> SessionDeleteCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5246,15 +5617,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
 ) -> SessionAdditionalDirectoriesCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5300,15 +5676,20 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5351,29 +5732,34 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5416,29 +5802,37 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
@@ -5458,12 +5852,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5529,38 +5923,44 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5610,15 +6010,20 @@ _K_LoginAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5657,15 +6062,20 @@ _K_LogoutAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5704,15 +6114,21 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(["sessionId", "configOp
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
@@ -5724,12 +6140,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5783,27 +6199,27 @@ def _d_SessionConfigOptionSelect(
 ) -> SessionConfigOptionSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -5811,31 +6227,38 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    if len(obj) == 4 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -5901,54 +6324,61 @@ def _d_SessionConfigOptionBoolean(
 ) -> SessionConfigOptionBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6013,38 +6443,44 @@ def _d_SessionConfigSelectOption(
 ) -> SessionConfigSelectOption:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6095,20 +6531,20 @@ def _d_SessionConfigSelectGroup(
 ) -> SessionConfigSelectGroup:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("groupId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "groupId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.group_id = v
+    elif v is _MISSING:
+        _s.missing(path, "groupId")
     else:
         _s.fail((path, "groupId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
@@ -6119,13 +6555,18 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6174,13 +6615,13 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
@@ -6223,13 +6664,13 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currentValue")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -6262,7 +6703,7 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
     if v is _MISSING:
@@ -6272,22 +6713,28 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.next_cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("nextCursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.next_cursor = v
+    elif v is _MISSING:
         inst.next_cursor = UNSET
     elif v is None:
         inst.next_cursor = None
-    elif v.__class__ is str:
-        inst.next_cursor = v
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6335,22 +6782,30 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -6364,30 +6819,30 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6444,15 +6899,20 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6491,8 +6951,14 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
@@ -6504,12 +6970,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6552,15 +7018,20 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6601,7 +7072,7 @@ def _d_SetSessionConfigOptionResponse(
 ) -> SetSessionConfigOptionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -6613,13 +7084,18 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6660,15 +7136,20 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6713,22 +7194,27 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "code")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.code = v
+    elif v is _MISSING:
+        _s.missing(path, "code")
     else:
         _s.fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.data = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
@@ -6775,15 +7261,20 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -6827,27 +7318,38 @@ def _d_UpdateSessionNotification(
 ) -> UpdateSessionNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UpdateSessionNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("sessionUpdate")).__class__ is str
+        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
+    ):
+        inst.update = d2(v, (path, "update"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6899,27 +7401,38 @@ def _d_SessionUpdateUserMessageChunk(
 ) -> SessionUpdateUserMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -6976,27 +7489,38 @@ def _d_SessionUpdateAgentMessageChunk(
 ) -> SessionUpdateAgentMessageChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7053,27 +7577,38 @@ def _d_SessionUpdateAgentThoughtChunk(
 ) -> SessionUpdateAgentThoughtChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7128,7 +7663,7 @@ def _d_SessionUpdateStateUpdate(
 ) -> SessionUpdateStateUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
@@ -7176,40 +7711,52 @@ def _d_SessionUpdateToolCallUpdate(
 ) -> SessionUpdateToolCallUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.kind = v
+    elif v is _MISSING:
         inst.kind = UNSET
     elif v is None:
         inst.kind = None
-    elif v.__class__ is str:
-        inst.kind = v
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.status = v
+    elif v is _MISSING:
         inst.status = UNSET
     elif v is None:
         inst.status = None
-    elif v.__class__ is str:
-        inst.status = v
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -7243,12 +7790,12 @@ def _d_SessionUpdateToolCallUpdate(
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7322,27 +7869,38 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["messageId", "content", "_me
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7388,15 +7946,21 @@ _K_UserMessage: Final[frozenset[str]] = frozenset(
 def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UserMessage)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -7408,12 +7972,12 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7471,15 +8035,21 @@ _K_AgentMessage: Final[frozenset[str]] = frozenset(
 def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentMessage)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -7491,12 +8061,12 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7554,15 +8124,21 @@ _K_AgentThought: Final[frozenset[str]] = frozenset(
 def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentThought)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -7574,12 +8150,12 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7635,15 +8211,20 @@ _K_RunningStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
 def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningStateUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RunningStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7683,24 +8264,30 @@ _K_IdleStateUpdate: Final[frozenset[str]] = frozenset(["state", "stopReason", "_
 def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IdleStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.stop_reason = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("stopReason", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.stop_reason = v
+    elif v is _MISSING:
         inst.stop_reason = UNSET
     elif v is None:
         inst.stop_reason = None
-    elif v.__class__ is str:
-        inst.stop_reason = v
     else:
         inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7749,15 +8336,20 @@ def _d_RequiresActionStateUpdate(
 ) -> RequiresActionStateUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequiresActionStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7801,27 +8393,38 @@ _K_ToolCallContentChunk: Final[frozenset[str]] = frozenset(
 def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContentChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallContentChunk)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "toolCallId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ToolCallContent_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "content")
     else:
         inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7876,22 +8479,27 @@ _K_TerminalOutput: Final[frozenset[str]] = frozenset(["data", "_meta"])
 def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutput:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutput)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -7933,36 +8541,43 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
         inst.exit_code = UNSET
     elif v is None:
         inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
     else:
         try:
             inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
             inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
         inst.signal = UNSET
     elif v is None:
         inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8019,31 +8634,40 @@ _K_TerminalUpdate: Final[frozenset[str]] = frozenset(
 def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalUpdate)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.command = UNSET
+        inst.cwd = UNSET
+        inst.output = UNSET
+        inst.exit_status = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
         inst.command = UNSET
     elif v is None:
         inst.command = None
-    elif v.__class__ is str:
-        inst.command = v
     else:
         inst.command = _s.tolerate(ctx, (path, "command"), "string", v, UNSET)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("output", _MISSING)
@@ -8067,12 +8691,12 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8137,29 +8761,34 @@ _K_TerminalOutputChunk: Final[frozenset[str]] = frozenset(
 def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputChunk:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputChunk)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8210,36 +8839,41 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "content")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "priority")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.priority = v
+    elif v is _MISSING:
+        _s.missing(path, "priority")
     else:
         _s.fail((path, "priority"), "string", v)
     v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "status")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.status = v
+    elif v is _MISSING:
+        _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8288,13 +8922,13 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
     v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "planId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
@@ -8305,13 +8939,18 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8360,20 +8999,31 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
     v = obj.get("plan", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _PlanUpdateContent_TAGS.get(t1)) is not None
+    ):
+        inst.plan = d1(v, (path, "plan"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8413,22 +9063,28 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "description")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.description = v
+    elif v is _MISSING:
+        _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.input = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
@@ -8440,12 +9096,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8492,22 +9148,27 @@ _K_TextCommandInput: Final[frozenset[str]] = frozenset(["type", "hint", "_meta"]
 def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextCommandInput:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextCommandInput)
     v = obj.get("hint", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "hint")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.hint = v
+    elif v is _MISSING:
+        _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8553,7 +9214,7 @@ def _d_AvailableCommandsUpdate(
 ) -> AvailableCommandsUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
     if v is _MISSING:
@@ -8565,13 +9226,18 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8620,7 +9286,7 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -8632,13 +9298,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8687,33 +9358,40 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
+    if len(obj) == 0 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
         inst.updated_at = UNSET
     elif v is None:
         inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8769,29 +9447,34 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "amount")
-    elif v.__class__ is float:
+    if v.__class__ is float:
         inst.amount = v
+    elif v is _MISSING:
+        _s.missing(path, "amount")
     else:
         inst.amount = _s.as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "currency")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.currency = v
+    elif v is _MISSING:
+        _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
@@ -8832,22 +9515,28 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "used")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.used = v
+    elif v is _MISSING:
+        _s.missing(path, "used")
     else:
         inst.used = _s.as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "size")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.size = v
+    elif v is _MISSING:
+        _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cost = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
@@ -8859,12 +9548,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8912,22 +9601,27 @@ def _d_CompleteElicitationNotification(
 ) -> CompleteElicitationNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "elicitationId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -8970,7 +9664,7 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -8978,12 +9672,17 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -9027,8 +9726,15 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(["auth", "elicitation",
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.auth = UNSET
+        inst.elicitation = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
@@ -9050,12 +9756,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9120,13 +9826,13 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
     v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "protocolVersion")
-    elif v.__class__ is int:
+    if v.__class__ is int:
         inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
     v = obj.get("info", _MISSING)
@@ -9134,6 +9840,13 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.capabilities = ClientCapabilities()
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["capabilities"])
+        return inst
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = ClientCapabilities()
@@ -9144,12 +9857,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9206,8 +9919,14 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.terminal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
         inst.terminal = UNSET
@@ -9219,12 +9938,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         except DecodeError as exc:
             inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9278,15 +9997,20 @@ def _d_TerminalAuthCapabilities(
 ) -> TerminalAuthCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9331,8 +10055,15 @@ def _d_ElicitationCapabilities(
 ) -> ElicitationCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.form = UNSET
+        inst.url = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
@@ -9354,12 +10085,12 @@ def _d_ElicitationCapabilities(
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9416,15 +10147,20 @@ def _d_ElicitationFormCapabilities(
 ) -> ElicitationFormCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9469,15 +10205,20 @@ def _d_ElicitationUrlCapabilities(
 ) -> ElicitationUrlCapabilities:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9520,22 +10261,27 @@ _K_LoginAuthRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthRequest)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9583,15 +10329,20 @@ _K_LogoutAuthRequest: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9638,15 +10389,22 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -9668,12 +10426,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9729,29 +10487,34 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9792,34 +10555,40 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.headers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
         inst.headers = UNSET
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9869,22 +10638,29 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "command")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("args", _MISSING)
     if v is _MISSING:
         inst.args = UNSET
@@ -9896,12 +10672,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -9953,33 +10729,40 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cwd = UNSET
+        inst.cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
         inst.cwd = UNSET
     elif v is None:
         inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.cursor = v
+    elif v is _MISSING:
         inst.cursor = UNSET
     elif v is None:
         inst.cursor = None
-    elif v.__class__ is str:
-        inst.cursor = v
     else:
         _s.fail((path, "cursor"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10026,22 +10809,27 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10086,22 +10874,30 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.replay_from = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -10133,12 +10929,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         except DecodeError as exc:
             inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10207,15 +11003,20 @@ _K_ReplayFromStart: Final[frozenset[str]] = frozenset(["type", "_meta"])
 def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromStart:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReplayFromStart)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10255,22 +11056,27 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10319,36 +11125,41 @@ def _d_SetSessionConfigOptionRequestId(
 ) -> SetSessionConfigOptionRequestId:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestId)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10405,36 +11216,41 @@ def _d_SetSessionConfigOptionRequestBoolean(
 ) -> SetSessionConfigOptionRequestBoolean:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
         _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "value")
-    elif v.__class__ is bool:
+    if v.__class__ is bool:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10487,13 +11303,13 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
@@ -10501,13 +11317,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10567,7 +11388,7 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -10611,7 +11432,7 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
@@ -10657,20 +11478,31 @@ def _d_RequestPermissionResponse(
 ) -> RequestPermissionResponse:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
-    if v is _MISSING:
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("outcome")).__class__ is str
+        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
+    ):
+        inst.outcome = d1(v, (path, "outcome"), ctx)
+    elif v is _MISSING:
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10713,7 +11545,7 @@ def _d_RequestPermissionOutcomeCancelled(
 ) -> RequestPermissionOutcomeCancelled:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
@@ -10755,22 +11587,27 @@ def _d_SelectedPermissionOutcome(
 ) -> SelectedPermissionOutcome:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "optionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
+    if len(obj) == 1 + ("outcome" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10818,15 +11655,21 @@ def _d_CreateElicitationResponseAccept(
 ) -> CreateElicitationResponseAccept:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -10887,15 +11730,20 @@ def _d_CreateElicitationResponseDecline(
 ) -> CreateElicitationResponseDecline:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10941,15 +11789,20 @@ def _d_CreateElicitationResponseCancel(
 ) -> CreateElicitationResponseCancel:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -10995,8 +11848,13 @@ def _d_ElicitationAcceptAction(
 ) -> ElicitationAcceptAction:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -11040,15 +11898,20 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -11092,22 +11955,27 @@ def _d_CancelSessionNotification(
 ) -> CancelSessionNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelSessionNotification)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11153,15 +12021,20 @@ def _d_ProtocolLevelNotification(
 ) -> ProtocolLevelNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProtocolLevelNotification)
     v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _s.missing(path, "method")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
@@ -11205,20 +12078,25 @@ def _d_CancelRequestNotification(
 ) -> CancelRequestNotification:
     if obj.__class__ is not dict and not _s.is_object(obj):
         _s.fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
@@ -11907,14 +12785,14 @@ def _d_RequestPermissionSubject(
 ) -> RequestPermissionSubject:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionSubject_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "RequestPermissionSubject", "type", tag, False)
             return UnknownRequestPermissionSubject(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -11954,14 +12832,14 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, False)
             return UnknownToolCallContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -11986,14 +12864,14 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ContentBlock", "type", tag, False)
             return UnknownContentBlock(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12058,14 +12936,14 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
 def _d_DiffChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("operation", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "operation"), "string", tag)
+        if tag.__class__ is str:
             decode = _DiffChange_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "DiffChange", "operation", tag, False)
             return UnknownDiffChange(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "operation"), "string", tag)
         raise DecodeError((path, "operation"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12136,14 +13014,14 @@ def _d_CreateElicitationRequest(
 ) -> CreateElicitationRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("mode", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "mode"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12171,14 +13049,14 @@ def _d_ElicitationPropertySchema(
 ) -> ElicitationPropertySchema:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12207,14 +13085,14 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
     _s.fail(path, "object", obj)
 
@@ -12299,14 +13177,14 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12344,14 +13222,14 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, False)
             return UnknownSessionConfigOption(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12469,14 +13347,14 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "sessionUpdate"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, False)
             return UnknownSessionUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12528,14 +13406,14 @@ def encode_MessageId(value: MessageId) -> Any:
 def _d_StateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> StateUpdate:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("state", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "state"), "string", tag)
+        if tag.__class__ is str:
             decode = _StateUpdate_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "StateUpdate", "state", tag, False)
             return UnknownStateUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "state"), "string", tag)
         raise DecodeError((path, "state"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12560,14 +13438,14 @@ def encode_StateUpdate(value: StateUpdate) -> Any:
 def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdateContent:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _PlanUpdateContent_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "PlanUpdateContent", "type", tag, False)
             return UnknownPlanUpdateContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12604,14 +13482,14 @@ def encode_PlanId(value: PlanId) -> Any:
 def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AvailableCommandInput_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "AvailableCommandInput", "type", tag, False)
             return UnknownAvailableCommandInput(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12636,14 +13514,14 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12667,14 +13545,14 @@ def encode_McpServer(value: McpServer) -> Any:
 def _d_ReplayFrom(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFrom:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ReplayFrom_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "ReplayFrom", "type", tag, False)
             return UnknownReplayFrom(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12699,14 +13577,14 @@ def _d_SetSessionConfigOptionRequest(
 ) -> SetSessionConfigOptionRequest:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, False)
             return UnknownSetSessionConfigOptionRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12754,14 +13632,14 @@ def _d_RequestPermissionOutcome(
 ) -> RequestPermissionOutcome:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("outcome", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "outcome"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, False)
             return UnknownRequestPermissionOutcome(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
     _s.fail(path, "object", obj)
 
@@ -12789,14 +13667,14 @@ def _d_CreateElicitationResponse(
 ) -> CreateElicitationResponse:
     if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("action", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _s.fail((path, "action"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
             if decode is not None:
                 return decode(obj, path, ctx)
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
     _s.fail(path, "object", obj)
 
