@@ -17,6 +17,7 @@ from .diff_format import Format, render
 from .errors import CodegenError, Problem
 from .format import FORMATTERS, Formatter
 from .generate import ApiCache, Target, check, generate_files, write
+from .templates import CustomTemplates, bundled_names, copy_template
 
 app = typer.Typer(
     add_completion=False,
@@ -36,6 +37,16 @@ FORMATTER_HELP = (
     f"Code formatter for the output: {' or '.join(FORMATTERS)} (default ruff; both are pinned and give "
     "byte-identical output)."
 )
+
+TEMPLATES_HELP = (
+    "A directory of custom templates: each file replaces the bundled template or runtime source of the same "
+    "name (see `acp-codegen templates --list`); the rest stay bundled."
+)
+
+
+def _custom(templates: str | None) -> CustomTemplates | None:
+    return None if templates is None else CustomTemplates(Path(templates), templates)
+
 
 MAX_SHOWN = 50  # problems printed; a broken schema can have thousands
 
@@ -112,8 +123,9 @@ def _role_command(role: Literal["agent", "client"]) -> None:
             False, "--force", help="Overwrite or remove files in --out that acp-codegen did not generate."
         ),
         formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
+        templates: str | None = typer.Option(None, "--templates", metavar="DIR", help=TEMPLATES_HELP),
     ) -> None:
-        target = Target(role, out, schema, unstable, package, formatter=formatter)
+        target = Target(role, out, schema, unstable, package, formatter=formatter, templates=_custom(templates))
         raise typer.Exit(run_target(target, check_only, force))
 
     command.__doc__ = (
@@ -137,6 +149,9 @@ def generate_command(
     formatter: Formatter | None = typer.Option(
         None, "--formatter", help="Override the configured formatter: " + FORMATTER_HELP
     ),
+    templates: str | None = typer.Option(
+        None, "--templates", metavar="DIR", help="Override the configured templates: " + TEMPLATES_HELP
+    ),
 ) -> None:
     """Generate every target listed under [tool.acp-codegen] in pyproject.toml."""
     try:
@@ -149,6 +164,8 @@ def generate_command(
         targets = [replace(target, unstable=unstable) for target in targets]
     if formatter is not None:
         targets = [replace(target, formatter=formatter) for target in targets]
+    if templates is not None:
+        targets = [replace(target, templates=_custom(templates)) for target in targets]
     apis = ApiCache()  # targets reading the same schema share one load + IR build
     generated: list[dict[str, str] | None] = [None] * len(targets)
     if not check_only:
@@ -160,7 +177,7 @@ def generate_command(
             except CodegenError as exc:
                 problems += exc.problems
         if problems:
-            _report(CodegenError(problems))
+            _report(CodegenError(list(dict.fromkeys(problems))))  # targets share a templates directory
     status = 0
     for target, files in zip(targets, generated, strict=True):
         status = max(status, run_target(target, check_only, force, files, apis))
@@ -187,6 +204,33 @@ def diff_command(
         _report(exc)
     typer.echo(render(report, fmt), nl=False)
     raise typer.Exit(1 if fail_on_breaking and report.breaking(side) else 0)
+
+
+@app.command("templates")
+def templates_command(
+    list_: bool = typer.Option(False, "--list", help="Print the names a custom templates directory may override."),
+    copy: str | None = typer.Option(
+        None, "--copy", metavar="NAME", help="Copy the bundled template or runtime source NAME into DIR."
+    ),
+    dest: Path | None = typer.Argument(None, metavar="DIR", help="With --copy: the directory to copy into."),
+    force: bool = typer.Option(False, "--force", help="With --copy: overwrite DIR/NAME if it exists."),
+) -> None:
+    """List the bundled templates, or copy one out as the start of a custom templates directory."""
+    if copy is None:
+        if dest is not None:
+            typer.echo("error: DIR is only used with --copy NAME DIR", err=True)
+            raise typer.Exit(2)
+        for name in bundled_names():
+            typer.echo(name)
+        raise typer.Exit(0)
+    if dest is None:
+        typer.echo("error: --copy NAME needs the directory to copy into: --copy NAME DIR", err=True)
+        raise typer.Exit(2)
+    try:
+        target = copy_template(copy, dest, force)
+    except CodegenError as exc:
+        _report(exc)
+    typer.echo(f"copied {copy} to {target}; use it with --templates {dest}")
 
 
 def entry() -> None:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,8 +27,12 @@ DEFAULT_FORMATTER: Formatter = "ruff"
 LINE_LENGTH = 100
 
 
-def check_syntax(files: dict[str, str]) -> None:
-    """Compile every generated Python file; the first one that fails is an internal error."""
+def check_syntax(files: dict[str, str], custom: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Compile every generated Python file; the first one that fails is reported.
+
+    `custom`: output file -> the custom templates that shaped it. Invalid Python from those is
+    bad input (exit 2) naming them; from the bundled templates alone it is an internal error.
+    """
     for path, text in files.items():
         if not path.endswith(".py"):
             continue
@@ -35,16 +40,21 @@ def check_syntax(files: dict[str, str]) -> None:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             line = (exc.text or "").strip()
-            raise CodegenError(
-                [
-                    Problem(
-                        f"internal error: generated {path} is not valid Python: {exc.msg} at line {exc.lineno}"
-                        + (f": {line!r}" if line else ""),
-                        path,
-                        fix="this is a bug in acp-codegen or in a custom template; please report it",
-                    )
-                ]
-            ) from None
+            where = f"{exc.msg} at line {exc.lineno}" + (f": {line!r}" if line else "")
+            blamed = (custom or {}).get(path)
+            if blamed:
+                problem = Problem(
+                    f"made {path} with invalid Python: {where}",
+                    ", ".join(blamed),
+                    fix="fix the custom template; `acp-codegen templates --copy NAME DIR` gives the bundled one",
+                )
+            else:
+                problem = Problem(
+                    f"internal error: generated {path} is not valid Python: {where}",
+                    path,
+                    fix="this is a bug in acp-codegen; please report it",
+                )
+            raise CodegenError([problem]) from None
 
 
 def find_ruff() -> str:
@@ -112,9 +122,11 @@ def _black(files: dict[str, str]) -> dict[str, str]:
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
 
 
-def format_files(files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER) -> dict[str, str]:
-    """Every file of a package, with the Python ones syntax-checked and formatted."""
+def format_files(
+    files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER, custom: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, str]:
+    """Every file of a package, with the Python ones syntax-checked (see `check_syntax`) and formatted."""
     python = {path: text for path, text in files.items() if path.endswith(".py")}
-    check_syntax(python)
+    check_syntax(python, custom)
     formatted = _ruff(python) if formatter == "ruff" else _black(python)
     return {path: formatted.get(path, text) for path, text in files.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -12,7 +12,8 @@ from .build import Api, assemble, build_api
 from .errors import CodegenError, Problem, fail
 from .format import DEFAULT_FORMATTER, Formatter, format_files
 from .load import load, locate
-from .render import render
+from .render import render_package
+from .templates import CustomTemplates
 from .validate import validate
 from .write import WriteResult, diff_tree, out_dir_problems, write_tree
 
@@ -28,6 +29,7 @@ class Target:
     package: str | None = None
     from_config: bool = False
     formatter: Formatter = DEFAULT_FORMATTER
+    templates: CustomTemplates | None = None
 
     def command(self) -> str:
         """The command that regenerates this target, as written into every file header."""
@@ -40,6 +42,8 @@ class Target:
             parts.append("--unstable")
         if self.package is not None:
             parts += ["--package", self.package]
+        if self.templates is not None:
+            parts += ["--templates", self.templates.label]
         return " ".join(parts)
 
     def package_name(self) -> str:
@@ -55,8 +59,10 @@ class Target:
         return name
 
     def problems(self) -> list[Problem]:
-        """What is wrong with the target itself (--out, --package), before any schema is read."""
+        """What is wrong with the target itself (--out, --package, --templates), before any schema is read."""
         problems = out_dir_problems(self.out)
+        if self.templates is not None:
+            problems += self.templates.problems()
         try:
             self.package_name()
         except CodegenError as exc:
@@ -85,7 +91,7 @@ class ApiCache:
         return api
 
 
-def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
+def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, str]:
     """Everything the target's package consists of, formatted, in memory.
 
     Bad input of every kind (the target, the schema files, the schema's content) is reported
@@ -99,7 +105,10 @@ def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCa
     if problems:
         raise CodegenError(problems)
     package = assemble(api, target.role, target.package_name(), target.command())
-    return format_files(render(package, template_dir), target.formatter)
+    if target.templates is not None:
+        package = replace(package, custom_templates=target.templates.label)
+    rendered = render_package(package, target.templates)
+    return format_files(rendered.files, target.formatter, rendered.custom)
 
 
 def write(
