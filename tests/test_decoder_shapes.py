@@ -152,13 +152,11 @@ def test_pyright_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
     config.write_text(json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}))
     binary = Path(sys.executable).parent / "basedpyright"
     result = subprocess.run([str(binary), "-p", str(config)], cwd=tmp_path, capture_output=True, text=True)
-    # connection.py / the role file belong to other work in flight; the serde files must be clean.
-    serde_errors = [
-        line for line in result.stdout.splitlines()
-        if " - error" in line and any(f"/{f}:" in line for f in ("types.py", "serde.py", "methods.py", "dispatch.py",
-                                                                   "__init__.py"))
-    ]
-    assert serde_errors == [], result.stdout
+    errors = [line for line in result.stdout.splitlines() if " - error" in line]
+    # Known gap outside the serde (templates/agent.py.jinja, owned by the role-file work): with no
+    # client methods in the schema, agent.py imports `methods`/`METHODS` without using them.
+    errors = [line for line in errors if not ("/agent.py:" in line and "reportUnusedImport" in line)]
+    assert errors == [], result.stdout
 
 
 # -- issue 9 kind 4: strict mode rejects an unknown tag of a closed union --------------------------
