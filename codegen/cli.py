@@ -11,6 +11,7 @@ from typing import Literal, NoReturn
 import typer
 
 from . import __version__
+from .check_agent import check_agent_command
 from .config import load_targets
 from .diff import diff_schemas
 from .diff_format import Format, render
@@ -231,6 +232,9 @@ def templates_command(
     except CodegenError as exc:
         _report(exc)
     typer.echo(f"copied {copy} to {target}; use it with --templates {dest}")
+
+
+app.command("check-agent")(check_agent_command)
 
 
 def entry() -> None:

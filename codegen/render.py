@@ -42,6 +42,8 @@ RUNTIME_FILES = {
     "connection.py": "connection.py",
     "process.py": "process.py",
     "serde.py": "serde.py",
+    "testing.py": "testing.py",
+    "conformance.py": "conformance.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 
