@@ -210,6 +210,9 @@ class ObjectDispatch:
     # No catch-all variant, but an untagged fallback that does not constrain the tag: JSON
     # Schema lets an unknown tag match the fallback, so it is decoded as that (when it fits).
     unknown_to_fallback: bool = False
+    # Every variant is tagged and none is a catch-all or an untagged fallback: an unknown tag
+    # matches no variant, so the schema rejects it (strict decoding raises; lenient keeps it).
+    closed: bool = False
 
 
 @dataclass(frozen=True)

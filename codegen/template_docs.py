@@ -45,6 +45,7 @@ CONTEXT = {
     "defs": ("dict[str, Definition]", "every definition by its Python name"),
     "handled": ("tuple[Method, ...]", "the methods this role answers (`pkg.handled()`)"),
     "called": ("tuple[Method, ...]", "the methods this role calls on its peer (`pkg.called()`)"),
+    "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
 }
 
 # Filters: `value|name(args)`; the first parameter is the value left of the `|`.
@@ -53,10 +54,12 @@ FILTERS = {
     "field_hint": "a `Field`'s annotation: the hint plus `| None` when nullable and `| Unset` when optional "
     "without a default",
     "plan": "how a decoder checks and decodes a present, non-null `Field` value `v` (a `DecodePlan`: "
-    "`cond`, `value`, `expected`, `call`, `enum`)",
+    "`cond`, `value`, `expected`, `call`, `enum`); `f|plan(i)` suffixes the names it binds with `i`",
     "failure": "the statement for a `Field` value that failed its inline check (tolerated when lenient)",
     "fallback": "what a malformed lenient `Field` value becomes (its `on_error` default, else `UNSET`)",
     "enum_dec": "the expression decoding JSON value `obj` as an `EnumDef`",
+    "only_required": "for an `ObjectDef`, a check that `obj` holds only its required fields (and tag), so a "
+    "decoder can set every optional field absent at once; empty where there is nothing to gain",
     "dec": "an expression decoding JSON value `v` of `TypeExpr` `t` at path `p` (raises `DecodeError`)",
     "enc": "an expression encoding Python value `v` of `TypeExpr` `t` to JSON",
     "fn": "a decoder function `(value, path, ctx)` for a `TypeExpr` (list items, map values, union variants)",
