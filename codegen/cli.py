@@ -1,22 +1,29 @@
-"""The `acp-codegen` command line (Typer). Problems are printed here, in one place."""
+"""The `acp-codegen` command line (Typer). Problems are printed here, in one place.
+
+Start-up is kept short: the pipeline (the IR, Jinja, the diff) is imported inside the command
+that needs it, and datamodel-code-generator (with pydantic) only when a class model is built,
+so `--version`, `--help` and usage errors cost little more than Typer itself.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 import typer
 
 from . import __version__
-from .config import load_targets
-from .diff import diff_schemas
-from .diff_format import Format, render
 from .errors import CodegenError, Problem
 from .format import FORMATTERS, Formatter
-from .generate import ApiCache, Target, check, generate_files, write
+
+if TYPE_CHECKING:
+    from .generate import ApiCache, Target
+
+# The same choices as `codegen.diff_format.Format` (tests/test_format.py checks they match);
+# spelled out here so that parsing the command line does not import the diff and the IR.
+Format = Literal["text", "json", "markdown"]
 
 app = typer.Typer(
     add_completion=False,
@@ -72,6 +79,8 @@ def run_target(
     apis: ApiCache | None = None,
 ) -> int:
     """Generate (or check) one target; returns the exit code. `files`: already generated."""
+    from .generate import check, write
+
     try:
         if check_only:
             report = check(target, apis=apis)
@@ -113,6 +122,8 @@ def _role_command(role: Literal["agent", "client"]) -> None:
         ),
         formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
     ) -> None:
+        from .generate import Target
+
         target = Target(role, out, schema, unstable, package, formatter=formatter)
         raise typer.Exit(run_target(target, check_only, force))
 
@@ -139,6 +150,11 @@ def generate_command(
     ),
 ) -> None:
     """Generate every target listed under [tool.acp-codegen] in pyproject.toml."""
+    from dataclasses import replace
+
+    from .config import load_targets
+    from .generate import ApiCache, generate_files
+
     try:
         targets = load_targets(config)
     except CodegenError as exc:
@@ -181,6 +197,9 @@ def diff_command(
     ),
 ) -> None:
     """What changed in the API between two schema versions, and whether it breaks agents or clients."""
+    from .diff import diff_schemas
+    from .diff_format import render
+
     try:
         report = diff_schemas(old, new, unstable)
     except CodegenError as exc:

@@ -1,8 +1,9 @@
 """Stage 4 — format: ruff (the default) or black, both pinned, so output is byte-stable.
 
 Every generated `.py` file is first compiled: a file that is not valid Python is a template
-or IR bug, reported as an internal error naming the file and line (formatters would only say
-"cannot parse"). Then all files of a run are formatted together: ruff in one process over a
+or IR bug, raised as `GeneratedCodeError` naming the file and line (formatters would only say
+"cannot parse"); the CLI reports it as an internal error (exit 3), before anything is written.
+Then all files of a run are formatted together: ruff in one process over a
 temporary tree, or black in-process. Both use line length 100 and Python 3.10 as the target,
 and give byte-identical output for everything we generate (tests/test_format.py proves it),
 so the golden record is clean under either.
@@ -26,8 +27,12 @@ DEFAULT_FORMATTER: Formatter = "ruff"
 LINE_LENGTH = 100
 
 
+class GeneratedCodeError(Exception):
+    """Generated code a formatter cannot take: a bug in acp-codegen (or a custom template), not bad input."""
+
+
 def check_syntax(files: dict[str, str]) -> None:
-    """Compile every generated Python file; the first one that fails is an internal error."""
+    """Compile every generated Python file; the first one that fails is a `GeneratedCodeError`."""
     for path, text in files.items():
         if not path.endswith(".py"):
             continue
@@ -35,15 +40,9 @@ def check_syntax(files: dict[str, str]) -> None:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             line = (exc.text or "").strip()
-            raise CodegenError(
-                [
-                    Problem(
-                        f"internal error: generated {path} is not valid Python: {exc.msg} at line {exc.lineno}"
-                        + (f": {line!r}" if line else ""),
-                        path,
-                        fix="this is a bug in acp-codegen or in a custom template; please report it",
-                    )
-                ]
+            raise GeneratedCodeError(
+                f"generated {path} is not valid Python: {exc.msg} at line {exc.lineno}"
+                + (f": {line!r}" if line else "")
             ) from None
 
 
@@ -89,18 +88,21 @@ def _ruff(files: dict[str, str]) -> dict[str, str]:
             "--target-version=py310",
             str(root),
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as exc:
             raise CodegenError(
                 [
                     Problem(
-                        f"internal error: ruff format failed: {detail[0] if detail else proc.returncode}",
-                        "ruff",
-                        fix="this is a bug in acp-codegen; please report it, or pass --formatter black",
+                        f"cannot run the ruff formatter: {exc}",
+                        cmd[0],
+                        fix="reinstall acp-codegen, or pass --formatter black",
                     )
                 ]
-            )
+            ) from None
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise GeneratedCodeError(f"ruff format failed: {detail[0] if detail else f'exit code {proc.returncode}'}")
         return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
 
 

@@ -85,8 +85,8 @@ class ApiCache:
         return api
 
 
-def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
-    """Everything the target's package consists of, formatted, in memory.
+def render_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
+    """Everything the target's package consists of, rendered but not yet formatted, in memory.
 
     Bad input of every kind (the target, the schema files, the schema's content) is reported
     here, together, before the package is rendered: nothing has been written when this raises.
@@ -99,7 +99,12 @@ def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCa
     if problems:
         raise CodegenError(problems)
     package = assemble(api, target.role, target.package_name(), target.command())
-    return format_files(render(package, template_dir), target.formatter)
+    return render(package, template_dir)
+
+
+def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
+    """Everything the target's package consists of, formatted, in memory (see `render_files`)."""
+    return format_files(render_files(target, template_dir, apis), target.formatter)
 
 
 def write(
