@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Literal, NoReturn
 import typer
 
 from . import __version__
-from .errors import CodegenError, Problem
+from .errors import CodegenError
 from .format import FORMATTERS, Formatter
 
 if TYPE_CHECKING:
-    from .generate import ApiCache, Target
+    from .generate import Target
 
 # The same choices as `codegen.diff_format.Format` (tests/test_format.py checks they match);
 # spelled out here so that parsing the command line does not import the diff and the IR.
@@ -76,14 +76,13 @@ def run_target(
     check_only: bool,
     force: bool,
     files: dict[str, str] | None = None,
-    apis: ApiCache | None = None,
 ) -> int:
     """Generate (or check) one target; returns the exit code. `files`: already generated."""
     from .generate import check, write
 
     try:
         if check_only:
-            report = check(target, apis=apis)
+            report = check(target, files=files)
             if report:
                 typer.echo(f"{target.out}: out of date; regenerate with: {target.command()}", err=True)
                 for block in report:
@@ -153,7 +152,7 @@ def generate_command(
     from dataclasses import replace
 
     from .config import load_targets
-    from .generate import ApiCache, generate_files
+    from .generate import generate_all
 
     try:
         targets = load_targets(config)
@@ -165,21 +164,15 @@ def generate_command(
         targets = [replace(target, unstable=unstable) for target in targets]
     if formatter is not None:
         targets = [replace(target, formatter=formatter) for target in targets]
-    apis = ApiCache()  # targets reading the same schema share one load + IR build
-    generated: list[dict[str, str] | None] = [None] * len(targets)
-    if not check_only:
-        # Generate every target before writing any, so bad input leaves all of them untouched.
-        problems: list[Problem] = []
-        for i, target in enumerate(targets):
-            try:
-                generated[i] = generate_files(target, apis=apis)
-            except CodegenError as exc:
-                problems += exc.problems
-        if problems:
-            _report(CodegenError(problems))
+    try:
+        # Every target is generated before any is written or checked, so bad input leaves all of
+        # them untouched; targets reading the same schema share one load + IR build.
+        generated = generate_all(targets)
+    except CodegenError as exc:
+        _report(exc)
     status = 0
     for target, files in zip(targets, generated, strict=True):
-        status = max(status, run_target(target, check_only, force, files, apis))
+        status = max(status, run_target(target, check_only, force, files))
     raise typer.Exit(status)
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -114,9 +115,31 @@ def _black(files: dict[str, str]) -> dict[str, str]:
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
 
 
+def format_packages(packages: Sequence[tuple[dict[str, str], Formatter]]) -> list[dict[str, str]]:
+    """Several packages at once (`acp-codegen generate`): each (files, formatter) pair, formatted.
+
+    Every Python file is syntax-checked under its own name; then each distinct text is formatted
+    once (the agent and client packages of one schema share most files), with one ruff process
+    for everything ruff formats.
+    """
+    unique: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: a file name for it}
+    for i, (files, formatter) in enumerate(packages):
+        python = {path: text for path, text in files.items() if path.endswith(".py")}
+        check_syntax(python)
+        names = unique.setdefault(formatter, {})
+        for path, text in python.items():
+            names.setdefault(text, f"p{i}/{path}")
+    formatted: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: formatted text}
+    for formatter, names in unique.items():
+        run = _ruff if formatter == "ruff" else _black
+        by_name = run({name: text for text, name in names.items()})
+        formatted[formatter] = {text: by_name[name] for text, name in names.items()}
+    return [
+        {path: formatted[formatter].get(text, text) if path.endswith(".py") else text for path, text in files.items()}
+        for files, formatter in packages
+    ]
+
+
 def format_files(files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER) -> dict[str, str]:
     """Every file of a package, with the Python ones syntax-checked and formatted."""
-    python = {path: text for path, text in files.items() if path.endswith(".py")}
-    check_syntax(python)
-    formatted = _ruff(python) if formatter == "ruff" else _black(python)
-    return {path: formatted.get(path, text) for path, text in files.items()}
+    return format_packages([(files, formatter)])[0]

@@ -10,7 +10,7 @@ from typing import Literal
 
 from .build import Api, assemble, build_api
 from .errors import CodegenError, Problem, fail
-from .format import DEFAULT_FORMATTER, Formatter, format_files
+from .format import DEFAULT_FORMATTER, Formatter, format_files, format_packages
 from .load import load, locate
 from .render import render
 from .validate import validate
@@ -107,6 +107,25 @@ def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCa
     return format_files(render_files(target, template_dir, apis), target.formatter)
 
 
+def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[dict[str, str]]:
+    """Every target's files, formatted (see `generate_files`): each (schema, unstable) pair is
+    built once, and all packages are formatted together (`format_packages`).
+
+    Bad input in any target is reported for all of them together, before anything is formatted.
+    """
+    apis = apis or ApiCache()
+    rendered: list[dict[str, str]] = []
+    problems: list[Problem] = []
+    for target in targets:
+        try:
+            rendered.append(render_files(target, apis=apis))
+        except CodegenError as exc:
+            problems += exc.problems
+    if problems:
+        raise CodegenError(problems)
+    return format_packages([(files, target.formatter) for files, target in zip(rendered, targets, strict=True)])
+
+
 def write(
     target: Target, force: bool = False, files: dict[str, str] | None = None, apis: ApiCache | None = None
 ) -> WriteResult:
@@ -114,10 +133,14 @@ def write(
     return write_tree(target.out, generate_files(target, apis=apis) if files is None else files, force=force)
 
 
-def check(target: Target, max_lines: int = 40, apis: ApiCache | None = None) -> list[str]:
-    """A short unified diff per stale file; empty when `out` is up to date."""
+def check(
+    target: Target, max_lines: int = 40, apis: ApiCache | None = None, files: dict[str, str] | None = None
+) -> list[str]:
+    """A short unified diff per stale file; empty when `out` is up to date. `files`: already generated."""
     report: list[str] = []
-    for rel, (current, new) in diff_tree(target.out, generate_files(target, apis=apis)).items():
+    if files is None:
+        files = generate_files(target, apis=apis)
+    for rel, (current, new) in diff_tree(target.out, files).items():
         path = (target.out / rel).as_posix()
         if current is None:
             report.append(f"missing: {path}")
