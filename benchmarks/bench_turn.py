@@ -123,7 +123,8 @@ async def drive_generated(updates: int, turns: int) -> list[float]:
 
     bench = BenchClient()
     times: list[float] = []
-    async with client.spawn_agent(bench, agent_command("generated")) as peer:
+    async with client.spawn_agent(bench, agent_command("generated")) as spawned:
+        peer = spawned.proxy
         await peer.initialize(
             types.InitializeRequest(protocol_version=1, client_capabilities=types.ClientCapabilities())
         )

@@ -1,8 +1,8 @@
 """The `acp-codegen` command line (Typer). Problems are printed here, in one place.
 
 Start-up is kept short: the pipeline (the IR, Jinja, the diff) is imported inside the command
-that needs it, and datamodel-code-generator (with pydantic) only when a class model is built,
-so `--version`, `--help` and usage errors cost little more than Typer itself.
+that needs it, and datamodel-code-generator only when a class model is built, so `--version`
+and `--help` cost little more than Typer itself.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .format import FORMATTERS, Formatter
 
 if TYPE_CHECKING:
     from .generate import Target
+    from .templates import CustomTemplates
 
 # The same choices as `codegen.diff_format.Format` (tests/test_format.py checks they match);
 # spelled out here so that parsing the command line does not import the diff and the IR.
@@ -43,6 +44,18 @@ FORMATTER_HELP = (
     f"Code formatter for the output: {' or '.join(FORMATTERS)} (default ruff; both are pinned and give "
     "byte-identical output)."
 )
+
+TEMPLATES_HELP = (
+    "A directory of custom templates: each file replaces the bundled template or runtime source of the same "
+    "name (see `acp-codegen templates --list`); the rest stay bundled."
+)
+
+
+def _custom(templates: str | None) -> CustomTemplates | None:
+    from .templates import CustomTemplates
+
+    return None if templates is None else CustomTemplates(Path(templates), templates)
+
 
 MAX_SHOWN = 50  # problems printed; a broken schema can have thousands
 
@@ -120,10 +133,11 @@ def _role_command(role: Literal["agent", "client"]) -> None:
             False, "--force", help="Overwrite or remove files in --out that acp-codegen did not generate."
         ),
         formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
+        templates: str | None = typer.Option(None, "--templates", metavar="DIR", help=TEMPLATES_HELP),
     ) -> None:
         from .generate import Target
 
-        target = Target(role, out, schema, unstable, package, formatter=formatter)
+        target = Target(role, out, schema, unstable, package, formatter=formatter, templates=_custom(templates))
         raise typer.Exit(run_target(target, check_only, force))
 
     command.__doc__ = (
@@ -147,6 +161,9 @@ def generate_command(
     formatter: Formatter | None = typer.Option(
         None, "--formatter", help="Override the configured formatter: " + FORMATTER_HELP
     ),
+    templates: str | None = typer.Option(
+        None, "--templates", metavar="DIR", help="Override the configured templates: " + TEMPLATES_HELP
+    ),
 ) -> None:
     """Generate every target listed under [tool.acp-codegen] in pyproject.toml."""
     from dataclasses import replace
@@ -164,6 +181,8 @@ def generate_command(
         targets = [replace(target, unstable=unstable) for target in targets]
     if formatter is not None:
         targets = [replace(target, formatter=formatter) for target in targets]
+    if templates is not None:
+        targets = [replace(target, templates=_custom(templates)) for target in targets]
     try:
         # Every target is generated before any is written or checked, so bad input leaves all of
         # them untouched; targets reading the same schema share one load + IR build.
@@ -199,6 +218,35 @@ def diff_command(
         _report(exc)
     typer.echo(render(report, fmt), nl=False)
     raise typer.Exit(1 if fail_on_breaking and report.breaking(side) else 0)
+
+
+@app.command("templates")
+def templates_command(
+    list_: bool = typer.Option(False, "--list", help="Print the names a custom templates directory may override."),
+    copy: str | None = typer.Option(
+        None, "--copy", metavar="NAME", help="Copy the bundled template or runtime source NAME into DIR."
+    ),
+    dest: Path | None = typer.Argument(None, metavar="DIR", help="With --copy: the directory to copy into."),
+    force: bool = typer.Option(False, "--force", help="With --copy: overwrite DIR/NAME if it exists."),
+) -> None:
+    """List the bundled templates, or copy one out as the start of a custom templates directory."""
+    from .templates import bundled_names, copy_template
+
+    if copy is None:
+        if dest is not None:
+            typer.echo("error: DIR is only used with --copy NAME DIR", err=True)
+            raise typer.Exit(2)
+        for name in bundled_names():
+            typer.echo(name)
+        raise typer.Exit(0)
+    if dest is None:
+        typer.echo("error: --copy NAME needs the directory to copy into: --copy NAME DIR", err=True)
+        raise typer.Exit(2)
+    try:
+        target = copy_template(copy, dest, force)
+    except CodegenError as exc:
+        _report(exc)
+    typer.echo(f"copied {copy} to {target}; use it with --templates {dest}")
 
 
 def entry() -> None:

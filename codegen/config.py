@@ -8,11 +8,15 @@ unstable = false          # optional
 package = "myagent.acp"   # optional
 formatter = "ruff"        # optional: "ruff" (default) or "black"; also settable for all targets
                           # as `formatter = ...` directly under [tool.acp-codegen]
+
+Directly under [tool.acp-codegen], for every target:
+templates = "acp-templates"  # optional: custom templates directory (relative to pyproject.toml)
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from .errors import CodegenError, Problem, fail
 from .format import DEFAULT_FORMATTER, FORMATTERS, Formatter
 from .generate import Target
 from .resources import bundled_schema_names
+from .templates import CustomTemplates
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +32,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _KEYS = {"role", "out", "schema", "unstable", "package", "formatter"}
-_SECTION_KEYS = {"targets", "formatter"}
+_SECTION_KEYS = {"targets", "formatter", "templates"}
 
 
 def load_targets(config: Path) -> list[Target]:
@@ -57,15 +62,25 @@ def load_targets(config: Path) -> list[Target]:
             Problem(f"unknown keys {unknown}", str(config), "/tool/acp-codegen", f"use only {sorted(_SECTION_KEYS)}")
         )
     default = _formatter(section.get("formatter", DEFAULT_FORMATTER), str(config), "/tool/acp-codegen", problems)
+    templates = _templates(section.get("templates"), base, str(config), problems)
     targets: list[Target] = []
     for i, entry in enumerate(entries):
         pointer = f"/tool/acp-codegen/targets/{i}"
         found = _target(entry, base, str(config), pointer, problems, default)
         if found is not None:
-            targets.append(found)
+            targets.append(replace(found, templates=templates))
     if problems:
         raise CodegenError(problems)
     return targets
+
+
+def _templates(value: Any, base: Path, file: str, problems: list[Problem]) -> CustomTemplates | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        problems.append(Problem("templates must be a directory path", file, "/tool/acp-codegen/templates"))
+        return None
+    return CustomTemplates(base / value, value)
 
 
 def _formatter(value: Any, file: str, pointer: str, problems: list[Problem]) -> Formatter:

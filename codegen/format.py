@@ -1,12 +1,13 @@
 """Stage 4 — format: ruff (the default) or black, both pinned, so output is byte-stable.
 
-Every generated `.py` file is first compiled: a file that is not valid Python is a template
-or IR bug, raised as `GeneratedCodeError` naming the file and line (formatters would only say
-"cannot parse"); the CLI reports it as an internal error (exit 3), before anything is written.
-Then all files of a run are formatted together: ruff in one process over a
-temporary tree, or black in-process. Both use line length 100 and Python 3.10 as the target,
-and give byte-identical output for everything we generate (tests/test_format.py proves it),
-so the golden record is clean under either.
+Every generated `.py` file is first compiled (formatters would only say "cannot parse"): a
+file that is not valid Python is bad input naming the custom templates that shaped it, or,
+from the bundled templates alone, a bug raised as `GeneratedCodeError` naming the file and
+line, which the CLI reports as an internal error (exit 3); nothing is written either way.
+Then all files of a run (every package of `acp-codegen generate`) are formatted together,
+each distinct text once: ruff in one process over a temporary tree, or black in-process. Both
+use line length 100 and Python 3.10 as the target, and give byte-identical output for
+everything we generate (tests/test_format.py proves it), so the golden record is clean under either.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -29,11 +30,15 @@ LINE_LENGTH = 100
 
 
 class GeneratedCodeError(Exception):
-    """Generated code a formatter cannot take: a bug in acp-codegen (or a custom template), not bad input."""
+    """Generated code that is not Python or that a formatter rejects: a bug in acp-codegen, not bad input."""
 
 
-def check_syntax(files: dict[str, str]) -> None:
-    """Compile every generated Python file; the first one that fails is a `GeneratedCodeError`."""
+def check_syntax(files: dict[str, str], custom: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Compile every generated Python file; the first one that fails is reported.
+
+    `custom`: output file -> the custom templates that shaped it. Invalid Python from those is
+    bad input (exit 2) naming them; from the bundled templates alone it is a `GeneratedCodeError`.
+    """
     for path, text in files.items():
         if not path.endswith(".py"):
             continue
@@ -41,10 +46,16 @@ def check_syntax(files: dict[str, str]) -> None:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             line = (exc.text or "").strip()
-            raise GeneratedCodeError(
-                f"generated {path} is not valid Python: {exc.msg} at line {exc.lineno}"
-                + (f": {line!r}" if line else "")
-            ) from None
+            where = f"{exc.msg} at line {exc.lineno}" + (f": {line!r}" if line else "")
+            blamed = (custom or {}).get(path)
+            if blamed:
+                problem = Problem(
+                    f"made {path} with invalid Python: {where}",
+                    ", ".join(blamed),
+                    fix="fix the custom template; `acp-codegen templates --copy NAME DIR` gives the bundled one",
+                )
+                raise CodegenError([problem]) from None
+            raise GeneratedCodeError(f"generated {path} is not valid Python: {where}") from None
 
 
 def find_ruff() -> str:
@@ -115,17 +126,20 @@ def _black(files: dict[str, str]) -> dict[str, str]:
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
 
 
-def format_packages(packages: Sequence[tuple[dict[str, str], Formatter]]) -> list[dict[str, str]]:
-    """Several packages at once (`acp-codegen generate`): each (files, formatter) pair, formatted.
+Blame = Mapping[str, Sequence[str]]  # output file -> the custom templates that shaped it
 
-    Every Python file is syntax-checked under its own name; then each distinct text is formatted
-    once (the agent and client packages of one schema share most files), with one ruff process
-    for everything ruff formats.
+
+def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]]) -> list[dict[str, str]]:
+    """Several packages at once (`acp-codegen generate`): each (files, formatter, blame), formatted.
+
+    Every Python file is syntax-checked under its own name (see `check_syntax`); then each
+    distinct text is formatted once (the agent and client packages of one schema share most
+    files), with one ruff process for everything ruff formats.
     """
     unique: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: a file name for it}
-    for i, (files, formatter) in enumerate(packages):
+    for i, (files, formatter, custom) in enumerate(packages):
         python = {path: text for path, text in files.items() if path.endswith(".py")}
-        check_syntax(python)
+        check_syntax(python, custom)
         names = unique.setdefault(formatter, {})
         for path, text in python.items():
             names.setdefault(text, f"p{i}/{path}")
@@ -135,11 +149,13 @@ def format_packages(packages: Sequence[tuple[dict[str, str], Formatter]]) -> lis
         by_name = run({name: text for text, name in names.items()})
         formatted[formatter] = {text: by_name[name] for text, name in names.items()}
     return [
-        {path: formatted[formatter].get(text, text) if path.endswith(".py") else text for path, text in files.items()}
-        for files, formatter in packages
+        {path: formatted[formatter][text] if path.endswith(".py") else text for path, text in files.items()}
+        for files, formatter, _ in packages
     ]
 
 
-def format_files(files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER) -> dict[str, str]:
-    """Every file of a package, with the Python ones syntax-checked and formatted."""
-    return format_packages([(files, formatter)])[0]
+def format_files(
+    files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER, custom: Blame | None = None
+) -> dict[str, str]:
+    """Every file of a package, with the Python ones syntax-checked (see `check_syntax`) and formatted."""
+    return format_packages([(files, formatter, custom)])[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -12,7 +12,8 @@ from .build import Api, assemble, build_api
 from .errors import CodegenError, Problem, fail
 from .format import DEFAULT_FORMATTER, Formatter, format_files, format_packages
 from .load import load, locate
-from .render import render
+from .render import Rendered, render_package
+from .templates import CustomTemplates
 from .validate import validate
 from .write import WriteResult, diff_tree, out_dir_problems, write_tree
 
@@ -28,6 +29,7 @@ class Target:
     package: str | None = None
     from_config: bool = False
     formatter: Formatter = DEFAULT_FORMATTER
+    templates: CustomTemplates | None = None
 
     def command(self) -> str:
         """The command that regenerates this target, as written into every file header."""
@@ -40,6 +42,8 @@ class Target:
             parts.append("--unstable")
         if self.package is not None:
             parts += ["--package", self.package]
+        if self.templates is not None:
+            parts += ["--templates", self.templates.label]
         return " ".join(parts)
 
     def package_name(self) -> str:
@@ -55,8 +59,10 @@ class Target:
         return name
 
     def problems(self) -> list[Problem]:
-        """What is wrong with the target itself (--out, --package), before any schema is read."""
+        """What is wrong with the target itself (--out, --package, --templates), before any schema is read."""
         problems = out_dir_problems(self.out)
+        if self.templates is not None:
+            problems += self.templates.problems()
         try:
             self.package_name()
         except CodegenError as exc:
@@ -85,7 +91,7 @@ class ApiCache:
         return api
 
 
-def render_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
+def render_files(target: Target, apis: ApiCache | None = None) -> Rendered:
     """Everything the target's package consists of, rendered but not yet formatted, in memory.
 
     Bad input of every kind (the target, the schema files, the schema's content) is reported
@@ -99,12 +105,15 @@ def render_files(target: Target, template_dir: Path | None = None, apis: ApiCach
     if problems:
         raise CodegenError(problems)
     package = assemble(api, target.role, target.package_name(), target.command())
-    return render(package, template_dir)
+    if target.templates is not None:
+        package = replace(package, custom_templates=target.templates.label)
+    return render_package(package, target.templates)
 
 
-def generate_files(target: Target, template_dir: Path | None = None, apis: ApiCache | None = None) -> dict[str, str]:
+def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, str]:
     """Everything the target's package consists of, formatted, in memory (see `render_files`)."""
-    return format_files(render_files(target, template_dir, apis), target.formatter)
+    rendered = render_files(target, apis)
+    return format_files(rendered.files, target.formatter, rendered.custom)
 
 
 def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[dict[str, str]]:
@@ -114,16 +123,18 @@ def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[di
     Bad input in any target is reported for all of them together, before anything is formatted.
     """
     apis = apis or ApiCache()
-    rendered: list[dict[str, str]] = []
+    rendered: list[Rendered] = []
     problems: list[Problem] = []
     for target in targets:
         try:
-            rendered.append(render_files(target, apis=apis))
+            rendered.append(render_files(target, apis))
         except CodegenError as exc:
             problems += exc.problems
     if problems:
-        raise CodegenError(problems)
-    return format_packages([(files, target.formatter) for files, target in zip(rendered, targets, strict=True)])
+        raise CodegenError(list(dict.fromkeys(problems)))  # targets may share a templates directory
+    return format_packages(
+        [(done.files, target.formatter, done.custom) for done, target in zip(rendered, targets, strict=True)]
+    )
 
 
 def write(

@@ -34,6 +34,7 @@ class Scalar:
     """A JSON scalar; `json` is any JSON value, `object` a raw JSON object (dict)."""
 
     kind: ScalarKind
+    """Which scalar: `str`, `int`, `float`, `bool`, `null`, `json` (any value) or `object` (a raw dict)."""
 
 
 @dataclass(frozen=True)
@@ -41,18 +42,27 @@ class Named:
     """A reference to a definition by its Python name."""
 
     name: str
+    """The Python name of the definition (a key of `defs`)."""
     kind: Literal["object", "union", "enum", "alias"]
+    """The kind of that definition, as its `kind` field says."""
 
 
 @dataclass(frozen=True)
 class ListOf:
+    """A JSON array -> `list[item]`."""
+
     item: TypeExpr
+    """The type of every item."""
     skip_invalid: bool = False
+    """`x-deserialize-skip-invalid-items`: invalid items are dropped (and reported), not an error."""
 
 
 @dataclass(frozen=True)
 class MapOf:
+    """A JSON object with arbitrary keys (`additionalProperties`) -> `dict[str, value]`."""
+
     value: TypeExpr
+    """The type of every value."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,7 @@ class LiteralOf:
     """A closed set of string values given inline (`enum`/`const`)."""
 
     values: tuple[str, ...]
+    """The allowed strings, in schema order."""
 
 
 TypeExpr = Scalar | Named | ListOf | MapOf | LiteralOf
@@ -67,17 +78,26 @@ TypeExpr = Scalar | Named | ListOf | MapOf | LiteralOf
 
 @dataclass(frozen=True)
 class DefaultScalar:
+    """A scalar schema default (`"default": 0`)."""
+
     value: str | int | float | bool | None
+    """The default as a Python value (`None` for JSON null)."""
 
 
 @dataclass(frozen=True)
 class DefaultList:
+    """A list default (`"default": []`)."""
+
     items: tuple[Default, ...]
+    """The typed items."""
 
 
 @dataclass(frozen=True)
 class DefaultMap:
+    """A map default (`"default": {}` for a `MapOf` field)."""
+
     items: tuple[tuple[str, Default], ...]
+    """The (key, typed value) pairs, in schema order."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +105,9 @@ class DefaultObject:
     """A typed default: `ClassName(field=..., ...)`, never a dict literal."""
 
     cls: str
+    """The Python class name to construct."""
     args: tuple[tuple[str, Default], ...]
+    """The (Python field name, typed value) keyword arguments, for the fields the default sets."""
 
 
 Default = DefaultScalar | DefaultList | DefaultMap | DefaultObject
@@ -93,14 +115,25 @@ Default = DefaultScalar | DefaultList | DefaultMap | DefaultObject
 
 @dataclass(frozen=True)
 class Field:
+    """One property of an object type -> one dataclass attribute."""
+
     wire: str
+    """The property name on the wire (`sessionId`, `_meta`)."""
     py: str
+    """The Python attribute name (`session_id`, `meta`)."""
     type: TypeExpr
+    """The type of a present, non-null value."""
     required: bool
+    """Listed in the schema's `required`: must be present on the wire."""
     nullable: bool
+    """JSON `null` is allowed (the attribute may be `None`)."""
     default: Default | None
+    """The schema default, typed; `None` when the schema gives none (an absent field is then `UNSET`)."""
     lenient: bool  # x-deserialize-default-on-error
+    """`x-deserialize-default-on-error`: a malformed value becomes `on_error` (reported to the
+    `DecodeContext`) instead of failing the decode."""
     doc: str
+    """The property's description from the schema ("" when none)."""
     # What a malformed lenient value becomes: the schema default, else the empty list/map
     # for a required collection; None means "absent" (UNSET).
     on_error: Default | None = None
@@ -111,38 +144,58 @@ class Tag:
     """The discriminator a union variant carries: `"sessionUpdate": "agent_message_chunk"`."""
 
     wire: str
+    """The tag property's wire name (`sessionUpdate`, `type`)."""
     value: str
+    """The tag's constant value for this variant."""
 
 
 @dataclass(frozen=True)
 class ObjectDef:
+    """A JSON object type -> a dataclass with `from_dict`/`to_dict`."""
+
     name: str
+    """The Python class name."""
     pointer: str
+    """The JSON pointer of the definition in the schema (`/$defs/PromptRequest`)."""
     doc: str
+    """The schema's description ("" when none)."""
     fields: tuple[Field, ...]
+    """The properties, in schema order."""
     tag: Tag | None
+    """The discriminator this object carries as a variant of a tagged union, if any."""
     extra_attr: str  # attribute holding unknown wire fields
     unstable: bool
+    """Only in the unstable schema (`--unstable`)."""
     side: str | None = None  # x-side
+    """The schema's `x-side`: the side whose method uses this type, if given."""
     method: str | None = None  # x-method
+    """The schema's `x-method`: the method whose params or result this type is, if given."""
     # Flattened untagged alternatives (e.g. an elicitation's session or request scope): a
     # value must carry every key of at least one group.
     one_of_keys: tuple[tuple[str, ...], ...] = ()
 
     kind: Literal["object"] = "object"
+    """Always "object": tells the definition kinds apart in templates (`d.kind == "object"`)."""
 
     @property
     def has_defaults(self) -> bool:
+        """Some field has a schema default."""
         return any(f.default is not None for f in self.fields)
 
 
 @dataclass(frozen=True)
 class Variant:
+    """One alternative of a union."""
+
     type: TypeExpr
+    """What the variant decodes to."""
     json_type: JsonType
+    """The JSON type of its values (`object`, `string`, `null`, ...)."""
     tag_value: str | None = None
+    """For tagged object variants: the tag's value that selects it."""
     key: str | None = None  # for untagged objects: a required key no sibling variant has
     doc: str = ""
+    """The variant's description from the schema ("" when none)."""
 
 
 @dataclass(frozen=True)
@@ -161,44 +214,74 @@ class ObjectDispatch:
 
 @dataclass(frozen=True)
 class UnionDef:
+    """A `oneOf`/`anyOf` -> a type alias over its variants plus `decode_<Name>`/`encode_<Name>`."""
+
     name: str
+    """The Python name of the alias."""
     pointer: str
+    """The JSON pointer of the definition in the schema."""
     doc: str
+    """The schema's description ("" when none)."""
     variants: tuple[Variant, ...]
+    """Every variant, in schema order."""
     objects: ObjectDispatch | None
+    """How JSON objects are routed to the object variants; `None` when there are none."""
     arrays: tuple[Variant, ...]  # routed by the first item's distinguishing key
     scalars: tuple[Variant, ...]  # routed by JSON type
     unstable: bool
+    """Only in the unstable schema (`--unstable`)."""
     kind: Literal["union"] = "union"
+    """Always "union"."""
 
 
 @dataclass(frozen=True)
 class EnumValue:
+    """One known value of an enum."""
+
     value: str | int
+    """The value on the wire."""
     const: str  # Python constant name
     doc: str
+    """The value's description from the schema ("" when none)."""
 
 
 @dataclass(frozen=True)
 class EnumDef:
+    """String or integer constants -> a `Literal` alias (or `str`/`int` when open) plus constants."""
+
     name: str
+    """The Python name of the alias."""
     pointer: str
+    """The JSON pointer of the definition in the schema."""
     doc: str
+    """The schema's description ("" when none)."""
     base: Literal["str", "int"]
+    """The JSON type of the values."""
     values: tuple[EnumValue, ...]
+    """The known values, in schema order."""
     open: bool  # unknown values are kept (the schema has a catch-all variant)
     unstable: bool
+    """Only in the unstable schema (`--unstable`)."""
     kind: Literal["enum"] = "enum"
+    """Always "enum"."""
 
 
 @dataclass(frozen=True)
 class AliasDef:
+    """A named scalar, list, map or any-value type -> a type alias (`SessionId = str`)."""
+
     name: str
+    """The Python name of the alias."""
     pointer: str
+    """The JSON pointer of the definition in the schema."""
     doc: str
+    """The schema's description ("" when none)."""
     target: TypeExpr
+    """The aliased type."""
     unstable: bool
+    """Only in the unstable schema (`--unstable`)."""
     kind: Literal["alias"] = "alias"
+    """Always "alias"."""
 
 
 Definition = ObjectDef | UnionDef | EnumDef | AliasDef
@@ -208,43 +291,69 @@ Side = Literal["agent", "client", "both"]
 
 @dataclass(frozen=True)
 class Method:
+    """One protocol method, from meta.json and the types that carry `x-method`."""
+
     wire: str
+    """The method name on the wire (`session/prompt`)."""
     const: str  # Python constant name for the wire name
     handled_by: Side
+    """Which side answers it; "both" for protocol-level methods (`$/cancel_request`)."""
     kind: Literal["request", "notification"]
+    """A request gets a result; a notification does not."""
     params: str | None  # definition name
     result: str | None  # definition name (requests only)
     handler: str  # Python method name on the handler base class / peer proxy
     unstable: bool
+    """Not in the stable schema's method list."""
     doc: str
+    """A one-paragraph summary from the params type's description ("" when none)."""
     optional: bool  # answered with -32601 until the user implements it
     runtime: bool = False  # protocol-level (`$/...`): the connection itself handles it
     # A request that may also be sent as a notification (unstable `mcp/message`): the
     # notification's params type and the handler that receives it.
     notification_params: str | None = None
     notification_handler: str | None = None
+    """The handler name for the notification form (`notification_params`), if any."""
 
 
 @dataclass(frozen=True)
 class Package:
+    """One generated package: the role it is for, the schema facts for its header, and its API."""
+
     role: Literal["agent", "client"]
+    """The side the package is for: it handles this role's methods and calls the peer's."""
     package: str
+    """The import name (`--package`, or the `--out` folder name), e.g. `myagent.acp`."""
     release: str
+    """The schema release (`1.21.0`)."""
     sha256: str
+    """The SHA-256 of the schema files read, for the header."""
     schema_label: str
+    """The schema as the user named it (`v1`, or a path)."""
     generator_version: str
+    """The acp-codegen version."""
     command: str
+    """The command that regenerates the package, for the header."""
     protocol_version: int
+    """The ACP protocol version the schema describes (`PROTOCOL_VERSION`)."""
     unstable: bool
+    """Generated with `--unstable` (the unstable types and methods are included)."""
     definitions: tuple[Definition, ...]
+    """Every named type, in schema order."""
     methods: tuple[Method, ...]
+    """Every method, sorted by wire name."""
+    custom_templates: str | None = None
+    """The custom templates directory (`--templates`, as given) when one was used; the header says so."""
 
     @property
     def peer(self) -> Literal["agent", "client"]:
+        """The other role."""
         return "client" if self.role == "agent" else "agent"
 
     def handled(self) -> tuple[Method, ...]:
+        """The methods this role answers (its base class handlers)."""
         return tuple(m for m in self.methods if m.handled_by in (self.role, "both"))
 
     def called(self) -> tuple[Method, ...]:
+        """The methods this role calls on the peer (its proxy's methods)."""
         return tuple(m for m in self.methods if m.handled_by in (self.peer, "both"))

@@ -7,7 +7,6 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -32,7 +31,7 @@ from .ir import (
     TypeExpr,
     UnionDef,
 )
-from .resources import runtime_dir, templates_dir
+from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
 # output file -> template
 FILES = {
@@ -46,6 +45,7 @@ FILES = {
 RUNTIME_FILES = {
     "dispatch.py": "dispatch.py",
     "connection.py": "connection.py",
+    "process.py": "process.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 
@@ -259,9 +259,10 @@ def _named(d: Definition) -> set[str]:
     return found
 
 
-def environment(renderer: Renderer, template_dir: Path | None = None) -> jinja2.Environment:
+def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> jinja2.Environment:
+    """The Jinja environment: bundled templates, overridden by `custom` ones of the same name."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir or templates_dir())),
+        loader=loader(custom),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -307,11 +308,9 @@ def _docstring(text: str, indent: int = 4, continued: bool = False) -> str:
     return out
 
 
-def render(package: Package, template_dir: Path | None = None) -> dict[str, str]:
-    """Render every output file of the package: relative path -> source text."""
-    renderer = Renderer(package)
-    env = environment(renderer, template_dir)
-    ctx: dict[str, Any] = {
+def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
+    """What every template receives (documented in docs/templates.md)."""
+    return {
         "pkg": package,
         "objects": [d for d in package.definitions if isinstance(d, ObjectDef)],
         "enums": [d for d in package.definitions if isinstance(d, EnumDef)],
@@ -321,12 +320,46 @@ def render(package: Package, template_dir: Path | None = None) -> dict[str, str]
         "handled": package.handled(),
         "called": package.called(),
     }
+
+
+def sources(role: str) -> dict[str, str]:
+    """Output file -> the template (`*.jinja`) or runtime source (`*.py`) it is made from."""
     files = dict(FILES)
-    files[ROLE_FILES[package.role]] = f"{package.role}.py.jinja"
+    files[ROLE_FILES[role]] = f"{role}.py.jinja"
+    files.update(RUNTIME_FILES)
+    return files
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The rendered files (relative path -> text) and, per file, the custom templates that shaped it."""
+
+    files: dict[str, str]
+    custom: dict[str, tuple[str, ...]]
+
+
+def render_package(package: Package, custom: CustomTemplates | None = None) -> Rendered:
+    """Render every output file of the package, with `custom` templates overriding bundled ones."""
+    renderer = Renderer(package)
+    env = environment(renderer, custom)
+    ctx = template_context(package, renderer)
     out: dict[str, str] = {}
-    for path, template in files.items():
-        out[path] = env.get_template(template).render(ctx)
-    header = env.get_template("_runtime_header.jinja").render(ctx)
-    for path, source in RUNTIME_FILES.items():
-        out[path] = header + (runtime_dir() / source).read_text(encoding="utf-8")
-    return out
+    header: str | None = None
+    for path, source in sources(package.role).items():
+        try:
+            if source in RUNTIME_FILES.values():
+                if header is None:
+                    header = env.get_template("_runtime_header.jinja").render(ctx)
+                out[path] = header + runtime_source(source, custom)
+            else:
+                out[path] = env.get_template(source).render(ctx)
+        except Exception as exc:  # a bundled template failing is a bug; a custom one, bad input
+            if custom is None:
+                raise
+            raise render_error(exc, custom, path) from None
+    return Rendered(out, blame(env, custom, sources(package.role)))
+
+
+def render(package: Package, custom: CustomTemplates | None = None) -> dict[str, str]:
+    """Render every output file of the package: relative path -> source text."""
+    return render_package(package, custom).files

@@ -279,7 +279,7 @@ async def amain(command: list[str]) -> int:
         client = EchoClient(sandbox)
         try:
             async with spawn_agent(client, command) as agent:
-                script = Script(agent, client, sandbox)
+                script = Script(agent.proxy, client, sandbox)
                 await script.run()
         except OSError as exc:
             print(f"FAIL spawn: cannot start {command[0]!r}: {exc}", flush=True)

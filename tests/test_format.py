@@ -46,7 +46,7 @@ def test_ruff_and_black_agree_on_every_bundled_schema(tmp_path: Path, schema: st
     apis = ApiCache()
     rendered = {
         # from_config: the same header command for both roles, so their common files are formatted once
-        role: render_files(Target(role, tmp_path / role, schema, unstable, from_config=True), apis=apis)  # type: ignore[arg-type]
+        role: render_files(Target(role, tmp_path / role, schema, unstable, from_config=True), apis=apis).files  # type: ignore[arg-type]
         for role in ("agent", "client")
     }
     assert_formatters_agree(rendered)
@@ -119,9 +119,9 @@ def test_ruff_and_black_agree_on_the_schema_shape_schemas(tmp_path: Path) -> Non
         (folder / "meta.json").write_text(json.dumps(meta))
         for role in ("agent", "client"):
             target = Target(role, tmp_path / "out", str(folder), from_config=True)  # type: ignore[arg-type]
-            rendered[f"{name}/{role}"] = schema_dependent(render_files(target, apis=apis))
+            rendered[f"{name}/{role}"] = schema_dependent(render_files(target, apis=apis).files)
     fixture = FIXTURES / "v1.20.0"
-    rendered["v1.20.0"] = schema_dependent(render_files(Target("agent", tmp_path / "out", str(fixture))))
+    rendered["v1.20.0"] = schema_dependent(render_files(Target("agent", tmp_path / "out", str(fixture))).files)
     assert len(rendered) >= 2 * 13 + 1
     assert_formatters_agree(rendered)
 
@@ -142,14 +142,14 @@ def test_invalid_python_is_an_internal_error_naming_the_file() -> None:
 def test_invalid_python_via_the_cli_is_one_line_exit_3_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real_render = codegen.generate.render
+    real_render = codegen.generate.render_package
 
-    def broken_render(*args: Any, **kwargs: Any) -> dict[str, str]:
-        files = real_render(*args, **kwargs)
-        files["dispatch.py"] += BROKEN
-        return files
+    def broken_render(*args: Any, **kwargs: Any) -> Any:
+        rendered = real_render(*args, **kwargs)
+        rendered.files["dispatch.py"] += BROKEN  # as if a bundled template had a bug
+        return rendered
 
-    monkeypatch.setattr(codegen.generate, "render", broken_render)
+    monkeypatch.setattr(codegen.generate, "render_package", broken_render)
     monkeypatch.delenv("ACP_CODEGEN_DEBUG", raising=False)
     out = tmp_path / "pkg"
     monkeypatch.setattr(sys, "argv", ["acp-codegen", "agent", "--out", str(out)])

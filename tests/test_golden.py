@@ -10,6 +10,7 @@ import pytest
 
 from codegen.config import load_targets
 from codegen.generate import Target, generate_files
+from codegen.templates import CustomTemplates
 from codegen.write import MANIFEST, read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,5 +60,5 @@ def test_changing_a_template_without_regenerating_fails(tmp_path: Path) -> None:
         (templates / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     methods = templates / "methods.py.jinja"
     methods.write_text(methods.read_text(encoding="utf-8").replace("the table dispatch", "the table routing"))
-    target = replace(TARGETS[0])
-    assert "the table routing" in tree_diff(target, generate_files(target, templates))
+    target = replace(TARGETS[0], templates=CustomTemplates(templates, "templates"))
+    assert "the table routing" in tree_diff(target, generate_files(target))

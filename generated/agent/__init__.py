@@ -21,7 +21,7 @@ from typing import Final
 
 from . import types
 from .agent import Agent, ClientProxy, run_agent
-from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge
+from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
@@ -49,7 +49,9 @@ __all__ = [
     "RequestError",
     "SCHEMA_RELEASE",
     "SCHEMA_SHA256",
+    "Tap",
     "UNSET",
     "Unset",
+    "WireLog",
     "types",
 ]

@@ -15,16 +15,17 @@ Standard library only. Use it as::
         ...
 
     async with spawn_agent(MyClient(), ["my-agent"]) as agent:
-        await agent.initialize(types.InitializeRequest(protocol_version=1))
+        await agent.proxy.initialize(types.InitializeRequest(protocol_version=1))
 """
 
 from typing import Final
 
 from . import types
 from .client import AgentProxy, Client, connect, spawn_agent
-from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge
+from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
+from .process import AgentProcess
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
 
 SCHEMA_RELEASE: Final = "1.21.0"
@@ -34,6 +35,7 @@ GENERATOR_VERSION: Final = "0.1.0"
 __all__ = [
     "Client",
     "AgentProxy",
+    "AgentProcess",
     "connect",
     "spawn_agent",
     "Connection",
@@ -51,7 +53,9 @@ __all__ = [
     "RequestError",
     "SCHEMA_RELEASE",
     "SCHEMA_SHA256",
+    "Tap",
     "UNSET",
     "Unset",
+    "WireLog",
     "types",
 ]

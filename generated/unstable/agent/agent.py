@@ -19,6 +19,7 @@ from .connection import (
     DEFAULT_SHUTDOWN_GRACE,
     Connection,
     Reader,
+    Tap,
     Writer,
     stdio_streams,
 )
@@ -413,8 +414,12 @@ async def run_agent(
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    tap: Tap | None = None,
 ) -> None:
-    """Serve `agent` on stdin/stdout (or the given streams) until the client closes them."""
+    """Serve `agent` on stdin/stdout (or the given streams) until the client closes them.
+
+    `tap(direction, line)` sees every raw line in ("in") and out ("out"), in order; with
+    `ACP_WIRE_LOG=<path>` set, every line is also appended to that file as JSON."""
     if reader is None or writer is None:
         reader, writer = await stdio_streams()
     connection = Connection(
@@ -423,6 +428,7 @@ async def run_agent(
         writer,
         max_message_size=max_message_size,
         shutdown_grace=shutdown_grace,
+        tap=tap,
     )
     agent.on_connect(ClientProxy(connection, ctx))
     await connection.run()

@@ -16,7 +16,11 @@
   response fails the request it answers with `MessageTooLarge` (nothing waits forever);
 - at EOF pending outbound requests fail with `ConnectionClosed`; handlers already running
   get `shutdown_grace` seconds to finish and answer (the peer may only have closed its
-  writing half), then are cancelled.
+  writing half), then are cancelled;
+- `request(..., timeout=)`: when it expires `$/cancel_request` is sent for that id, the
+  pending entry is dropped and `TimeoutError` raised; a late answer is ignored quietly;
+- a wire tap (`tap=`, and the file log `ACP_WIRE_LOG=<path>`) sees every raw line in and
+  out, in order, before decoding and after encoding.
 
 Nothing received is ever evaluated or imported: messages are only parsed as JSON, and method
 names are only looked up in the METHODS table.
@@ -32,8 +36,9 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
 
@@ -48,6 +53,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
+WIRE_LOG_ENV: Final = "ACP_WIRE_LOG"
 _CHUNK: Final = 256 * 1024
 
 # The connection whose notification is being handled, in the worker and every task a
@@ -99,6 +105,54 @@ class Reader(Protocol):
     async def read(self, n: int = -1) -> bytes: ...
 
 
+Direction = Literal["in", "out"]
+Tap = Callable[[Direction, bytes], None]
+"""A wire tap: called with "in" or "out" and each raw line (without its newline), in order."""
+
+
+class WireLog:
+    """A tap appending each line to a file as one JSON object per line:
+    `{"ts": <unix time>, "dir": "in" | "out", "pid": <this process>, "line": <the raw text>}`.
+
+    The file is opened for appending (created with mode 0600: it holds everything said,
+    tokens included), so the two ends of a connection may share it; `pid` tells them apart.
+    Bytes that are not UTF-8 are shown as U+FFFD."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._pid = os.getpid()
+
+    def __call__(self, direction: Direction, line: bytes) -> None:
+        if self._fd is None:
+            return
+        record = {
+            "ts": round(time.time(), 6),
+            "dir": direction,
+            "pid": self._pid,
+            "line": line.decode("utf-8", "replace"),
+        }
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        while data:  # one write() in practice: appends from several processes stay whole
+            data = data[os.write(self._fd, data) :]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+def _wire_log_from_env() -> WireLog | None:
+    path = os.environ.get(WIRE_LOG_ENV)
+    if not path:
+        return None
+    try:
+        return WireLog(path)
+    except OSError as exc:
+        _log.warning("cannot open the wire log %s=%s: %s", WIRE_LOG_ENV, path, exc)
+        return None
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -141,6 +195,11 @@ def _dumps(message: dict[str, Any]) -> bytes:
             return _encode_ascii(message).encode("ascii") + b"\n"
     except RecursionError:
         raise ValueError("nested too deeply to encode") from None
+
+
+def _expire(future: asyncio.Future[Any], method: str) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError(f"no answer to {method} in time"))
 
 
 def _valid_id(value: Any) -> bool:
@@ -318,7 +377,10 @@ class Connection:
         *,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+        tap: Tap | None = None,
     ) -> None:
+        """`tap` sees every raw line (see `Tap`); with `ACP_WIRE_LOG=<path>` in the
+        environment, a `WireLog` on that path is added as a second tap."""
         self.dispatcher = dispatcher
         self._reader = reader
         self._writer = writer
@@ -338,12 +400,48 @@ class Connection:
         self._eof = False  # the peer stopped sending: no response can arrive any more
         self._closed = False  # we closed our side: nothing more is written
         self._done = False  # shutdown finished: every queued notification handled or dropped
+        self._wire_log = _wire_log_from_env()
+        taps: list[Tap] = [] if tap is None else [tap]
+        if self._wire_log is not None:
+            taps.append(self._wire_log)
+        self._taps: tuple[Tap, ...] = tuple(taps)
+        self._tap_failed = False
+
+    def _tap(self, direction: Direction, line: bytes) -> None:
+        for tap in self._taps:
+            try:
+                tap(direction, line)
+            except Exception:
+                # Logged, never raised: a debugging aid must not break the connection.
+                if not self._tap_failed:
+                    self._tap_failed = True
+                    _log.exception("the wire tap failed (later failures: debug log)")
+                else:
+                    _log.debug("the wire tap failed again", exc_info=True)
+
+    def stats(self) -> dict[str, int]:
+        """The size of every table the connection keeps per message; all 0 when nothing is
+        in flight: our requests awaiting an answer (`pending`), the peer's requests being
+        handled (`inflight`, `started`, `cancelled_by_peer`), answers and cancellations being
+        sent (`background`), responses held back behind notifications (`waiters`), and
+        notifications not yet handled (`queued_notifications`)."""
+        return {
+            "pending": len(self._pending),
+            "inflight": len(self._inflight),
+            "started": len(self._started),
+            "cancelled_by_peer": len(self._cancelled_by_peer),
+            "background": len(self._background),
+            "waiters": len(self._waiters),
+            "queued_notifications": self._notifications.qsize(),
+        }
 
     # -- sending -----------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:
         data = _dumps(message)
         if self._closed:
             raise ConnectionClosed("connection closed")
+        if self._taps:  # before write(): taps see the lines in the order they are written
+            self._tap("out", data[:-1])
         try:
             # write() queues the whole message at once, so concurrent senders never
             # interleave and order is kept without a lock; drain() is the back-pressure.
@@ -352,21 +450,28 @@ class Connection:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConnectionClosed(f"cannot write: {exc}") from exc
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Send a request and wait for its result (raw JSON); errors raise RequestError.
 
-        `params` None is left out of the message (JSON-RPC params are an object or an array)."""
+        `params` None is left out of the message (JSON-RPC params are an object or an array).
+        With `timeout` (seconds, counted from the call), a request still unanswered then is
+        given up: `$/cancel_request` is sent for its id, it is forgotten (a late answer is
+        ignored quietly) and `TimeoutError` is raised. Cancelling the calling task does the
+        same and raises `CancelledError`. To stop a prompt turn, ACP has `session/cancel`
+        (the agent then answers the prompt with `stopReason: "cancelled"`)."""
         if self._eof or self._closed:
             raise ConnectionClosed(f"connection closed; cannot call {method}")
         request_id = self._next_id
         self._next_id += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         seq: list[int] = [0]
         key = _id_key(request_id)
         self._pending[key] = (future, seq)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
+        timer = None if timeout is None else loop.call_later(timeout, _expire, future, method)
         try:
             await self._send(message)
             result = await future
@@ -375,8 +480,17 @@ class Connection:
                 # Tell the peer we no longer want the answer.
                 self._spawn(self._cancel_quietly(request_id))
             raise
+        except TimeoutError as exc:
+            if future.done() and not future.cancelled() and future.exception() is exc:
+                if not (self._eof or self._closed):
+                    self._spawn(self._cancel_quietly(request_id))
+            raise
         finally:
             self._pending.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+                if future.done() and not future.cancelled():
+                    future.exception()  # retrieved: the send may have failed first
         if self._handled < seq[0]:
             await self._after(seq[0])
         return result
@@ -441,7 +555,10 @@ class Connection:
                     if skim is not None:
                         await self._refuse(skim)
                     elif buffer:
-                        await self._handle_line(bytes(buffer))
+                        line = bytes(buffer)
+                        if self._taps:
+                            self._tap("in", line)
+                        await self._handle_line(line)
                     break
                 start = 0
                 while True:
@@ -467,14 +584,20 @@ class Connection:
                             whole.feed(buffer, 0, len(buffer))
                             await self._refuse(whole)
                         else:
-                            await self._handle_line(bytes(buffer))
+                            line = bytes(buffer)
+                            if self._taps:
+                                self._tap("in", line)
+                            await self._handle_line(line)
                         buffer.clear()
                     elif end - start > limit:
                         whole = _Skim()
                         whole.feed(chunk, start, end)
                         await self._refuse(whole)
                     else:  # the common case: a whole line inside one chunk, no copy into buffer
-                        await self._handle_line(chunk[start:end])
+                        line = chunk[start:end]
+                        if self._taps:
+                            self._tap("in", line)
+                        await self._handle_line(line)
                     start = end + 1
         finally:
             await self._shutdown()
@@ -596,7 +719,14 @@ class Connection:
         msg_id = message.get("id")
         entry = self._pending.get(_id_key(msg_id)) if _valid_id(msg_id) else None
         if entry is None:
-            if "error" in message:
+            if (
+                isinstance(msg_id, int)
+                and not isinstance(msg_id, bool)
+                and 0 <= msg_id < self._next_id
+            ):
+                # One of ours that timed out or was cancelled (or answered twice).
+                _log.debug("late response for id %s ignored", msg_id)
+            elif "error" in message:
                 _log.warning(
                     "error response for unknown id %s: %s", brief(msg_id), brief(message["error"])
                 )
@@ -669,12 +799,11 @@ class Connection:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
             except (TypeError, ValueError):  # error data (or code, message) that is not JSON
-                code = (
-                    error.code
-                    if isinstance(error.code, int) and not isinstance(error.code, bool)
-                    else INTERNAL_ERROR
-                )
-                message = error.message if isinstance(error.message, str) else "error"
+                # A subclass may have put anything there: checked, whatever the annotations say.
+                raw_code: Any = error.code
+                raw_message: Any = error.message
+                code = raw_code if raw_code.__class__ is int else INTERNAL_ERROR
+                message = raw_message if isinstance(raw_message, str) else "error"
                 try:
                     await self._send(
                         {
@@ -752,6 +881,8 @@ class Connection:
             self._writer.close()
         except (ConnectionError, OSError, RuntimeError):
             pass
+        if self._done and self._wire_log is not None:  # nothing more will be read either
+            self._wire_log.close()
 
 
 class _ThreadWriter:

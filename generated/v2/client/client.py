@@ -2,7 +2,7 @@
 # schema sha256 e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e
 # do not edit; regenerate with: acp-codegen generate
 """Write an ACP client: subclass `Client`, implement its handlers, then
-`async with spawn_agent(MyClient(), ["my-agent"]) as agent: ...`.
+`async with spawn_agent(MyClient(), ["my-agent"]) as agent: ...` (`agent.proxy` calls it).
 
 `AgentProxy` calls the agent: initialize, sessions, prompts, cancellation.
 """
@@ -10,15 +10,23 @@
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+import os
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import IO, Any
 
 from . import methods, types
-from .connection import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SHUTDOWN_GRACE, Connection, Reader, Writer
+from .connection import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    DEFAULT_SHUTDOWN_GRACE,
+    Connection,
+    Reader,
+    Tap,
+    Writer,
+)
 from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
+from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentProcess, spawn_peer
 
 
 class AgentProxy:
@@ -206,14 +214,18 @@ def connect(
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    tap: Tap | None = None,
 ) -> tuple[AgentProxy, Connection]:
-    """Wire `client` to an agent over the given streams; run `connection.run()` to serve."""
+    """Wire `client` to an agent over the given streams; run `connection.run()` to serve.
+
+    `tap(direction, line)` sees every raw line in ("in") and out ("out"), in order."""
     connection = Connection(
         Dispatcher(client, CLIENT_HANDLES, ctx),
         reader,
         writer,
         max_message_size=max_message_size,
         shutdown_grace=shutdown_grace,
+        tap=tap,
     )
     proxy = AgentProxy(connection, ctx)
     client.on_connect(proxy)
@@ -225,46 +237,43 @@ async def spawn_agent(
     client: Client,
     command: Sequence[str],
     *,
-    cwd: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    stderr: int | IO[Any] | None = None,
+    on_stderr_line: Callable[[str], None] | None = None,
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
-    shutdown_timeout: float = 5.0,
-) -> AsyncIterator[AgentProxy]:
-    """Start the agent `command` as a subprocess speaking ACP on its stdio; yield its proxy.
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    terminate_timeout: float = DEFAULT_TERMINATE_TIMEOUT,
+    tap: Tap | None = None,
+) -> AsyncGenerator[AgentProcess[AgentProxy], None]:
+    """Start the agent `command` (in its own process group) speaking ACP on its stdio; yield
+    the handle: `.proxy` calls the agent, `.pid`, `.returncode`, `.connection`, `.process`.
 
-    On exit the agent's stdin is closed (it should exit at EOF); it is killed after
-    `shutdown_timeout` seconds if it does not.
+    On exit the agent's stdin is closed and it gets `shutdown_timeout` seconds to exit, then
+    its whole process group is sent SIGTERM, then after `terminate_timeout` seconds SIGKILL;
+    every wait is bounded (see `process.py`; Windows: best effort). `stderr`: None inherits
+    ours; a file, a descriptor or `subprocess.DEVNULL`; or `subprocess.PIPE` (implied by
+    `on_stderr_line`) with each line passed to `on_stderr_line`. A relative command path is
+    resolved against our working directory before `cwd` applies. `tap` as for `connect`.
     """
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
+    async with spawn_peer(
+        command,
+        lambda reader, writer: connect(
+            client,
+            reader,
+            writer,
+            ctx=ctx,
+            max_message_size=max_message_size,
+            shutdown_grace=shutdown_grace,
+            tap=tap,
+        ),
         cwd=cwd,
-        env=dict(env) if env is not None else None,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    proxy, connection = connect(
-        client,
-        process.stdout,
-        process.stdin,
-        ctx=ctx,
-        max_message_size=max_message_size,
-        shutdown_grace=shutdown_grace,
-    )
-    serving = asyncio.ensure_future(connection.run())
-    try:
-        yield proxy
-    finally:
-        await connection.close()
-        try:
-            await asyncio.wait_for(process.wait(), timeout=shutdown_timeout)
-        except asyncio.TimeoutError:
-            process.kill()
-            await process.wait()
-        try:
-            # A grandchild may still hold the agent's stdout open: do not wait for its EOF forever.
-            await asyncio.wait_for(serving, timeout=shutdown_timeout)
-        except asyncio.TimeoutError:
-            pass
+        env=env,
+        stderr=stderr,
+        on_stderr_line=on_stderr_line,
+        shutdown_timeout=shutdown_timeout,
+        terminate_timeout=terminate_timeout,
+    ) as agent:
+        yield agent
