@@ -4,6 +4,7 @@ the `formatter` setting; several targets share one schema load + IR build per (s
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import typing
 from pathlib import Path
@@ -381,3 +382,24 @@ def test_class_model_is_computed_once_per_distinct_schema_document(monkeypatch: 
     other["$defs"]["Unique"]["properties"]["yQ9"] = {}
     assert build_class_model(other).field_name("Unique", "yQ9") == "y_q9"
     assert parses == ["x", "x"]
+
+
+# --- start-up --------------------------------------------------------------------------------
+HEAVY = ("pydantic", "datamodel_code_generator", "jinja2", "black", "codegen.generate", "codegen.diff", "codegen.build")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_version_and_help_do_not_import_the_pipeline(args: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from codegen.cli import entry\n"
+        f"sys.argv = ['acp-codegen', *{args!r}]\n"
+        "try:\n"
+        "    entry()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
