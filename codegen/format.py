@@ -1,6 +1,7 @@
 """Stage 4 — format: ruff (the default) or black, both pinned, so output is byte-stable.
 
-Every generated `.py` file is first compiled (formatters would only say "cannot parse"): a
+Every generated `.py` file is compiled (formatters would only say "cannot parse"; each
+distinct text once, while the ruff process runs, before its output is used): a
 file that is not valid Python is bad input naming the custom templates that shaped it, or,
 from the bundled templates alone, a bug raised as `GeneratedCodeError` naming the file and
 line, which the CLI reports as an internal error (exit 3); nothing is written either way.
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -82,7 +83,9 @@ def find_ruff() -> str:
     )
 
 
-def _ruff(files: dict[str, str]) -> dict[str, str]:
+def _ruff(files: dict[str, str], meanwhile: Callable[[], None] = lambda: None) -> dict[str, str]:
+    """Format `files` in one ruff process; `meanwhile` runs while it does (and if it raises,
+    ruff is stopped and its output never used)."""
     with tempfile.TemporaryDirectory(prefix="acp-codegen-format-") as tmp:
         root = Path(tmp)
         for rel, text in files.items():
@@ -101,7 +104,7 @@ def _ruff(files: dict[str, str]) -> dict[str, str]:
             str(root),
         ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except OSError as exc:
             raise CodegenError(
                 [
@@ -112,8 +115,15 @@ def _ruff(files: dict[str, str]) -> dict[str, str]:
                     )
                 ]
             ) from None
+        try:
+            meanwhile()
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
+        stdout, stderr = proc.communicate()
         if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            detail = (stderr or stdout).strip().splitlines()
             raise GeneratedCodeError(f"ruff format failed: {detail[0] if detail else f'exit code {proc.returncode}'}")
         return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
 
@@ -132,22 +142,32 @@ Blame = Mapping[str, Sequence[str]]  # output file -> the custom templates that 
 def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]]) -> list[dict[str, str]]:
     """Several packages at once (`acp-codegen generate`): each (files, formatter, blame), formatted.
 
-    Every Python file is syntax-checked under its own name (see `check_syntax`); then each
-    distinct text is formatted once (the agent and client packages of one schema share most
-    files), with one ruff process for everything ruff formats.
+    Every Python file is syntax-checked (see `check_syntax`; each distinct text once, while
+    ruff runs); each distinct text is formatted once (the agent and client packages of one
+    schema share most files), with one ruff process for everything ruff formats.
     """
     unique: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: a file name for it}
-    for i, (files, formatter, custom) in enumerate(packages):
-        python = {path: text for path, text in files.items() if path.endswith(".py")}
-        check_syntax(python, custom)
+    for i, (files, formatter, _) in enumerate(packages):
         names = unique.setdefault(formatter, {})
-        for path, text in python.items():
-            names.setdefault(text, f"p{i}/{path}")
+        for path, text in files.items():
+            if path.endswith(".py"):
+                names.setdefault(text, f"p{i}/{path}")
+    checked: set[str] = set()
+
+    def check_all() -> None:
+        for files, _, custom in packages:
+            python = {path: text for path, text in files.items() if path.endswith(".py") and text not in checked}
+            check_syntax(python, custom)
+            checked.update(python.values())
+
     formatted: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: formatted text}
-    for formatter, names in unique.items():
-        run = _ruff if formatter == "ruff" else _black
-        by_name = run({name: text for text, name in names.items()})
-        formatted[formatter] = {text: by_name[name] for text, name in names.items()}
+    if "ruff" in unique:
+        by_name = _ruff({name: text for text, name in unique["ruff"].items()}, meanwhile=check_all)
+        formatted["ruff"] = {text: by_name[name] for text, name in unique["ruff"].items()}
+    check_all()  # (a no-op if done while ruff ran)
+    if "black" in unique:
+        by_name = _black({name: text for text, name in unique["black"].items()})
+        formatted["black"] = {text: by_name[name] for text, name in unique["black"].items()}
     return [
         {path: formatted[formatter][text] if path.endswith(".py") else text for path, text in files.items()}
         for files, formatter, _ in packages

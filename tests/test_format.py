@@ -244,9 +244,9 @@ def test_formatter_flag_chooses_the_formatter(tmp_path: Path, monkeypatch: pytes
     for name in ("ruff", "black"):
         real = getattr(codegen.format, f"_{name}")
 
-        def spy(files: dict[str, str], name: str = name, real: Any = real) -> dict[str, str]:
+        def spy(files: dict[str, str], *args: Any, name: str = name, real: Any = real, **kwargs: Any) -> dict[str, str]:
             used.append(name)
-            return real(files)  # type: ignore[no-any-return]
+            return real(files, *args, **kwargs)  # type: ignore[no-any-return]
 
         monkeypatch.setattr(codegen.format, f"_{name}", spy)
     schema = tiny_schema(tmp_path / "schema")
@@ -315,9 +315,9 @@ def test_generate_builds_each_schema_once_for_all_its_targets(tmp_path: Path, mo
     ruff_runs: list[dict[str, str]] = []
     real_ruff = codegen.format._ruff
 
-    def counting_ruff(files: dict[str, str]) -> dict[str, str]:
+    def counting_ruff(files: dict[str, str], *args: Any, **kwargs: Any) -> dict[str, str]:
         ruff_runs.append(files)
-        return real_ruff(files)
+        return real_ruff(files, *args, **kwargs)
 
     monkeypatch.setattr(codegen.generate, "load", counting_load)
     monkeypatch.setattr(codegen.generate, "build_api", counting_build)
