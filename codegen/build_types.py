@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .build_unions import UnionBuilder, const_of
+from .build_defaults import build_default
+from .build_unions import UnionBuilder
 from .classmodel import ClassModel
 from .errors import CodegenError, Problem
 from .ir import (
@@ -34,10 +35,11 @@ from .load import LoadedSchema
 from .naming import RESERVED_TYPE_NAMES, is_identifier, pascal, snake, upper_snake
 from .shapes import (
     alternatives,
-    build_default,
     collect_props,
+    const_of,
     count_refs,
     enum_alternatives,
+    find_tag,
     mixin_groups,
     ptr_escape,
     unwrap_ref,
@@ -53,7 +55,7 @@ _SCALARS: dict[str, TypeExpr] = {
 _METHOD_NAMES = frozenset({"to_dict", "from_dict", "to_json", "from_json"})
 
 
-class TypeBuilder(UnionBuilder):
+class TypeBuilder:
     """Turns `$defs` into IR definitions; collects problems instead of stopping at the first."""
 
     def __init__(self, schema: LoadedSchema, model: ClassModel) -> None:
@@ -68,6 +70,18 @@ class TypeBuilder(UnionBuilder):
         self.tags: dict[str, Tag] = {}  # $defs objects reused as a tagged variant
         self.method_types: dict[str, tuple[str, str]] = {}  # Python name -> (x-side, x-method)
         self._building: set[str] = set()
+        self.unions = UnionBuilder(self)
+
+    def problem(self, what: str, pointer: str, fix: str = "") -> None:
+        self.problems.append(Problem(what, self.file, pointer, fix))
+
+    def resolve(self, py: str) -> Definition | None:
+        """The definition with Python name `py`, building it first if it is a `$defs` entry."""
+        if py not in self.out:
+            for name, p in self.py.items():
+                if p == py:
+                    self._build_def(name)
+        return self.out.get(py)
 
     # -- entry -------------------------------------------------------------------------
     def build(self) -> tuple[Definition, ...]:
@@ -102,7 +116,7 @@ class TypeBuilder(UnionBuilder):
                 )
             seen[py] = name
 
-    def _fresh(self, base: str, pointer: str) -> str:
+    def fresh(self, base: str, pointer: str) -> str:
         """A new class name for an inline type; never ends in a digit, never collides."""
         name = base
         if name in self.out or name in self.py.values() or name in RESERVED_TYPE_NAMES:
@@ -117,7 +131,7 @@ class TypeBuilder(UnionBuilder):
         if alts is not None and "properties" not in node:
             return "enum" if enum_alternatives(alts[1]) is not None else "union"
         if alts is not None:
-            return "union" if self._find_tag(alts[1]) is not None else "object"
+            return "union" if find_tag(alts[1]) is not None else "object"
         if node.get("type") == "object" or "properties" in node:
             if "properties" in node or "additionalProperties" not in node:
                 return "object"
@@ -134,7 +148,7 @@ class TypeBuilder(UnionBuilder):
         """A $defs object used only as one tagged variant becomes that variant itself."""
         alts = alternatives(node)
         assert alts is not None
-        tag = self._find_tag(alts[1])
+        tag = find_tag(alts[1])
         if tag is None or "properties" in node:
             return
         for alt in alts[1]:
@@ -170,7 +184,7 @@ class TypeBuilder(UnionBuilder):
         elif kind == "enum":
             self.out[py] = self._enum_def(py, node, pointer, doc, unstable)
         elif kind == "union":
-            union = self.union_def(py, node, pointer, doc, unstable)
+            union = self.unions.union_def(py, node, pointer, doc, unstable)
             opaque = union.objects is None and not union.arrays and not union.scalars
             # Shapes that cannot be told apart (JSON-RPC results, ext payloads) stay raw JSON.
             self.out[py] = AliasDef(py, pointer, doc, Scalar("json"), unstable) if opaque else union
@@ -301,7 +315,7 @@ class TypeBuilder(UnionBuilder):
                 return inner, nullable or inner_null
             if enum_alternatives(non_null) is not None:
                 return self._inline_enum(node, pointer, hint), nullable
-            union = self.union_def(self._fresh(hint, pointer), {alts[0]: non_null}, pointer, "", False)
+            union = self.unions.union_def(self.fresh(hint, pointer), {alts[0]: non_null}, pointer, "", False)
             if union.objects is None and not union.arrays and not union.scalars:
                 return Scalar("json"), nullable
             self.out[union.name] = union
@@ -332,7 +346,7 @@ class TypeBuilder(UnionBuilder):
             return ListOf(item), nullable
         if kind == "object":
             if "properties" in node:
-                py = self._fresh(hint, pointer)
+                py = self.fresh(hint, pointer)
                 self.out[py] = self.object_def(py, node, pointer, str(node.get("description", "")), False)
                 return Named(py, "object"), nullable
             addl = node.get("additionalProperties")
@@ -347,7 +361,26 @@ class TypeBuilder(UnionBuilder):
         )
         return Scalar("json"), nullable
 
+    def result_type(self, name: str, inline: dict[str, Any] | None, pointer: str, method: str, unstable: bool) -> str:
+        """The Python name of a method's result type: a `$defs` entry, or an inline variant of a
+        response union (`{"title": "AuthenticateResponse", "type": "null"}`) made a named type."""
+        if inline is None:
+            return self.py[name]
+        py = self.fresh(self._type_name(name), pointer)
+        texpr, nullable = self.type_expr(inline, pointer, py)
+        if isinstance(texpr, Named) and not nullable:
+            return texpr.name
+        if nullable:
+            self.problem(
+                f"the inline result type {name!r} is nullable", pointer, 'write it as {"type": "null"} or a $ref'
+            )
+        doc = str(inline.get("description", "")) or f"The result of `{method}`" + (
+            ": always JSON null." if texpr == Scalar("null") else "."
+        )
+        self.out[py] = AliasDef(py, pointer, doc, texpr, unstable)
+        return py
+
     def _inline_enum(self, node: dict[str, Any], pointer: str, hint: str) -> TypeExpr:
-        py = self._fresh(hint, pointer)
+        py = self.fresh(hint, pointer)
         self.out[py] = self._enum_def(py, node, pointer, str(node.get("description", "")), False)
         return Named(py, "enum")

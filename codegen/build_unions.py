@@ -3,14 +3,15 @@
 A union is routed by a tag property (`const` in each variant, with or without a
 `discriminator` keyword), by JSON type, or — for untagged objects — by a required key no
 sibling variant has; an untagged variant may be the fallback for a missing tag. Variants are
-never tried in order. `TypeBuilder` (build_types) supplies the type machinery used here.
+never tried in order. The type builder (build_types) supplies the variants' types through
+`TypeSource`; this module never imports it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import Problem
 from .ir import (
@@ -28,24 +29,21 @@ from .ir import (
 )
 from .load import LoadedSchema
 from .naming import pascal
-from .shapes import alternatives, collect_props, json_type_of, unwrap_ref
+from .shapes import alternatives, collect_props, const_of, find_tag, json_type_of, unwrap_ref
 
 _TAKES_UNKNOWN = re.compile(r"unknown\b[^.]*\bdeserializ", re.IGNORECASE | re.DOTALL)
 
 
-class UnionBuilder:
-    """The union half of TypeBuilder; the methods it needs from there are declared below."""
+class TypeSource(Protocol):
+    """What the union builder needs from the type builder (build_types.TypeBuilder)."""
 
     s: LoadedSchema
-    file: str
     out: dict[str, Definition]
     py: dict[str, str]
     tags: dict[str, Tag]
     problems: list[Problem]
 
-    # Provided by TypeBuilder.
-    def type_expr(self, node: Any, pointer: str, hint: str) -> tuple[TypeExpr, bool]:
-        raise NotImplementedError
+    def type_expr(self, node: Any, pointer: str, hint: str) -> tuple[TypeExpr, bool]: ...
 
     def object_def(
         self,
@@ -57,30 +55,22 @@ class UnionBuilder:
         def_name: str | None = None,
         tag: Tag | None = None,
         extra: list[tuple[str, Any, bool, str]] | None = None,
-    ) -> ObjectDef:
-        raise NotImplementedError
+    ) -> ObjectDef: ...
 
-    def named(self, def_name: str) -> Named:
-        raise NotImplementedError
+    def named(self, def_name: str) -> Named: ...
 
-    def _fresh(self, base: str, pointer: str) -> str:
-        raise NotImplementedError
+    def fresh(self, base: str, pointer: str) -> str: ...
 
-    def _build_def(self, name: str) -> None:
-        raise NotImplementedError
+    def resolve(self, py: str) -> Definition | None: ...
 
-    def problem(self, what: str, pointer: str, fix: str = "") -> None:
-        self.problems.append(Problem(what, self.file, pointer, fix))
+    def problem(self, what: str, pointer: str, fix: str = "") -> None: ...
 
-    def _find_tag(self, alts: list[Any]) -> str | None:
-        found: list[str] = []
-        for alt in alts:
-            if not isinstance(alt, dict):
-                continue
-            for prop, pnode in alt.get("properties", {}).items():
-                if isinstance(pnode, dict) and isinstance(pnode.get("const"), str) and prop not in found:
-                    found.append(prop)
-        return found[0] if len(found) == 1 else None
+
+class UnionBuilder:
+    """Builds `UnionDef`s; the types of the variants come from the type builder it serves."""
+
+    def __init__(self, types: TypeSource) -> None:
+        self.t = types
 
     # -- unions ------------------------------------------------------------------------
     def union_def(
@@ -94,14 +84,14 @@ class UnionBuilder:
         alts = alternatives(node)
         assert alts is not None
         key, items = alts
-        tag = self._find_tag(items)
-        common_props = collect_props(self.s, {k: v for k, v in node.items() if k != key}, pointer, self.problems)
+        tag = find_tag(items)
+        common_props = collect_props(self.t.s, {k: v for k, v in node.items() if k != key}, pointer, self.t.problems)
         variants: list[Variant] = []
         unknown = False
         for i, alt in enumerate(items):
             aptr = f"{pointer}/{key}/{i}"
             if not isinstance(alt, dict):
-                self.problem("union variant must be an object", aptr)
+                self.t.problem("union variant must be an object", aptr)
                 continue
             value = const_of(alt, tag) if tag else None
             title = str(alt.get("title", ""))
@@ -110,26 +100,26 @@ class UnionBuilder:
                 continue
             ref = unwrap_ref(alt, allow_props=True)
             own = [p for p in alt.get("properties", {}) if p != tag]
-            jtype = json_type_of(self.s, alt)
+            jtype = json_type_of(self.t.s, alt)
             vdoc = str(alt.get("description", ""))
             if value is not None:
                 cls = self._variant_class(py, alt, aptr, tag, value, ref, own, common_props, unstable)
                 variants.append(Variant(Named(cls, "object"), "object", tag_value=value, doc=vdoc))
             elif jtype == "object" and ref is not None and not own and not common_props:
-                variants.append(Variant(self.named(ref), "object", doc=vdoc))
+                variants.append(Variant(self.t.named(ref), "object", doc=vdoc))
             elif jtype == "object":
                 base = py + pascal(title or (own[0] if own else "Object"))
-                cls = self._fresh(base, aptr)
-                self.out[cls] = self.object_def(cls, alt, aptr, vdoc, unstable, extra=common_props)
+                cls = self.t.fresh(base, aptr)
+                self.t.out[cls] = self.t.object_def(cls, alt, aptr, vdoc, unstable, extra=common_props)
                 variants.append(Variant(Named(cls, "object"), "object", doc=vdoc))
             elif jtype is None:
-                texpr, _ = self.type_expr(alt, aptr, py + pascal(title or "Value"))
+                texpr, _ = self.t.type_expr(alt, aptr, py + pascal(title or "Value"))
                 if self._is_any(texpr):
                     # A variant that admits any JSON value (e.g. ExtRequest) makes the union opaque.
                     return UnionDef(py, pointer, doc, tuple(variants), None, (), (), unstable)
-                self.problem("cannot tell what JSON type this union variant has", aptr, "give it a type or $ref")
+                self.t.problem("cannot tell what JSON type this union variant has", aptr, "give it a type or $ref")
             else:
-                texpr, _ = self.type_expr(alt, aptr, py + pascal(title or jtype))
+                texpr, _ = self.t.type_expr(alt, aptr, py + pascal(title or jtype))
                 variants.append(Variant(texpr, jtype, doc=vdoc))
         return self._dispatch(py, pointer, doc, variants, tag, unknown, unstable)
 
@@ -146,10 +136,10 @@ class UnionBuilder:
         unstable: bool,
     ) -> str:
         assert tag is not None
-        if ref is not None and self.tags.get(ref) == Tag(tag, value) and not own and not common:
-            return self.py[ref]
-        cls = self._fresh(union + pascal(value), pointer)
-        self.out[cls] = self.object_def(
+        if ref is not None and self.t.tags.get(ref) == Tag(tag, value) and not own and not common:
+            return self.t.py[ref]
+        cls = self.t.fresh(union + pascal(value), pointer)
+        self.t.out[cls] = self.t.object_def(
             cls, alt, pointer, str(alt.get("description", "")), unstable, tag=Tag(tag, value), extra=common
         )
         return cls
@@ -164,13 +154,19 @@ class UnionBuilder:
         unknown: bool,
         unstable: bool,
     ) -> UnionDef:
+        variants = _merge_same(variants)
         objects = [v for v in variants if v.json_type == "object"]
         arrays = [v for v in variants if v.json_type == "array"]
         scalars = [v for v in variants if v.json_type not in ("object", "array")]
         seen_types: set[str] = set()
         for v in scalars:
             if v.json_type in seen_types:
-                self.problem(f"two union variants of JSON type {v.json_type}", pointer, "merge them")
+                self.t.problem(
+                    f"two union variants of JSON type {v.json_type} with different types: nothing in the"
+                    " schema (a tag, a const, a required property) tells them apart",
+                    pointer,
+                    "merge them, or give them distinct consts",
+                )
             seen_types.add(v.json_type)
         dispatch: ObjectDispatch | None = None
         if objects or (tag and unknown):
@@ -180,7 +176,7 @@ class UnionBuilder:
             if keyed is None:
                 # Shapes cannot be told apart (e.g. JSON-RPC results): keep the raw JSON.
                 return UnionDef(py, pointer, doc, tuple(variants), None, (), (), unstable)
-            unknown_class = self._fresh("Unknown" + py, pointer) if tag else None
+            unknown_class = self.t.fresh("Unknown" + py, pointer) if tag else None
             # An unknown tag is kept raw (forward compatibility) unless the schema says the
             # fallback variant takes it ("Unknown `type` values ... deserialize into this
             # variant", SetSessionConfigOptionRequest) and the fallback leaves the tag open.
@@ -195,7 +191,7 @@ class UnionBuilder:
         if len(arrays) > 1:
             keyed_items, _ = self._keyed([replace(v, type=_item(v.type)) for v in arrays], pointer)
             if keyed_items is None:
-                self.problem("array variants cannot be told apart by their items", pointer)
+                self.t.problem("array variants cannot be told apart by their items", pointer)
                 keyed_items = []
             item_keys = {k.type: k.key for k in keyed_items}
             arrays = [replace(a, key=item_keys.get(_item(a.type))) for a in arrays]
@@ -222,8 +218,7 @@ class UnionBuilder:
     def _declares(self, variant: Variant, wire: str | None) -> bool:
         """Whether the variant's class has a property (or tag) named `wire`."""
         if isinstance(variant.type, Named):
-            self._ensure(variant.type.name)
-            target = self.out.get(variant.type.name)
+            target = self.t.resolve(variant.type.name)
             if isinstance(target, ObjectDef):
                 return any(f.wire == wire for f in target.fields) or (
                     target.tag is not None and target.tag.wire == wire
@@ -232,31 +227,29 @@ class UnionBuilder:
 
     def _required_keys(self, texpr: TypeExpr) -> list[str]:
         if isinstance(texpr, Named):
-            self._ensure(texpr.name)
-            target = self.out.get(texpr.name)
+            target = self.t.resolve(texpr.name)
             if isinstance(target, ObjectDef):
                 return [f.wire for f in target.fields if f.required] + ([target.tag.wire] if target.tag else [])
         return []
 
     def _is_any(self, texpr: TypeExpr) -> bool:
         if isinstance(texpr, Named) and texpr.kind == "alias":
-            self._ensure(texpr.name)
-            target = self.out.get(texpr.name)
+            target = self.t.resolve(texpr.name)
             return isinstance(target, AliasDef) and self._is_any(target.target)
         return texpr == Scalar("json")
 
-    def _ensure(self, py: str) -> None:
-        for name, p in self.py.items():
-            if p == py and py not in self.out:
-                self._build_def(name)
 
-
-def const_of(alt: Any, tag: str | None) -> str | None:
-    if not tag or not isinstance(alt, dict):
-        return None
-    pnode = alt.get("properties", {}).get(tag)
-    value = pnode.get("const") if isinstance(pnode, dict) else None
-    return value if isinstance(value, str) else None
+def _merge_same(variants: list[Variant]) -> list[Variant]:
+    """Variants that decode to the same value are one variant (e.g. several `null` results of a
+    response union): the first stands for all; only an untagged, unkeyed variant merges."""
+    out: list[Variant] = []
+    for v in variants:
+        if v.tag_value is None and any(
+            o.tag_value is None and (o.type, o.json_type) == (v.type, v.json_type) for o in out
+        ):
+            continue
+        out.append(v)
+    return out
 
 
 def _item(texpr: TypeExpr) -> TypeExpr:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn
 import typer
 
 from . import __version__
+from .check_agent import check_agent_command
 from .errors import CodegenError
 from .format import FORMATTERS, Formatter
 
@@ -247,6 +248,9 @@ def templates_command(
     except CodegenError as exc:
         _report(exc)
     typer.echo(f"copied {copy} to {target}; use it with --templates {dest}")
+
+
+app.command("check-agent")(check_agent_command)
 
 
 def entry() -> None:

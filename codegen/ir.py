@@ -291,7 +291,8 @@ Side = Literal["agent", "client", "both"]
 
 @dataclass(frozen=True)
 class Method:
-    """One protocol method, from meta.json and the types that carry `x-method`."""
+    """One protocol method: listed in meta.json; request or notification and its types from the
+    schema's evidence (`x-method`, `*Request`/`*Response`/`*Notification` names, message unions)."""
 
     wire: str
     """The method name on the wire (`session/prompt`)."""
@@ -301,7 +302,10 @@ class Method:
     kind: Literal["request", "notification"]
     """A request gets a result; a notification does not."""
     params: str | None  # definition name
-    result: str | None  # definition name (requests only)
+    result: str | None
+    """The result's definition name; None exactly for notifications. A JSON-null result is an
+    `AliasDef` of `Scalar("null")` (e.g. made from an inline `{"title": "AuthenticateResponse",
+    "type": "null"}` variant of a response union): the proxy returns None, the dispatcher answers null."""
     handler: str  # Python method name on the handler base class / peer proxy
     unstable: bool
     """Not in the stable schema's method list."""

@@ -46,6 +46,8 @@ RUNTIME_FILES = {
     "dispatch.py": "dispatch.py",
     "connection.py": "connection.py",
     "process.py": "process.py",
+    "testing.py": "testing.py",
+    "conformance.py": "conformance.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 

@@ -8,30 +8,13 @@ difference so the IR builder sees one shape per idea.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import Problem
 from .ir import (
-    AliasDef,
-    Default,
-    DefaultList,
-    DefaultMap,
-    DefaultObject,
-    DefaultScalar,
-    EnumDef,
     JsonType,
-    ListOf,
-    LiteralOf,
-    MapOf,
-    Named,
-    ObjectDef,
-    Scalar,
-    TypeExpr,
 )
-
-if TYPE_CHECKING:
-    from .build_types import TypeBuilder
-    from .load import LoadedSchema
+from .load import LoadedSchema
 
 Prop = tuple[str, Any, bool, str]  # wire name, schema node, required, JSON pointer
 
@@ -63,6 +46,27 @@ def unwrap_ref(node: dict[str, Any], allow_props: bool = False) -> str | None:
     prefix = "#/$defs/"
     name = ref[len(prefix) :] if ref.startswith(prefix) else ref
     return name.replace("~1", "/").replace("~0", "~")
+
+
+def find_tag(alts: list[Any]) -> str | None:
+    """The one property that holds a string `const` in the alternatives (a union's tag), if any."""
+    found: list[str] = []
+    for alt in alts:
+        if not isinstance(alt, dict):
+            continue
+        for prop, pnode in alt.get("properties", {}).items():
+            if isinstance(pnode, dict) and isinstance(pnode.get("const"), str) and prop not in found:
+                found.append(prop)
+    return found[0] if len(found) == 1 else None
+
+
+def const_of(alt: Any, tag: str | None) -> str | None:
+    """The value an alternative gives its tag (`{"properties": {"type": {"const": "text"}}}`)."""
+    if not tag or not isinstance(alt, dict):
+        return None
+    pnode = alt.get("properties", {}).get(tag)
+    value = pnode.get("const") if isinstance(pnode, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def enum_alternatives(alts: list[Any]) -> tuple[list[tuple[str | int, str]], bool, str] | None:
@@ -180,63 +184,6 @@ def _part_props(
         target = schema.defs[name]
         return collect_props(schema, target, f"/$defs/{ptr_escape(name)}", problems, seen | {name}, optional)
     return collect_props(schema, part, pointer, problems, seen, optional)
-
-
-def build_default(builder: TypeBuilder, texpr: TypeExpr, value: Any, pointer: str) -> Default | None:
-    """A schema default as a typed value: objects become constructor calls, not dict literals."""
-    if isinstance(texpr, Named):
-        builder._ensure(texpr.name)
-        target = builder.out.get(texpr.name)
-        if isinstance(target, ObjectDef) and isinstance(value, dict):
-            args: list[tuple[str, Default]] = []
-            for key, item in value.items():
-                field = next((f for f in target.fields if f.wire == key), None)
-                if field is None:
-                    builder.problem(f"default names unknown field {key!r} of {target.name}", pointer)
-                    return None
-                sub = build_default(builder, field.type, item, f"{pointer}/{ptr_escape(key)}")
-                if sub is None:
-                    return None
-                args.append((field.py, sub))
-            return DefaultObject(target.name, tuple(args))
-        if isinstance(target, EnumDef):
-            if value not in [v.value for v in target.values] and not target.open:
-                builder.problem(f"default {value!r} is not a value of {target.name}", pointer)
-                return None
-            return DefaultScalar(value)
-        if isinstance(target, AliasDef):
-            return build_default(builder, target.target, value, pointer)
-        if _is_scalar(value):
-            return DefaultScalar(value)
-    elif isinstance(texpr, ListOf) and isinstance(value, list):
-        items = [build_default(builder, texpr.item, v, f"{pointer}/{i}") for i, v in enumerate(value)]
-        if any(i is None for i in items):
-            return None
-        return DefaultList(tuple(i for i in items if i is not None))
-    elif isinstance(texpr, MapOf) and isinstance(value, dict):
-        entries = [(k, build_default(builder, texpr.value, v, f"{pointer}/{ptr_escape(k)}")) for k, v in value.items()]
-        if any(v is None for _, v in entries):
-            return None
-        return DefaultMap(tuple((k, v) for k, v in entries if v is not None))
-    elif isinstance(texpr, (Scalar, LiteralOf)):
-        if _is_scalar(value):
-            return DefaultScalar(value)
-        if isinstance(value, dict) and isinstance(texpr, Scalar) and texpr.kind in ("object", "json"):
-            return _raw_default(value)
-    builder.problem(f"default {value!r} does not fit the field's type", pointer, "fix the default")
-    return None
-
-
-def _raw_default(value: Any) -> Default:
-    if isinstance(value, dict):
-        return DefaultMap(tuple((k, _raw_default(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return DefaultList(tuple(_raw_default(v) for v in value))
-    return DefaultScalar(value)
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def mixin_groups(

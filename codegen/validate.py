@@ -12,7 +12,9 @@ hang or silently produce something odd:
   name or collide after snake_casing (a Python keyword is fine: `from` becomes `from_`);
 - meta.json methods that no type describes.
 
-Every problem found is collected; the IR only runs on a schema that passed.
+The size limits and the per-node walk (`_Walk`) live here; the checks over all types at once
+(names, alias cycles, method coverage) in validate_names. Every problem found is collected;
+the IR only runs on a schema that passed.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import CodegenError, Problem
+from .errors import CodegenError
 from .load import LoadedSchema
-from .naming import RESERVED_TYPE_NAMES, is_identifier, pascal, snake, words
+from .naming import snake, words
+from .shapes import ptr_escape
+from .validate_names import Report, check_alias_cycles, check_methods, check_type_names, python_type_name
+
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_TYPES", "ptr_escape", "python_field_name", "python_type_name", "validate"]
 
 # ACP releases have 170-270 types and at most ~8,300 JSON values nested 12 deep. The limits
 # leave about 3x room (more for types) and bound the worst case to about a minute of CPU:
@@ -44,19 +50,6 @@ _STRINGS = ("title", "description", "format", "pattern", "$comment")
 _NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 _REF_PREFIX = "#/$defs/"
-_SUFFIXES = ("Request", "Notification")
-
-
-def ptr_escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def python_type_name(name: str) -> str:
-    """The Python name of a `$defs` entry (the IR's rule, restated so it can be checked first)."""
-    py = name if is_identifier(name) else pascal(name)
-    if not is_identifier(py):
-        py = "T" + py
-    return py + "_" if py in RESERVED_TYPE_NAMES else py
 
 
 def python_field_name(wire: str) -> str:
@@ -66,10 +59,15 @@ def python_field_name(wire: str) -> str:
 
 def validate(schema: LoadedSchema) -> None:
     """Raise a `CodegenError` listing every problem with the raw schema; return if there is none."""
-    checker = _Checker(schema)
-    checker.run()
-    if checker.problems:
-        raise CodegenError(checker.problems)
+    report = Report(schema)
+    if within_limits(report):
+        walk = _Walk(report)
+        walk.run()
+        check_type_names(report)
+        check_alias_cycles(report, walk.alias_edges)
+        check_methods(report)
+    if report.problems:
+        raise CodegenError(report.problems)
 
 
 def _json_size(value: Any, limit: int) -> tuple[int, int]:
@@ -87,59 +85,56 @@ def _json_size(value: Any, limit: int) -> tuple[int, int]:
     return count, depth
 
 
-class _Checker:
-    def __init__(self, schema: LoadedSchema) -> None:
-        self.s = schema
-        self.file = schema.schema_file
-        self.problems: list[Problem] = []
+def within_limits(report: Report) -> bool:
+    """Size limits first, so a runaway schema fails in bounded time."""
+    defs = report.s.defs
+    if len(defs) > MAX_TYPES:
+        report.problem(
+            f"schema defines {len(defs)} types; acp-codegen handles at most {MAX_TYPES}",
+            "/$defs",
+            "check this is the ACP schema (ACP releases define fewer than 300 types)",
+        )
+        return False
+    total = 0
+    deep: list[tuple[str, int]] = []
+    for name, node in defs.items():
+        count, depth = _json_size(node, MAX_NODES - total)
+        total += count
+        if total > MAX_NODES:
+            report.problem(
+                f"schema has more than {MAX_NODES} JSON values under $defs; acp-codegen handles at most that many",
+                "/$defs",
+                "check this is the ACP schema (ACP releases have fewer than 10,000)",
+            )
+            return False
+        if depth > MAX_DEPTH:
+            deep.append((name, depth))
+    for name, depth in deep:
+        report.problem(
+            f"type {name!r} is nested {depth} levels deep; acp-codegen handles at most {MAX_DEPTH}",
+            f"/$defs/{ptr_escape(name)}",
+            "move the inner schemas into $defs entries of their own and $ref them",
+        )
+    return not deep
+
+
+class _Walk:
+    """Checks every schema node's keywords; records the `$ref`s a def's root aliases."""
+
+    def __init__(self, report: Report) -> None:
+        self.r = report
+        self.s = report.s
         # def name -> refs reachable from its root without passing through an object or array
         self.alias_edges: dict[str, list[tuple[str, str]]] = {}
 
     def problem(self, what: str, pointer: str, fix: str = "") -> None:
-        self.problems.append(Problem(what, self.file, pointer, fix))
+        self.r.problem(what, pointer, fix)
 
     def run(self) -> None:
-        if not self._within_limits():
-            return
         for name, node in self.s.defs.items():
             pointer = f"/$defs/{ptr_escape(name)}"
             self.alias_edges[name] = []
             self._schema(node, pointer, name)
-        self._type_names()
-        self._alias_cycles()
-        self._methods()
-
-    # -- limits --------------------------------------------------------------------------
-    def _within_limits(self) -> bool:
-        defs = self.s.defs
-        if len(defs) > MAX_TYPES:
-            self.problem(
-                f"schema defines {len(defs)} types; acp-codegen handles at most {MAX_TYPES}",
-                "/$defs",
-                "check this is the ACP schema (ACP releases define fewer than 300 types)",
-            )
-            return False
-        total = 0
-        deep: list[tuple[str, int]] = []
-        for name, node in defs.items():
-            count, depth = _json_size(node, MAX_NODES - total)
-            total += count
-            if total > MAX_NODES:
-                self.problem(
-                    f"schema has more than {MAX_NODES} JSON values under $defs; acp-codegen handles at most that many",
-                    "/$defs",
-                    "check this is the ACP schema (ACP releases have fewer than 10,000)",
-                )
-                return False
-            if depth > MAX_DEPTH:
-                deep.append((name, depth))
-        for name, depth in deep:
-            self.problem(
-                f"type {name!r} is nested {depth} levels deep; acp-codegen handles at most {MAX_DEPTH}",
-                f"/$defs/{ptr_escape(name)}",
-                "move the inner schemas into $defs entries of their own and $ref them",
-            )
-        return not deep
 
     # -- the walk ------------------------------------------------------------------------
     def _schema(self, node: Any, pointer: str, alias_of: str | None) -> None:
@@ -311,91 +306,9 @@ class _Checker:
                 continue
             seen[py] = wire
 
-    # -- whole-schema checks -------------------------------------------------------------
-    def _type_names(self) -> None:
-        seen: dict[str, str] = {}
-        for name in self.s.defs:
-            pointer = f"/$defs/{ptr_escape(name)}"
-            if not words(name):
-                self.problem(
-                    f"type name {name!r} has no letters or digits to make a Python name from",
-                    pointer,
-                    "rename the type (and the $refs to it)",
-                )
-                continue
-            py = python_type_name(name)
-            if py in seen:
-                self.problem(
-                    f"types {seen[py]!r} and {name!r} both map to the Python name {py!r}",
-                    pointer,
-                    "rename one of them in the schema",
-                )
-                continue
-            seen[py] = name
-
-    def _alias_cycles(self) -> None:
-        """A type that is only a reference to itself, directly or through other references."""
-        reported: set[frozenset[str]] = set()
-        for start in self.s.defs:
-            path = self._cycle_from(start)
-            if path is None or frozenset(path) in reported:
-                continue
-            reported.add(frozenset(path))
-            chain = " -> ".join([*path, path[0]])
-            self.problem(
-                f"$ref cycle through type aliases: {chain}; the type is defined only as itself",
-                f"/$defs/{ptr_escape(path[0])}",
-                "make one type in the cycle an object or array, or refer to a different type",
-            )
-
-    def _cycle_from(self, start: str) -> list[str] | None:
-        """The cycle through `start` along alias edges, as a list of names, if there is one."""
-        stack: list[tuple[str, list[str]]] = [(start, [start])]
-        visited: set[str] = set()
-        while stack:
-            name, path = stack.pop()
-            for target, _ in self.alias_edges.get(name, []):
-                if target == start:
-                    return path
-                if target not in visited:
-                    visited.add(target)
-                    stack.append((target, [*path, target]))
-        return None
-
-    def _methods(self) -> None:
-        """meta.json methods no type describes (no x-method, no type named after them)."""
-        tagged = {node["x-method"] for node in self.s.defs.values() if isinstance(node.get("x-method"), str)}
-        candidates = [
-            {_word(w) for w in words(name[: -len(suffix)])}
-            for name in self.s.defs
-            for suffix in _SUFFIXES
-            if name.endswith(suffix)
-        ]
-        meta = str(self.s.files.meta)
-        for side, entries in self.s.methods.items():
-            for key, wire in entries:
-                if wire in tagged:
-                    continue
-                want = {_word(w) for w in words(pascal(wire.replace("/", "_")))}
-                if any(want & have for have in candidates):
-                    continue  # the IR matches it by name (or says why it cannot)
-                self.problems.append(
-                    Problem(
-                        f'method {wire!r} has no params type: no type has "x-method": {wire!r}'
-                        " and no *Request/*Notification type is named after it",
-                        meta,
-                        f"/{side}Methods/{ptr_escape(key)}",
-                        f'add its types to the schema (with "x-method": "{wire}"), or remove it from meta.json',
-                    )
-                )
-
 
 def _control_char(text: str) -> str | None:
     return next((c for c in text if ord(c) < 32 and c not in "\t\n\r"), None)
-
-
-def _word(word: str) -> str:
-    return word.lower().removesuffix("s")
 
 
 def _kind(value: Any) -> str:

@@ -1,0 +1,265 @@
+"""Every published ACP schema generates correct code (tests/fixtures/releases/README.md).
+
+For each vendored release x {stable, unstable where shipped} x {agent, client}: generate, import,
+and compare `METHODS` with the methods the schema defines, derived here independently of the
+generator from meta.json and the variants of the message unions (AgentRequest, ClientResponse,
+...). All packages then go through one batched `mypy --strict` run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from codegen.errors import CodegenError
+from codegen.generate import ApiCache, Target, generate_files
+from codegen.write import write_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RELEASES = sorted(p for p in (FIXTURES / "releases").iterdir() if (p / "schema.json").is_file())
+OTHERS = [FIXTURES / "schemas" / "v1.20.0", ROOT / "schema" / "v1", ROOT / "schema" / "v2"]
+
+
+def _cases() -> list[tuple[str, Path, bool, str]]:
+    cases = []
+    for directory in [*RELEASES, *OTHERS]:
+        for unstable in (False, True):
+            if unstable and not (directory / "schema.unstable.json").is_file():
+                continue
+            for role in ("agent", "client"):
+                label = directory.name + ("-unstable" if unstable else "")
+                cases.append((f"{label}-{role}", directory, unstable, role))
+    return cases
+
+
+CASES = _cases()
+# Kind 2 of issue 9 (owned by the decoder rewrite): a single-value enum property
+# (`"jsonrpc": {"enum": ["2.0"]}`) decodes as `v.__class__ is str and v in ("2.0",)`, which mypy
+# does not narrow to Literal['2.0']. Flip these when that fix lands (strict xfail will say so).
+KIND_2 = re.compile(r'Incompatible types in assignment \(expression has type "str", variable has type "Literal\[')
+KIND_2_RELEASES = {"v0.5.0", "v0.6.3"}
+
+
+def _package(case_id: str) -> str:
+    return "rel_" + re.sub(r"\W", "_", case_id)
+
+
+def _once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
+    """`make(directory)` run once per test session, even across xdist workers (which share the
+    parent of their temp roots): the first worker computes and stores the JSON result, the
+    others wait on the lock and read it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    directory = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = directory / "result.json"
+        if not done.is_file():
+            directory.mkdir(exist_ok=True)
+            result = make(directory)
+            done.write_text(json.dumps(result))
+        return json.loads(done.read_text())
+
+
+def _generate_all(out: Path) -> tuple[str, dict[str, str]]:
+    apis = ApiCache()
+    failed: dict[str, str] = {}
+    for case_id, directory, unstable, role in CASES:
+        name = _package(case_id)
+        target = Target(role, out / name, str(directory), unstable, package=name)  # type: ignore[arg-type]
+        try:
+            write_tree(target.out, generate_files(target, apis=apis))
+        except CodegenError as exc:
+            failed[name] = str(exc)
+    return str(out), failed
+
+
+@pytest.fixture(scope="session")
+def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """Every case generated once: the output root and, per failed case, its error."""
+    out, failed = _once(tmp_path_factory, "releases", _generate_all)
+    return Path(out), failed
+
+
+@pytest.fixture(scope="session")
+def generated(generation: tuple[Path, dict[str, str]]) -> Path:
+    return generation[0]
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+def test_generates(generation: tuple[Path, dict[str, str]], case_id: str) -> None:
+    assert generation[1].get(_package(case_id)) is None
+
+
+def _import(root: Path, name: str) -> ModuleType:
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(root))
+
+
+# -- what the schema defines, read independently of codegen/ ------------------------------
+SUFFIXES = ("Request", "Response", "Notification")
+UNION = re.compile(r"^(Agent|Client|ProtocolLevel)(Request|Response|Notification)$")
+
+
+def _variants(node: Any, out: dict[str, Any]) -> None:
+    """$ref names / inline titles of a message union, through nesting and JSON-RPC envelopes."""
+    if not isinstance(node, dict):
+        return
+    for key in ("anyOf", "oneOf"):
+        for alt in node.get(key, []):
+            _variants(alt, out)
+    props = node.get("properties", {})
+    for key in ("params", "result"):
+        if key in props:
+            _variants(props[key], out)
+    ref = node.get("$ref") or next((p.get("$ref") for p in node.get("allOf", []) if "$ref" in p), None)
+    if ref:
+        out[ref.split("/")[-1]] = None
+    elif "title" in node and not any(k in node for k in ("anyOf", "oneOf", "properties")):
+        out[node["title"]] = node
+
+
+def _words(text: str) -> set[str]:
+    """`session/set_mode` and `SetSessionMode` -> {set, session, mode}."""
+    if "/" in text or "_" in text or text.islower():
+        return set(re.split(r"[/_]", text))
+    return {p.lower() for p in re.findall(r"[A-Z][a-z0-9]*", text)}
+
+
+def expected_methods(directory: Path, unstable: bool) -> dict[str, tuple[str, str, str, str | None, str | None]]:
+    """wire -> (handled by, request|notification, params type, result type, notification params)."""
+    suffix = ".unstable.json" if unstable else ".json"
+    defs = json.loads((directory / f"schema{suffix}").read_text())["$defs"]
+    meta = json.loads((directory / f"meta{suffix}").read_text())
+    members: dict[str, dict[str, Any]] = {s: {} for s in SUFFIXES}
+    for name, node in defs.items():
+        match = UNION.match(name)
+        if match:
+            _variants(node, members[match.group(2)])
+    found: dict[str, tuple[str, str, str, str | None, str | None]] = {}
+    sides = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods": "both"}
+    for key, side in sides.items():
+        for wire in meta.get(key, {}).values():
+
+            def pick(kind: str, wire: str = wire) -> str | None:
+                tagged = [n for n in members[kind] if defs.get(n, {}).get("x-method") == wire]
+                # Not in a union (e.g. `$/cancel_request`): the x-method type named for its kind.
+                tagged = tagged or [n for n, d in defs.items() if d.get("x-method") == wire and n.endswith(kind)]
+                if tagged:
+                    assert len(tagged) == 1, (wire, tagged)
+                    return tagged[0]
+                # Without x-method: the variant named with the method's words (minus its namespace).
+                want = _words(wire)
+                names = [n for n in members[kind] if n.endswith(kind) and defs.get(n, {}).get("x-method") is None]
+                exact = [n for n in names if _words(n[: -len(kind)]) in (want, want - {wire.split("/")[0]})]
+                return exact[0] if len(exact) == 1 else None
+
+            request, notification = pick("Request"), pick("Notification")
+            assert request or notification, wire
+            if request is not None:
+                result = pick("Response")
+                if result is None:
+                    result = request.removesuffix("Request") + "Response"
+                    assert result in members["Response"], (wire, result)
+                entry = (side, "request", request, result, notification)
+            else:
+                assert notification is not None
+                entry = (side, "notification", notification, None, None)
+            if wire in found and found[wire][0] != side:  # listed for the agent and the client
+                entry = ("both", *entry[1:])
+            found[wire] = entry
+    return found
+
+
+@pytest.mark.parametrize("case_id, directory, unstable, role", CASES, ids=[c[0] for c in CASES])
+def test_methods_match_the_schema(
+    generation: tuple[Path, dict[str, str]], case_id: str, directory: Path, unstable: bool, role: str
+) -> None:
+    generated, failed = generation
+    assert failed.get(_package(case_id)) is None
+    module = _import(generated, _package(case_id))
+    table = {
+        wire: (spec.handled_by, spec.kind, spec.params_type, spec.result_type, spec.notification_params_type)
+        for wire, spec in module.METHODS.items()
+    }
+    assert table == expected_methods(directory, unstable)
+    for wire, spec in module.METHODS.items():
+        # A null result is a real result: the proxy returns None and the dispatcher answers null.
+        assert (spec.decode_result is not None) == (spec.kind == "request"), wire
+        assert hasattr(module.types, spec.params_type), wire
+
+
+# -- mypy --strict on every package, one run ----------------------------------------------
+def _run_mypy(generated: Path) -> dict[str, list[str]]:
+    names = [_package(c[0]) for c in CASES if (generated / _package(c[0])).is_dir()]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(generated / ".mypy"),
+            *[arg for n in names for arg in ("-p", n)],
+        ],
+        cwd=generated,
+        capture_output=True,
+        text=True,
+    )
+    errors: dict[str, list[str]] = {n: [] for n in names}
+    for line in result.stdout.splitlines():
+        package = line.split("/", 1)[0]
+        if ": error:" in line:
+            assert package in errors, line
+            errors[package].append(line)
+    assert result.returncode == (1 if any(errors.values()) else 0), result.stdout + result.stderr
+    return errors
+
+
+@pytest.fixture(scope="session")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory, generated: Path) -> dict[str, list[str]]:
+    """One mypy --strict run over every generated package: the errors per package."""
+    errors: dict[str, list[str]] = _once(tmp_path_factory, "releases-mypy", lambda _: _run_mypy(generated))
+    return errors
+
+
+def _mypy_case(case: tuple[str, Path, bool, str]) -> Any:
+    if case[1].name in KIND_2_RELEASES:
+        reason = "issue 9 kind 2: single-value enum check does not narrow to Literal (decoder fix pending)"
+        return pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=reason), id=case[0])
+    return pytest.param(*case, id=case[0])
+
+
+@pytest.mark.parametrize("case_id, directory, unstable, role", [_mypy_case(c) for c in CASES])
+def test_mypy_strict(
+    mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
+) -> None:
+    assert mypy_errors.get(_package(case_id)) == []
+
+
+@pytest.mark.parametrize("case_id, directory, unstable, role", CASES, ids=[c[0] for c in CASES])
+def test_mypy_strict_fails_only_on_known_kind_2(
+    mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
+) -> None:
+    """The xfail above hides nothing else: any other mypy error fails here."""
+    errors = mypy_errors.get(_package(case_id))
+    assert errors is not None, "not generated"
+    assert [e for e in errors if not KIND_2.search(e)] == []
