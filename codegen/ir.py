@@ -318,6 +318,12 @@ class Method:
     notification_params: str | None = None
     notification_handler: str | None = None
     """The handler name for the notification form (`notification_params`), if any."""
+    receiver: str = "self"
+    """The proxy method's own name for `self`: `_self` when a params field is named `self`
+    (every params field is a keyword argument of the proxy's keyword form)."""
+    timeout_arg: str = "timeout"
+    """The proxy request's per-call timeout keyword: `timeout_` when a params field is named
+    `timeout` (the field keeps its name)."""
 
 
 @dataclass(frozen=True)

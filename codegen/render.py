@@ -6,6 +6,7 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +262,46 @@ def _named(d: Definition) -> set[str]:
     return found
 
 
+@dataclass(frozen=True)
+class KeywordParam:
+    """One keyword argument of a proxy method's keyword form: a field of its params object."""
+
+    name: str
+    hint: str  # as spelled in a role module (`types.`-qualified)
+    default: str | None  # None: required; `...` for a mutable default (the dataclass builds it)
+
+
+def keyword_params(renderer: Renderer, params: str) -> list[KeywordParam] | None:
+    """The keyword form of a proxy method taking `params`; None when params is not one object
+    (a union: the caller passes one of its variant objects)."""
+    d = renderer.defs.get(params)
+    if not isinstance(d, ObjectDef):
+        return None
+    out: list[KeywordParam] = []
+    for f in d.fields:
+        hint = _qualified_hint(f.type) + (" | None" if f.nullable else "")
+        default: str | None = None
+        if f.default is not None:
+            default = "..." if renderer.is_mutable_default(f.default) else renderer.default(f.default)
+        elif not f.required:
+            hint, default = hint + " | types.Unset", "types.UNSET"
+        out.append(KeywordParam(f.py, hint, default))
+    return out
+
+
+def _qualified_hint(t: TypeExpr) -> str:
+    """A type hint as a role module spells it: protocol names through `types.`."""
+    if isinstance(t, Scalar):
+        return "types.JsonObject" if t.kind == "object" else _HINTS[t.kind]
+    if isinstance(t, Named):
+        return f"types.{t.name}"
+    if isinstance(t, ListOf):
+        return f"list[{_qualified_hint(t.item)}]"
+    if isinstance(t, MapOf):
+        return f"dict[str, {_qualified_hint(t.value)}]"
+    return "typing.Literal[" + ", ".join(repr(v) for v in t.values) + "]"
+
+
 def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> jinja2.Environment:
     """The Jinja environment: bundled templates, overridden by `custom` ones of the same name."""
     env = jinja2.Environment(
@@ -288,6 +329,7 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         encoder_ref=renderer.encoder_ref,
         docstring=_docstring,
     )
+    env.filters["keyword_params"] = functools.partial(keyword_params, renderer)
     env.tests.update(mutable_default=renderer.is_mutable_default)
     return env
 

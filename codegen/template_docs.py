@@ -68,6 +68,9 @@ FILTERS = {
     "differs_from_default": "the condition under which `Field` `f`'s value `expr` differs from its default",
     "docstring": "schema prose as a safe triple-quoted docstring body, indented by `indent`; `continued` when "
     "the template already wrote lines of the docstring",
+    "keyword_params": "a proxy method's keyword form for the params type named `params`: one `KeywordParam` "
+    "(`name`, `hint` spelled through `types.`, `default`: None when required, `...` for a mutable default) per "
+    "field; None when the params type is a union (object form only)",
 }
 TESTS = {
     "mutable_default": "`d is mutable_default`: a `Default` that is a list, map or object (needs a "
