@@ -150,6 +150,11 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "typing_names": renderer.typing_names(),
         "handled": package.handled(),
         "called": package.called(),
+        # What a role module uses of methods.py, so it imports nothing unused (a schema may give
+        # a role nothing to call, or only baseline methods to answer).
+        "uses_method_names": bool(package.called())
+        or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
+        "proxy_has_methods": bool(package.called()),
     }
 
 
