@@ -2,7 +2,9 @@
 
     .venv/bin/python benchmarks/bench_serde.py
 
-Prints times and ratios measured side by side in one run. The official SDK is PyPI
+Prints times and ratios measured side by side in one run, every row with the same loop shape
+(a plain `for` loop that discards each result, the baselines included), rows interleaved batch
+by batch so a busy machine disturbs them alike. The official SDK is PyPI
 `agent-client-protocol==0.12.1` (a test/benchmark-only dependency): decode = json.loads +
 SessionNotification.model_validate; encode = model_dump(mode="json", by_alias=True,
 exclude_none=True) + json.dumps. With orjson importable the generated code uses it; the
@@ -16,11 +18,34 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
-from _common import ROOT, best_of, chunk_lines, tool_update_lines
+from _common import ROOT, chunk_lines, tool_update_lines
 
 import agent.jsonline
+import agent.serde as gs
 import agent.types as gt
+
+SDK = "official SDK 0.12.1"
+
+
+BATCH = 250  # messages per timed call: short enough to run between preemptions on a busy machine
+
+
+def interleaved(rows: dict[str, Callable[[list[Any]], None]], items: list[Any], rounds: int = 7) -> dict[str, float]:
+    """Time every row over the same items in the same run: per batch, the fastest of `rounds`
+    interleaved runs (round-robin over the rows, so load shifts hit all rows alike), summed."""
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    best = {label: [float("inf")] * len(batches) for label in rows}
+    for _ in range(rounds):
+        for b, batch in enumerate(batches):
+            for label, fn in rows.items():
+                start = time.perf_counter()
+                fn(batch)
+                best[label][b] = min(best[label][b], time.perf_counter() - start)
+    return {label: sum(times) for label, times in best.items()}
 
 
 def measure(name: str, lines: list[str]) -> None:
@@ -29,48 +54,66 @@ def measure(name: str, lines: list[str]) -> None:
     objs = [gt.SessionNotification.from_dict(p) for p in params]
     assert [o.to_dict() for o in objs] == params
 
-    t_loads = best_of(lambda: [json.loads(line) for line in lines])
-    t_dumps = best_of(lambda: [json.dumps(m) for m in msgs])
+    # Every row has the same loop shape: one call per message, the result thrown away (a list
+    # comprehension would keep every result alive and pay allocation/GC the loops do not).
+    def plain_loads(batch: list[str]) -> None:
+        for line in batch:
+            json.loads(line)
 
-    def gen_decode() -> None:
-        for line in lines:
+    def gen_decode(batch: list[str]) -> None:
+        for line in batch:
             gt.SessionNotification.from_dict(gt.loads(line)["params"])
 
-    def gen_encode() -> None:
-        for o in objs:
-            gt.dumps({"jsonrpc": "2.0", "method": "session/update", "params": o.to_dict()})
+    decode_rows: dict[str, Callable[[list[Any]], None]] = {"json.loads": plain_loads, "generated": gen_decode}
 
-    rows: list[tuple[str, float, float]] = []
-    saved = gt._orjson
-    for label, impl in (("generated (orjson)", saved), ("generated (stdlib json)", None)):
-        if label.endswith("(orjson)") and saved is None:
-            continue
-        gt._orjson = impl
-        rows.append((label, best_of(gen_decode), best_of(gen_encode)))
-    gt._orjson = saved
+    def plain_dumps(batch: list[int]) -> None:
+        for i in batch:
+            json.dumps(msgs[i])
+
+    def gen_encode(orjson: Any) -> Callable[[list[int]], None]:
+        def run(batch: list[int]) -> None:
+            gs._orjson = orjson
+            for i in batch:
+                gt.dumps({"jsonrpc": "2.0", "method": "session/update", "params": objs[i].to_dict()})
+
+        return run
+
+    saved = gs._orjson
+    encode_rows: dict[str, Callable[[list[Any]], None]] = {"json.dumps": plain_dumps}
+    if saved is not None:
+        encode_rows["generated (orjson)"] = gen_encode(saved)
+    encode_rows["generated (stdlib json)"] = gen_encode(None)
     try:
         from acp.schema import SessionNotification as SdkNotification
 
-        def sdk_decode() -> None:
-            for line in lines:
+        def sdk_decode(batch: list[str]) -> None:
+            for line in batch:
                 SdkNotification.model_validate(json.loads(line)["params"])
 
         sdk_objs = [SdkNotification.model_validate(p) for p in params]
 
-        def sdk_encode() -> None:
-            for o in sdk_objs:
+        def sdk_encode(batch: list[int]) -> None:
+            for i in batch:
                 json.dumps(
                     {"jsonrpc": "2.0", "method": "session/update",
-                     "params": o.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                     "params": sdk_objs[i].model_dump(mode="json", by_alias=True, exclude_none=True)}
                 )
 
-        rows.append(("official SDK 0.12.1", best_of(sdk_decode), best_of(sdk_encode)))
+        decode_rows[SDK] = sdk_decode
+        encode_rows[SDK] = sdk_encode
     except ImportError:
         print("  (official SDK not installed: pip install agent-client-protocol==0.12.1)")
+    dec = interleaved(decode_rows, lines)
+    enc = interleaved(encode_rows, list(range(len(msgs))))
+    gs._orjson = saved
+    t_loads, t_dumps = dec["json.loads"], enc["json.dumps"]
     print(f"\n{name}: {len(lines)} messages, json.loads {t_loads * 1e3:.1f} ms, json.dumps {t_dumps * 1e3:.1f} ms")
-    print(f"  {'':26} {'decode ms':>10} {'÷ loads':>8} {'encode ms':>10} {'÷ dumps':>8}")
-    for label, dec, enc in rows:
-        print(f"  {label:26} {dec * 1e3:10.1f} {dec / t_loads:7.2f}x {enc * 1e3:10.1f} {enc / t_dumps:7.2f}x")
+    print(f"  {'decode (loads + from_dict)':26} {'ms':>8} {'÷ loads':>8}")
+    for label, t in dec.items():
+        print(f"  {label:26} {t * 1e3:8.1f} {t / t_loads:7.2f}x")
+    print(f"  {'encode (to_dict + dumps)':26} {'ms':>8} {'÷ dumps':>8}")
+    for label, t in enc.items():
+        print(f"  {label:26} {t * 1e3:8.1f} {t / t_dumps:7.2f}x")
 
 
 def import_time(module: str, runs: int = 9) -> float:
@@ -89,7 +132,7 @@ def import_time(module: str, runs: int = 9) -> float:
 
 
 def main() -> None:
-    print(f"orjson available: {gt._orjson is not None}; connection uses orjson: {agent.jsonline._orjson is not None}")
+    print(f"orjson available: {gs._orjson is not None}; connection uses orjson: {agent.jsonline._orjson is not None}")
     measure("agent_message_chunk", chunk_lines(10_000))
     measure("tool_call_update", tool_update_lines(1_000))
     ours = import_time("agent")

@@ -18,9 +18,9 @@ from .build_types import TypeBuilder
 from .classmodel import build_class_model
 from .errors import CodegenError, Problem
 from .invariants import check_invariants
-from .ir import Definition, Method, Package, Side
+from .ir import Definition, Method, ObjectDef, Package, Side
 from .load import LoadedSchema
-from .naming import snake, upper_snake
+from .naming import free_name, snake, upper_snake
 from .shapes import ptr_escape
 
 # The methods overview.mdx lists as baseline: every implementation must handle them, so the
@@ -124,6 +124,8 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
             handled = "agent" if "agent" in seen else "client"
         params_py = types.py[params]
         doc = _summary(by_name[params_py].doc if params_py in by_name else "")
+        notification_py = types.py[also_notification] if also_notification else None
+        taken = _field_names(by_name, params_py, notification_py)
         out.append(
             Method(
                 wire=wire,
@@ -137,13 +139,20 @@ def _methods(schema: LoadedSchema, types: TypeBuilder, definitions: tuple[Defini
                 doc=doc,
                 optional=wire not in BASELINE,
                 runtime=wire.startswith("$/"),
-                notification_params=types.py[also_notification] if also_notification else None,
+                notification_params=notification_py,
                 notification_handler=f"{handler}_notification" if also_notification else None,
+                receiver=free_name("self", taken, "_self"),
+                timeout_arg=free_name("timeout", taken, "timeout_"),
             )
         )
     if problems:
         raise CodegenError(problems)
     return tuple(out)
+
+
+def _field_names(by_name: dict[str, Definition], *params: str | None) -> set[str]:
+    """The Python field names of the params types: a proxy's keyword-form arguments."""
+    return {f.py for name in params if name for d in [by_name.get(name)] if isinstance(d, ObjectDef) for f in d.fields}
 
 
 def _shape(

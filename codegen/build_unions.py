@@ -187,7 +187,8 @@ class UnionBuilder:
                 and _TAKES_UNKNOWN.search(fallback.doc) is not None
                 and not self._declares(fallback, tag)
             )
-            dispatch = ObjectDispatch(tag, tagged, tuple(keyed), fallback, unknown_class, to_fallback)
+            closed = bool(tag) and not unknown and fallback is None and not keyed
+            dispatch = ObjectDispatch(tag, tagged, tuple(keyed), fallback, unknown_class, to_fallback, closed)
         if len(arrays) > 1:
             keyed_items, _ = self._keyed([replace(v, type=_item(v.type)) for v in arrays], pointer)
             if keyed_items is None:

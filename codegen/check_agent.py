@@ -23,8 +23,6 @@ import typer
 
 from . import __version__
 from .errors import CodegenError
-from .generate import Target, generate_files
-from .load import locate
 from .resources import runtime_dir, templates_dir
 
 PACKAGE_PREFIX = "acp_check_"
@@ -42,6 +40,8 @@ def cache_root() -> Path:
 def bindings_key(schema: str | None, unstable: bool) -> str:
     """A digest of everything the bindings are made from: generator version, schema files,
     templates and runtime sources."""
+    from .load import locate  # imported here: `acp-codegen --version` does not need the pipeline
+
     files = locate(schema, unstable)
     digest = hashlib.sha256(f"{__version__}\0{unstable}\0".encode())
     inputs = [files.schema, files.meta, files.stable_schema, files.stable_meta]
@@ -54,6 +54,8 @@ def bindings_key(schema: str | None, unstable: bool) -> str:
 
 def _write_package(root: Path, package: str, schema: str | None, unstable: bool) -> None:
     """Generate the client bindings into root/package, atomically (a rename at the end)."""
+    from .generate import Target, generate_files  # imported here: `--version` does not need the pipeline
+
     target = root / package
     if (target / "__init__.py").is_file():
         return

@@ -1,24 +1,31 @@
-"""The `acp-codegen` command line (Typer). Problems are printed here, in one place."""
+"""The `acp-codegen` command line (Typer). Problems are printed here, in one place.
+
+Start-up is kept short: the pipeline (the IR, Jinja, the diff) is imported inside the command
+that needs it, and datamodel-code-generator only when a class model is built, so `--version`
+and `--help` cost little more than Typer itself.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 import typer
 
 from . import __version__
 from .check_agent import check_agent_command
-from .config import load_targets
-from .diff import diff_schemas
-from .diff_format import Format, render
-from .errors import CodegenError, Problem
+from .errors import CodegenError
 from .format import FORMATTERS, Formatter
-from .generate import ApiCache, Target, check, generate_files, write
-from .templates import CustomTemplates, bundled_names, copy_template
+
+if TYPE_CHECKING:
+    from .generate import Target
+    from .templates import CustomTemplates
+
+# The same choices as `codegen.diff_format.Format` (tests/test_format.py checks they match);
+# spelled out here so that parsing the command line does not import the diff and the IR.
+Format = Literal["text", "json", "markdown"]
 
 app = typer.Typer(
     add_completion=False,
@@ -46,6 +53,8 @@ TEMPLATES_HELP = (
 
 
 def _custom(templates: str | None) -> CustomTemplates | None:
+    from .templates import CustomTemplates
+
     return None if templates is None else CustomTemplates(Path(templates), templates)
 
 
@@ -81,12 +90,13 @@ def run_target(
     check_only: bool,
     force: bool,
     files: dict[str, str] | None = None,
-    apis: ApiCache | None = None,
 ) -> int:
     """Generate (or check) one target; returns the exit code. `files`: already generated."""
+    from .generate import check, write
+
     try:
         if check_only:
-            report = check(target, apis=apis)
+            report = check(target, files=files)
             if report:
                 typer.echo(f"{target.out}: out of date; regenerate with: {target.command()}", err=True)
                 for block in report:
@@ -126,6 +136,8 @@ def _role_command(role: Literal["agent", "client"]) -> None:
         formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
         templates: str | None = typer.Option(None, "--templates", metavar="DIR", help=TEMPLATES_HELP),
     ) -> None:
+        from .generate import Target
+
         target = Target(role, out, schema, unstable, package, formatter=formatter, templates=_custom(templates))
         raise typer.Exit(run_target(target, check_only, force))
 
@@ -155,6 +167,11 @@ def generate_command(
     ),
 ) -> None:
     """Generate every target listed under [tool.acp-codegen] in pyproject.toml."""
+    from dataclasses import replace
+
+    from .config import load_targets
+    from .generate import generate_all
+
     try:
         targets = load_targets(config)
     except CodegenError as exc:
@@ -167,21 +184,15 @@ def generate_command(
         targets = [replace(target, formatter=formatter) for target in targets]
     if templates is not None:
         targets = [replace(target, templates=_custom(templates)) for target in targets]
-    apis = ApiCache()  # targets reading the same schema share one load + IR build
-    generated: list[dict[str, str] | None] = [None] * len(targets)
-    if not check_only:
-        # Generate every target before writing any, so bad input leaves all of them untouched.
-        problems: list[Problem] = []
-        for i, target in enumerate(targets):
-            try:
-                generated[i] = generate_files(target, apis=apis)
-            except CodegenError as exc:
-                problems += exc.problems
-        if problems:
-            _report(CodegenError(list(dict.fromkeys(problems))))  # targets share a templates directory
+    try:
+        # Every target is generated before any is written or checked, so bad input leaves all of
+        # them untouched; targets reading the same schema share one load + IR build.
+        generated = generate_all(targets)
+    except CodegenError as exc:
+        _report(exc)
     status = 0
     for target, files in zip(targets, generated, strict=True):
-        status = max(status, run_target(target, check_only, force, files, apis))
+        status = max(status, run_target(target, check_only, force, files))
     raise typer.Exit(status)
 
 
@@ -199,6 +210,9 @@ def diff_command(
     ),
 ) -> None:
     """What changed in the API between two schema versions, and whether it breaks agents or clients."""
+    from .diff import diff_schemas
+    from .diff_format import render
+
     try:
         report = diff_schemas(old, new, unstable)
     except CodegenError as exc:
@@ -217,6 +231,8 @@ def templates_command(
     force: bool = typer.Option(False, "--force", help="With --copy: overwrite DIR/NAME if it exists."),
 ) -> None:
     """List the bundled templates, or copy one out as the start of a custom templates directory."""
+    from .templates import bundled_names, copy_template
+
     if copy is None:
         if dest is not None:
             typer.echo("error: DIR is only used with --copy NAME DIR", err=True)

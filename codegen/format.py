@@ -1,11 +1,14 @@
 """Stage 4 — format: ruff (the default) or black, both pinned, so output is byte-stable.
 
-Every generated `.py` file is first compiled: a file that is not valid Python is a template
-or IR bug, reported as an internal error naming the file and line (formatters would only say
-"cannot parse"). Then all files of a run are formatted together: ruff in one process over a
-temporary tree, or black in-process. Both use line length 100 and Python 3.10 as the target,
-and give byte-identical output for everything we generate (tests/test_format.py proves it),
-so the golden record is clean under either.
+Every generated `.py` file is compiled (formatters would only say "cannot parse"; each
+distinct text once, while the ruff process runs, before its output is used): a
+file that is not valid Python is bad input naming the custom templates that shaped it, or,
+from the bundled templates alone, a bug raised as `GeneratedCodeError` naming the file and
+line, which the CLI reports as an internal error (exit 3); nothing is written either way.
+Then all files of a run (every package of `acp-codegen generate`) are formatted together,
+each distinct text once: ruff in one process over a temporary tree, or black in-process. Both
+use line length 100 and Python 3.10 as the target, and give byte-identical output for
+everything we generate (tests/test_format.py proves it), so the golden record is clean under either.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -27,11 +30,15 @@ DEFAULT_FORMATTER: Formatter = "ruff"
 LINE_LENGTH = 100
 
 
+class GeneratedCodeError(Exception):
+    """Generated code that is not Python or that a formatter rejects: a bug in acp-codegen, not bad input."""
+
+
 def check_syntax(files: dict[str, str], custom: Mapping[str, Sequence[str]] | None = None) -> None:
     """Compile every generated Python file; the first one that fails is reported.
 
     `custom`: output file -> the custom templates that shaped it. Invalid Python from those is
-    bad input (exit 2) naming them; from the bundled templates alone it is an internal error.
+    bad input (exit 2) naming them; from the bundled templates alone it is a `GeneratedCodeError`.
     """
     for path, text in files.items():
         if not path.endswith(".py"):
@@ -48,13 +55,8 @@ def check_syntax(files: dict[str, str], custom: Mapping[str, Sequence[str]] | No
                     ", ".join(blamed),
                     fix="fix the custom template; `acp-codegen templates --copy NAME DIR` gives the bundled one",
                 )
-            else:
-                problem = Problem(
-                    f"internal error: generated {path} is not valid Python: {where}",
-                    path,
-                    fix="this is a bug in acp-codegen; please report it",
-                )
-            raise CodegenError([problem]) from None
+                raise CodegenError([problem]) from None
+            raise GeneratedCodeError(f"generated {path} is not valid Python: {where}") from None
 
 
 def find_ruff() -> str:
@@ -81,7 +83,9 @@ def find_ruff() -> str:
     )
 
 
-def _ruff(files: dict[str, str]) -> dict[str, str]:
+def _ruff(files: dict[str, str], meanwhile: Callable[[], None] = lambda: None) -> dict[str, str]:
+    """Format `files` in one ruff process; `meanwhile` runs while it does (and if it raises,
+    ruff is stopped and its output never used)."""
     with tempfile.TemporaryDirectory(prefix="acp-codegen-format-") as tmp:
         root = Path(tmp)
         for rel, text in files.items():
@@ -99,18 +103,28 @@ def _ruff(files: dict[str, str]) -> dict[str, str]:
             "--target-version=py310",
             str(root),
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
             raise CodegenError(
                 [
                     Problem(
-                        f"internal error: ruff format failed: {detail[0] if detail else proc.returncode}",
-                        "ruff",
-                        fix="this is a bug in acp-codegen; please report it, or pass --formatter black",
+                        f"cannot run the ruff formatter: {exc}",
+                        cmd[0],
+                        fix="reinstall acp-codegen, or pass --formatter black",
                     )
                 ]
-            )
+            ) from None
+        try:
+            meanwhile()
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
+        stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+            detail = (stderr or stdout).strip().splitlines()
+            raise GeneratedCodeError(f"ruff format failed: {detail[0] if detail else f'exit code {proc.returncode}'}")
         return {rel: (root / rel).read_text(encoding="utf-8") for rel in files}
 
 
@@ -122,11 +136,46 @@ def _black(files: dict[str, str]) -> dict[str, str]:
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
 
 
+Blame = Mapping[str, Sequence[str]]  # output file -> the custom templates that shaped it
+
+
+def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]]) -> list[dict[str, str]]:
+    """Several packages at once (`acp-codegen generate`): each (files, formatter, blame), formatted.
+
+    Every Python file is syntax-checked (see `check_syntax`; each distinct text once, while
+    ruff runs); each distinct text is formatted once (the agent and client packages of one
+    schema share most files), with one ruff process for everything ruff formats.
+    """
+    unique: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: a file name for it}
+    for i, (files, formatter, _) in enumerate(packages):
+        names = unique.setdefault(formatter, {})
+        for path, text in files.items():
+            if path.endswith(".py"):
+                names.setdefault(text, f"p{i}/{path}")
+    checked: set[str] = set()
+
+    def check_all() -> None:
+        for files, _, custom in packages:
+            python = {path: text for path, text in files.items() if path.endswith(".py") and text not in checked}
+            check_syntax(python, custom)
+            checked.update(python.values())
+
+    formatted: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: formatted text}
+    if "ruff" in unique:
+        by_name = _ruff({name: text for text, name in unique["ruff"].items()}, meanwhile=check_all)
+        formatted["ruff"] = {text: by_name[name] for text, name in unique["ruff"].items()}
+    check_all()  # (a no-op if done while ruff ran)
+    if "black" in unique:
+        by_name = _black({name: text for text, name in unique["black"].items()})
+        formatted["black"] = {text: by_name[name] for text, name in unique["black"].items()}
+    return [
+        {path: formatted[formatter][text] if path.endswith(".py") else text for path, text in files.items()}
+        for files, formatter, _ in packages
+    ]
+
+
 def format_files(
-    files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER, custom: Mapping[str, Sequence[str]] | None = None
+    files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER, custom: Blame | None = None
 ) -> dict[str, str]:
     """Every file of a package, with the Python ones syntax-checked (see `check_syntax`) and formatted."""
-    python = {path: text for path, text in files.items() if path.endswith(".py")}
-    check_syntax(python, custom)
-    formatted = _ruff(python) if formatter == "ruff" else _black(python)
-    return {path: formatted.get(path, text) for path, text in files.items()}
+    return format_packages([(files, formatter, custom)])[0]

@@ -10,9 +10,9 @@ from typing import Literal
 
 from .build import Api, assemble, build_api
 from .errors import CodegenError, Problem, fail
-from .format import DEFAULT_FORMATTER, Formatter, format_files
+from .format import DEFAULT_FORMATTER, Formatter, format_files, format_packages
 from .load import load, locate
-from .render import render_package
+from .render import Rendered, render_package
 from .templates import CustomTemplates
 from .validate import validate
 from .write import WriteResult, diff_tree, out_dir_problems, write_tree
@@ -91,8 +91,8 @@ class ApiCache:
         return api
 
 
-def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, str]:
-    """Everything the target's package consists of, formatted, in memory.
+def render_files(target: Target, apis: ApiCache | None = None) -> Rendered:
+    """Everything the target's package consists of, rendered but not yet formatted, in memory.
 
     Bad input of every kind (the target, the schema files, the schema's content) is reported
     here, together, before the package is rendered: nothing has been written when this raises.
@@ -107,8 +107,34 @@ def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, st
     package = assemble(api, target.role, target.package_name(), target.command())
     if target.templates is not None:
         package = replace(package, custom_templates=target.templates.label)
-    rendered = render_package(package, target.templates)
+    return render_package(package, target.templates)
+
+
+def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, str]:
+    """Everything the target's package consists of, formatted, in memory (see `render_files`)."""
+    rendered = render_files(target, apis)
     return format_files(rendered.files, target.formatter, rendered.custom)
+
+
+def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[dict[str, str]]:
+    """Every target's files, formatted (see `generate_files`): each (schema, unstable) pair is
+    built once, and all packages are formatted together (`format_packages`).
+
+    Bad input in any target is reported for all of them together, before anything is formatted.
+    """
+    apis = apis or ApiCache()
+    rendered: list[Rendered] = []
+    problems: list[Problem] = []
+    for target in targets:
+        try:
+            rendered.append(render_files(target, apis))
+        except CodegenError as exc:
+            problems += exc.problems
+    if problems:
+        raise CodegenError(list(dict.fromkeys(problems)))  # targets may share a templates directory
+    return format_packages(
+        [(done.files, target.formatter, done.custom) for done, target in zip(rendered, targets, strict=True)]
+    )
 
 
 def write(
@@ -118,10 +144,14 @@ def write(
     return write_tree(target.out, generate_files(target, apis=apis) if files is None else files, force=force)
 
 
-def check(target: Target, max_lines: int = 40, apis: ApiCache | None = None) -> list[str]:
-    """A short unified diff per stale file; empty when `out` is up to date."""
+def check(
+    target: Target, max_lines: int = 40, apis: ApiCache | None = None, files: dict[str, str] | None = None
+) -> list[str]:
+    """A short unified diff per stale file; empty when `out` is up to date. `files`: already generated."""
     report: list[str] = []
-    for rel, (current, new) in diff_tree(target.out, generate_files(target, apis=apis)).items():
+    if files is None:
+        files = generate_files(target, apis=apis)
+    for rel, (current, new) in diff_tree(target.out, files).items():
         path = (target.out / rel).as_posix()
         if current is None:
             report.append(f"missing: {path}")

@@ -210,6 +210,9 @@ class ObjectDispatch:
     # No catch-all variant, but an untagged fallback that does not constrain the tag: JSON
     # Schema lets an unknown tag match the fallback, so it is decoded as that (when it fits).
     unknown_to_fallback: bool = False
+    # Every variant is tagged and none is a catch-all or an untagged fallback: an unknown tag
+    # matches no variant, so the schema rejects it (strict decoding raises; lenient keeps it).
+    closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -318,6 +321,12 @@ class Method:
     notification_params: str | None = None
     notification_handler: str | None = None
     """The handler name for the notification form (`notification_params`), if any."""
+    receiver: str = "self"
+    """The proxy method's own name for `self`: `_self` when a params field is named `self`
+    (every params field is a keyword argument of the proxy's keyword form)."""
+    timeout_arg: str = "timeout"
+    """The proxy request's per-call timeout keyword: `timeout_` when a params field is named
+    `timeout` (the field keeps its name)."""
 
 
 @dataclass(frozen=True)

@@ -42,3 +42,12 @@ def handler_name(method: str) -> str:
 
 def is_identifier(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def free_name(name: str, taken: set[str] | frozenset[str], clash: str) -> str:
+    """`name`, or `clash` when a generated field name takes it.
+
+    `clash` must be a spelling `snake` never produces (a leading underscore, or a trailing
+    one on a non-keyword), so it cannot clash in turn.
+    """
+    return clash if name in taken else name

@@ -6,6 +6,7 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,24 +14,20 @@ import jinja2
 
 from .format import LINE_LENGTH
 from .ir import (
-    AliasDef,
-    Default,
-    DefaultList,
-    DefaultMap,
     DefaultScalar,
-    Definition,
     EnumDef,
     Field,
     ListOf,
     LiteralOf,
     MapOf,
-    Named,
     ObjectDef,
     Package,
     Scalar,
     TypeExpr,
     UnionDef,
 )
+from .render_decode import DecodePlanner
+from .render_types import keyword_params
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
 # output file -> template
@@ -56,139 +53,21 @@ RUNTIME_FILES = {
     "process.py": "process.py",
     "proctable.py": "proctable.py",
     "scripted.py": "scripted.py",
+    "serde.py": "serde.py",
     "streams.py": "streams.py",
     "testing.py": "testing.py",
     "wiretap.py": "wiretap.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 
-_HINTS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "json": "Any", "object": "JsonObject"}
-_HINTS["null"] = "None"
-_CHECKS = {"str": "str", "bool": "bool", "object": "dict"}
-_NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "object": "object", "null": "null"}
 
-
-@dataclass(frozen=True)
-class DecodePlan:
-    """The decode of one field value `v`, as the decoder template lays it out.
-
-    `cond` is an inline check (`value` when it holds, else a failure naming `expected`);
-    `call` an expression that decodes `v` and may raise DecodeError; neither: `v` as is.
-    """
-
-    cond: str | None
-    value: str
-    expected: str
-    call: str | None
-    enum: str | None = None
-
-
-class Renderer:
-    """Holds the definitions by name so filters can see through aliases."""
-
-    def __init__(self, package: Package) -> None:
-        self.pkg = package
-        self.defs: dict[str, Definition] = {d.name: d for d in package.definitions}
-
-    def _alias_target(self, t: TypeExpr) -> TypeExpr:
-        while isinstance(t, Named) and isinstance(self.defs.get(t.name), AliasDef):
-            t = self.defs[t.name].target  # type: ignore[union-attr]
-        return t
-
-    # -- type hints ----------------------------------------------------------------
-    def hint(self, t: TypeExpr) -> str:
-        if isinstance(t, Scalar):
-            return _HINTS[t.kind]
-        if isinstance(t, Named):
-            return t.name
-        if isinstance(t, ListOf):
-            return f"list[{self.hint(t.item)}]"
-        if isinstance(t, MapOf):
-            return f"dict[str, {self.hint(t.value)}]"
-        return "Literal[" + ", ".join(repr(v) for v in t.values) + "]"
-
-    def field_hint(self, f: Any) -> str:
-        h = self.hint(f.type)
-        if f.nullable:
-            h += " | None"
-        if not f.required and f.default is None:
-            h += " | Unset"
-        return h
-
-    # -- decoding ------------------------------------------------------------------
-    def dec(self, t: TypeExpr, v: str, p: str) -> str:
-        """An expression decoding JSON value `v` at path `p` (raises DecodeError)."""
-        plan = self._plan(t, v, p)
-        if plan.cond is None:
-            return plan.call or plan.value
-        otherwise = plan.call or (
-            f"_enum_fail({p}, {plan.enum!r}, {v})" if plan.enum else f"_fail({p}, {plan.expected!r}, {v})"
-        )
-        return f"{plan.value} if {plan.cond} else {otherwise}"
-
-    def plan(self, f: Field) -> DecodePlan:
-        """How the decoder checks a present, non-null field value `v` (see DecodePlan)."""
-        return self._plan(f.type, "v", f"(path, {f.wire!r})")
-
-    def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:
-        """The one place that decides how a value of type `t` is checked and decoded."""
-        t = self._alias_target(t)
-        if isinstance(t, Scalar):
-            if t.kind == "json":
-                return DecodePlan(None, v, "", None)
-            if t.kind == "null":
-                return DecodePlan(f"{v} is None", v, "null", None)
-            if t.kind in _CHECKS:
-                return DecodePlan(f"{v}.__class__ is {_CHECKS[t.kind]}", v, _NAMES[t.kind], None)
-            fn = "_int" if t.kind == "int" else "_num"
-            return DecodePlan(f"{v}.__class__ is {t.kind}", v, _NAMES[t.kind], f"{fn}({v}, {p})")
-        if isinstance(t, LiteralOf):
-            return DecodePlan(f"{v}.__class__ is str and {v} in {t.values!r}", v, " | ".join(t.values), None)
-        if isinstance(t, ListOf):
-            # _skip_invalid drops invalid items and raises only for a non-list.
-            helper = "_skip_invalid" if t.skip_invalid else "_list"
-            return DecodePlan(None, v, "array", f"{helper}({v}, {p}, ctx, {self.fn(t.item)})")
-        if isinstance(t, MapOf):
-            return DecodePlan(None, v, "object", f"_map({v}, {p}, ctx, {self.fn(t.value)})")
-        target = self.defs.get(t.name)
-        if isinstance(target, EnumDef):
-            cls = "str" if target.base == "str" else "int"
-            if target.open:
-                return DecodePlan(f"{v}.__class__ is {cls}", v, _NAMES[target.base], None)
-            # cast: the membership test proves the Literal type, which mypy cannot see.
-            cond = f"{v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
-            return DecodePlan(cond, f"cast({t.name!r}, {v})", f"a known {t.name}", None, enum=t.name)
-        return DecodePlan(None, v, t.name, f"_d_{t.name}({v}, {p}, ctx)")
-
-    def failure(self, f: Field) -> str:
-        """The statement for a value that failed its inline check."""
-        plan = self.plan(f)
-        p = f"(path, {f.wire!r})"
-        if f.lenient:
-            return f"inst.{f.py} = _tolerate(ctx, {p}, {plan.expected!r}, v, {self.fallback(f)})"
-        if plan.enum is not None:
-            return f"_enum_fail({p}, {plan.enum!r}, v)"
-        return f"_fail({p}, {plan.expected!r}, v)"
-
-    def fallback(self, f: Field) -> str:
-        """What a malformed lenient value becomes."""
-        return self.default(f.on_error) if f.on_error is not None else "UNSET"
-
-    def enum_dec(self, e: EnumDef) -> str:
-        return self.dec(Named(e.name, "enum"), "obj", "None")
-
-    def fn(self, t: TypeExpr) -> str:
-        """A decoder function `(value, path, ctx)` for list items and union variants."""
-        t = self._alias_target(t)
-        if isinstance(t, Named) and not isinstance(self.defs.get(t.name), EnumDef):
-            return f"_d_{t.name}"
-        if isinstance(t, Scalar):
-            return f"_d_{t.kind}"
-        return f"lambda x, p, ctx: {self.dec(t, 'x', 'p')}"
+class Renderer(DecodePlanner):
+    """Every filter the templates use: hints and defaults (TypeView), decoding
+    (DecodePlanner), and encoding and codec references (here)."""
 
     # -- encoding ------------------------------------------------------------------
     def enc(self, t: TypeExpr, v: str) -> str:
-        t = self._alias_target(t)
+        t = self.alias_target(t)
         if isinstance(t, (Scalar, LiteralOf)):
             return v
         if isinstance(t, ListOf):
@@ -204,16 +83,6 @@ class Renderer:
             return f"encode_{t.name}({v})"
         return f"{v}.to_dict()"
 
-    # -- defaults ------------------------------------------------------------------
-    def default(self, d: Default) -> str:
-        if isinstance(d, DefaultScalar):
-            return repr(d.value)
-        if isinstance(d, DefaultList):
-            return "[" + ", ".join(self.default(i) for i in d.items) + "]"
-        if isinstance(d, DefaultMap):
-            return "{" + ", ".join(f"{k!r}: {self.default(i)}" for k, i in d.items) + "}"
-        return f"{d.cls}(" + ", ".join(f"{k}={self.default(i)}" for k, i in d.args) + ")"
-
     def differs_from_default(self, f: Field, expr: str) -> str:
         assert f.default is not None
         if isinstance(f.default, DefaultScalar) and (f.default.value is None or isinstance(f.default.value, bool)):
@@ -227,49 +96,6 @@ class Renderer:
     def encoder_ref(self, name: str) -> str:
         kind = self.defs[name].kind
         return f"types.{name}.to_dict" if kind == "object" else f"types.encode_{name}"
-
-    def is_mutable_default(self, d: Default) -> bool:
-        return not isinstance(d, DefaultScalar)
-
-    # -- ordering ------------------------------------------------------------------
-    def aliases_in_order(self) -> list[Definition]:
-        """Type aliases and unions after the classes, each after the aliases it names."""
-        pending = [d for d in self.pkg.definitions if isinstance(d, (AliasDef, UnionDef))]
-        names = {d.name for d in pending}
-        done: set[str] = set()
-        out: list[Definition] = []
-        while pending:
-            progressed = False
-            for d in list(pending):
-                deps = _named(d) & names
-                if deps <= done:
-                    out.append(d)
-                    done.add(d.name)
-                    pending.remove(d)
-                    progressed = True
-            if not progressed:  # a cycle through aliases; the IR rejects these earlier
-                out.extend(pending)
-                break
-        return out
-
-
-def _named(d: Definition) -> set[str]:
-    found: set[str] = set()
-
-    def walk(t: TypeExpr) -> None:
-        if isinstance(t, Named):
-            found.add(t.name)
-        elif isinstance(t, ListOf):
-            walk(t.item)
-        elif isinstance(t, MapOf):
-            walk(t.value)
-
-    if isinstance(d, AliasDef):
-        walk(d.target)
-    elif isinstance(d, UnionDef):
-        for v in d.variants:
-            walk(v.type)
-    return found
 
 
 def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> jinja2.Environment:
@@ -289,6 +115,7 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         failure=renderer.failure,
         fallback=renderer.fallback,
         enum_dec=renderer.enum_dec,
+        only_required=renderer.only_required,
         dec=renderer.dec,
         enc=renderer.enc,
         fn=renderer.fn,
@@ -299,6 +126,7 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         encoder_ref=renderer.encoder_ref,
         docstring=_docstring,
     )
+    env.filters["keyword_params"] = functools.partial(keyword_params, renderer)
     env.tests.update(mutable_default=renderer.is_mutable_default)
     return env
 
@@ -330,8 +158,14 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "unions": [d for d in package.definitions if isinstance(d, UnionDef)],
         "aliases": renderer.aliases_in_order(),
         "defs": renderer.defs,
+        "typing_names": renderer.typing_names(),
         "handled": package.handled(),
         "called": package.called(),
+        # What a role module uses of methods.py, so it imports nothing unused (a schema may give
+        # a role nothing to call, or only baseline methods to answer).
+        "uses_method_names": bool(package.called())
+        or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
+        "proxy_has_methods": bool(package.called()),
     }
 
 

@@ -45,6 +45,9 @@ CONTEXT = {
     "defs": ("dict[str, Definition]", "every definition by its Python name"),
     "handled": ("tuple[Method, ...]", "the methods this role answers (`pkg.handled()`)"),
     "called": ("tuple[Method, ...]", "the methods this role calls on its peer (`pkg.called()`)"),
+    "uses_method_names": ("bool", "whether the role module refers to `methods.<CONST>` (imports `methods`)"),
+    "proxy_has_methods": ("bool", "whether the proxy has any method (the role module then uses `METHODS` and `typing`)"),
+    "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
 }
 
 # Filters: `value|name(args)`; the first parameter is the value left of the `|`.
@@ -53,10 +56,12 @@ FILTERS = {
     "field_hint": "a `Field`'s annotation: the hint plus `| None` when nullable and `| Unset` when optional "
     "without a default",
     "plan": "how a decoder checks and decodes a present, non-null `Field` value `v` (a `DecodePlan`: "
-    "`cond`, `value`, `expected`, `call`, `enum`)",
+    "`cond`, `value`, `expected`, `call`, `enum`); `f|plan(i)` suffixes the names it binds with `i`",
     "failure": "the statement for a `Field` value that failed its inline check (tolerated when lenient)",
     "fallback": "what a malformed lenient `Field` value becomes (its `on_error` default, else `UNSET`)",
     "enum_dec": "the expression decoding JSON value `obj` as an `EnumDef`",
+    "only_required": "for an `ObjectDef`, a check that `obj` holds only its required fields (and tag), so a "
+    "decoder can set every optional field absent at once; empty where there is nothing to gain",
     "dec": "an expression decoding JSON value `v` of `TypeExpr` `t` at path `p` (raises `DecodeError`)",
     "enc": "an expression encoding Python value `v` of `TypeExpr` `t` to JSON",
     "fn": "a decoder function `(value, path, ctx)` for a `TypeExpr` (list items, map values, union variants)",
@@ -68,6 +73,9 @@ FILTERS = {
     "differs_from_default": "the condition under which `Field` `f`'s value `expr` differs from its default",
     "docstring": "schema prose as a safe triple-quoted docstring body, indented by `indent`; `continued` when "
     "the template already wrote lines of the docstring",
+    "keyword_params": "a proxy method's keyword form for the params type named `params`: one `KeywordParam` "
+    "(`name`, `hint` spelled through `types.`, `default`: None when required, `...` for a mutable default) per "
+    "field; None when the params type is a union (object form only)",
 }
 TESTS = {
     "mutable_default": "`d is mutable_default`: a `Default` that is a list, map or object (needs a "

@@ -91,7 +91,7 @@ class EchoAgent(Agent):
         session.cwd = params.cwd
         # Snapshot: a turn running concurrently must not change what this replay sends.
         for update in list(session.history):
-            await self.peer.session_update(types.SessionNotification(session_id=session.id, update=update))
+            await self.peer.session_update(session_id=session.id, update=update)
         return types.LoadSessionResponse(modes=self._modes(session))
 
     async def session_set_mode(self, params: types.SetSessionModeRequest) -> types.SetSessionModeResponse:
@@ -147,23 +147,21 @@ class EchoAgent(Agent):
         if not os.path.isabs(path):
             return "read failed: -32602 path must be absolute"
         try:
-            result = await self.peer.fs_read_text_file(types.ReadTextFileRequest(session_id=session.id, path=path))
+            result = await self.peer.fs_read_text_file(session_id=session.id, path=path)
         except RequestError as exc:
             return f"read failed: {exc.code} {exc.message}"
         return result.content
 
     async def _permission(self, session: Session) -> str:
         response = await self.peer.session_request_permission(
-            types.RequestPermissionRequest(
-                session_id=session.id,
-                tool_call=types.ToolCallUpdate(
-                    tool_call_id="call_permission_1", title="Echo permission check", kind="other", status="pending"
-                ),
-                options=[
-                    types.PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
-                    types.PermissionOption(option_id="reject-once", name="Reject once", kind="reject_once"),
-                ],
-            )
+            session_id=session.id,
+            tool_call=types.ToolCallUpdate(
+                tool_call_id="call_permission_1", title="Echo permission check", kind="other", status="pending"
+            ),
+            options=[
+                types.PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
+                types.PermissionOption(option_id="reject-once", name="Reject once", kind="reject_once"),
+            ],
         )
         outcome = response.outcome
         if isinstance(outcome, types.SelectedPermissionOutcome):
@@ -178,7 +176,7 @@ class EchoAgent(Agent):
         if cancelled.is_set():
             return
         session.history.append(update)
-        await self.peer.session_update(types.SessionNotification(session_id=session.id, update=update))
+        await self.peer.session_update(session_id=session.id, update=update)
 
     # -- helpers ---------------------------------------------------------------------
     def _session(self, session_id: str) -> Session:

@@ -5,9 +5,11 @@
     python examples/echo_client.py python examples/echo_agent.py
 
 Spawns the agent, runs one scripted session against it (initialize, session/new, an echo,
-a file read it serves, a permission request it grants, a slow turn it cancels, and
-session/load if the agent supports it), prints one line per step and a closing line
-`N passed, M failed`. Exits 0 when every step passed.
+a file read it serves, a permission request it grants, a slow turn it cancels, a switch to
+the `code` mode and a prompt in it, and session/load if the agent supports it), prints one
+line per step and a closing line `N passed, M failed`. Exits 0 when every step passed.
+
+Calls use the proxies' keyword form: `agent.session_prompt(session_id=..., prompt=[...])`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ from client import (
 )  # noqa: E402
 
 STEP_TIMEOUT = 10.0
+CODE_MODE = "code"
+STEPS_AFTER_NEW = (
+    "prompt hello",
+    "prompt read",
+    "prompt permission",
+    "prompt slow + cancel",
+    "session/set_mode",
+    "prompt in code mode",
+)
 READ_FILE_CONTENT = "echo client test file\nline 2: héllo wörld\n"
 
 
@@ -116,6 +127,7 @@ class Script:
         self.failed = 0
         self.session_id = ""
         self.load_session = False
+        self.mode: str | None = None  # set by session/set_mode
         # What session/load must replay: user blocks and agent chunks, in order.
         self.history: list[dict[str, Any]] = []
 
@@ -126,7 +138,7 @@ class Script:
             return self._report(False, name, str(exc))
         except RequestError as exc:
             return self._report(False, name, f"error {exc.code} {exc.message} {exc.data!r}")
-        except asyncio.TimeoutError:
+        except (asyncio.TimeoutError, TimeoutError):  # distinct types before Python 3.11
             return self._report(False, name, f"no answer within {STEP_TIMEOUT:g} s")
         except Exception as exc:  # a broken agent must not stop the report
             return self._report(False, name, f"{type(exc).__name__}: {exc}")
@@ -147,7 +159,7 @@ class Script:
         """One prompt turn; returns the response and the updates of the turn."""
         seen = len(self.client.updates.get(self.session_id, []))
         block = types.TextContent(text=text)
-        response = await self.agent.session_prompt(types.PromptRequest(session_id=self.session_id, prompt=[block]))
+        response = await self.agent.session_prompt(session_id=self.session_id, prompt=[block])
         # The runtime hands us the response only after the updates sent before it.
         updates = self.client.updates.get(self.session_id, [])[seen:]
         self.history.append(types.SessionUpdateUserMessageChunk(content=block).to_dict())
@@ -157,15 +169,14 @@ class Script:
     # -- the steps -------------------------------------------------------------------
     async def initialize(self) -> str:
         response = await self.agent.initialize(
-            types.InitializeRequest(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=types.ClientCapabilities(
-                    fs=types.FileSystemCapabilities(read_text_file=True, write_text_file=True)
-                ),
-                client_info=types.Implementation(
-                    name="acp-codegen-echo-client", title="Echo client", version=GENERATOR_VERSION
-                ),
-            )
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=types.ClientCapabilities(
+                fs=types.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+            ),
+            client_info=types.Implementation(
+                name="acp-codegen-echo-client", title="Echo client", version=GENERATOR_VERSION
+            ),
+            timeout=STEP_TIMEOUT,  # per call: TimeoutError (and $/cancel_request) when it expires
         )
         check(
             response.protocol_version == PROTOCOL_VERSION,
@@ -177,7 +188,7 @@ class Script:
         return f"protocolVersion {response.protocol_version}, {name}, loadSession {str(self.load_session).lower()}"
 
     async def new_session(self) -> str:
-        response = await self.agent.session_new(types.NewSessionRequest(cwd=str(self.sandbox), mcp_servers=[]))
+        response = await self.agent.session_new(cwd=str(self.sandbox), mcp_servers=[])
         check(bool(response.session_id), "empty sessionId")
         self.session_id = response.session_id
         modes = response.modes
@@ -228,7 +239,7 @@ class Script:
                 await asyncio.wait([arrived, turn], return_when=asyncio.FIRST_COMPLETED)
                 arrived.cancel()
             check(not turn.done(), "the slow turn ended before it could be cancelled")
-            await self.agent.session_cancel(types.CancelNotification(session_id=self.session_id))
+            await self.agent.session_cancel(session_id=self.session_id)
             response, turn_updates = await turn
         finally:
             turn.cancel()
@@ -244,9 +255,10 @@ class Script:
     async def load(self) -> str:
         updates = self.client.updates.setdefault(self.session_id, [])
         seen = len(updates)
-        await self.agent.session_load(
-            types.LoadSessionRequest(session_id=self.session_id, cwd=str(self.sandbox), mcp_servers=[])
-        )
+        response = await self.agent.session_load(session_id=self.session_id, cwd=str(self.sandbox), mcp_servers=[])
+        if self.mode is not None and isinstance(response.modes, types.SessionModeState):
+            mode = response.modes.current_mode_id
+            check(mode == self.mode, f"the loaded session is in mode {mode!r}, expected {self.mode!r}")
         replay = [update.to_dict() for update in updates[seen:]]
         if replay != self.history:
             for i, (got, want) in enumerate(zip(replay, self.history, strict=False)):
@@ -255,18 +267,34 @@ class Script:
             raise StepFailed(f"replayed {len(replay)} updates, expected {len(self.history)}")
         return f"replayed {len(replay)} updates in order"
 
+    async def set_mode(self) -> str:
+        await self.agent.session_set_mode(session_id=self.session_id, mode_id=CODE_MODE)
+        self.mode = CODE_MODE
+        return f"switched to {CODE_MODE!r}"
+
+    async def prompt_in_mode(self) -> str:
+        response, updates = await self.prompt("hello again")
+        texts = [text_of(update) for update in updates]
+        check(texts == ["hello again"], f"expected one agent_message_chunk 'hello again', got {texts!r}")
+        check(response.stop_reason == "end_turn", f"stopReason {response.stop_reason}")
+        return f"'hello again' echoed in {CODE_MODE!r} mode, end_turn"
+
     async def run(self) -> None:
         if not await self.step("initialize", self.initialize):
             self.skip("session/new", "initialize failed")
             return
         if not await self.step("session/new", self.new_session):
-            for name in ("prompt hello", "prompt read", "prompt permission", "prompt slow + cancel"):
+            for name in STEPS_AFTER_NEW:
                 self.skip(name, "no session")
             return
         await self.step("prompt hello", self.echo)
         await self.step("prompt read", self.read)
         await self.step("prompt permission", self.permission)
         await self.step("prompt slow + cancel", self.slow_cancel)
+        if await self.step("session/set_mode", self.set_mode):
+            await self.step("prompt in code mode", self.prompt_in_mode)
+        else:
+            self.skip("prompt in code mode", "session/set_mode failed")
         if self.load_session:
             await self.step("session/load", self.load)
         else:

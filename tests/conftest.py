@@ -16,3 +16,17 @@ sys.path.insert(0, str(GENERATED))
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def golden_generation() -> dict[Path, dict[str, str]]:
+    """Every [tool.acp-codegen] target of this repository's pyproject.toml, freshly generated in
+    memory as `acp-codegen generate` does it (each schema built once, one formatter run), once
+    per test process: target `out` -> relative path -> text. Tests using it must not mutate it;
+    mark them `@pytest.mark.xdist_group("golden")` so one worker generates for all of them.
+    """
+    from codegen.config import load_targets
+    from codegen.generate import generate_all
+
+    targets = load_targets(ROOT / "pyproject.toml")
+    return {target.out: files for target, files in zip(targets, generate_all(targets), strict=True)}

@@ -487,7 +487,7 @@ def run_echo_client(*agent: str) -> list[str]:
 @pytest.mark.slow
 def test_echo_client_script_passes(agent: Path) -> None:
     lines = run_echo_client(sys.executable, str(agent))
-    assert lines[-1] == "7 passed, 0 failed", "\n".join(lines)
+    assert lines[-1] == "9 passed, 0 failed", "\n".join(lines)
     steps = [line.split(":")[0] for line in lines[:-1]]
     assert steps == [
         "ok   initialize",
@@ -496,6 +496,8 @@ def test_echo_client_script_passes(agent: Path) -> None:
         "ok   prompt read",
         "ok   prompt permission",
         "ok   prompt slow + cancel",
+        "ok   session/set_mode",
+        "ok   prompt in code mode",
         "ok   session/load",
     ]
 
@@ -521,5 +523,39 @@ def test_echo_client_reports_failures(tmp_path: Path) -> None:
     )
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[-1] == "6 passed, 1 failed", result.stdout
+    assert lines[-1] == "8 passed, 1 failed", result.stdout
     assert any(line.startswith("FAIL prompt slow + cancel") for line in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("patch", "failed"),
+    [
+        # The agent does not know the `code` mode: set_mode fails, the prompt in it is not run.
+        ("echo_agent.MODE_IDS = frozenset({'ask'})", ["session/set_mode", "prompt in code mode"]),
+        # The agent answers set_mode but does not switch: session/load reports the old mode.
+        ("echo_agent.Session.mode = property(lambda self: 'ask', lambda self, value: None)", ["session/load"]),
+    ],
+    ids=["unknown-mode", "mode-not-kept"],
+)
+def test_echo_client_checks_the_mode_switch(tmp_path: Path, patch: str, failed: list[str]) -> None:
+    agent = tmp_path / "modeless_agent.py"
+    agent.write_text(
+        "import sys\n"
+        f"sys.argv = [{str(ECHO_AGENT)!r}]\n"
+        f"sys.path.insert(0, {str(ECHO_AGENT.parent)!r})\n"
+        "import echo_agent\n"
+        f"{patch}\n"
+        "echo_agent.main()\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, str(ECHO_CLIENT), sys.executable, str(agent)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT * 2,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0][len("FAIL ") :] for line in lines if line.startswith("FAIL")] == failed, result.stdout
+    assert lines[-1] == f"{9 - len(failed)} passed, {len(failed)} failed", result.stdout

@@ -545,7 +545,7 @@ FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses
 # from a dataclass's own fields (types.py __repr__/__eq__), or constants.
 ALLOWED_DYNAMIC_NAMES = {
     "dispatch.py": {"spec.handler", "handler"},
-    "types.py": {"f.name"},
+    "serde.py": {"f.name"},
     "conformance_messages.py": {"f.name"},  # unknown_warnings walks a decoded value's own fields
 }
 # The one module imported by a computed name: conformance.py's check_agent takes `run_agent`

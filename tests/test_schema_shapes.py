@@ -440,7 +440,7 @@ class _Connection:
         self.answer = answer
         self.sent: list[tuple[str, Any]] = []
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         self.sent.append((method, params))
         return self.answer
 

@@ -85,7 +85,7 @@ def test_unknown_session_update_with_content_is_not_a_message_chunk() -> None:
         "_meta": {"x": 1},
     }
     wire = notification(update)
-    decoded = T.SessionNotification.from_dict(wire, strict())
+    decoded = T.SessionNotification.from_dict(wire, lenient())
     assert isinstance(decoded.update, T.UnknownSessionUpdate)
     assert not isinstance(decoded.update, T.SessionUpdateUserMessageChunk | T.SessionUpdateAgentMessageChunk)
     assert decoded.update.tag == "agent_future_chunk"
@@ -94,24 +94,35 @@ def test_unknown_session_update_with_content_is_not_a_message_chunk() -> None:
     assert json.loads(decoded.to_json()) == wire
     spec = METHODS["session/update"]
     assert spec.encode_params(spec.decode_params(wire, None)) == wire
+    # SessionUpdate is closed (every variant tagged, no catch-all): strict mode rejects the tag.
+    with pytest.raises(T.DecodeError, match="agent_future_chunk"):
+        T.SessionNotification.from_dict(wire, strict())
 
 
 @pytest.mark.parametrize(
-    ("union", "wire"),
+    ("union", "wire", "closed"),
     [
-        ("ContentBlock", {"type": "video", "uri": "file:///v.mp4", "text": "looks like text"}),
-        ("ToolCallContent", {"type": "image_diff", "content": {"type": "text", "text": "x"}}),
-        ("RequestPermissionOutcome", {"outcome": "deferred", "optionId": "o"}),
-        ("McpServer", {"type": "websocket", "name": "n", "command": "c", "args": [], "env": []}),
-        ("AuthMethod", {"type": "oauth", "id": "a", "name": "A"}),
-        ("SessionConfigOption", {"type": "slider", "id": "x", "name": "X", "currentValue": 3}),
+        ("ContentBlock", {"type": "video", "uri": "file:///v.mp4", "text": "looks like text"}, True),
+        ("ToolCallContent", {"type": "image_diff", "content": {"type": "text", "text": "x"}}, True),
+        ("RequestPermissionOutcome", {"outcome": "deferred", "optionId": "o"}, True),
+        ("McpServer", {"type": "websocket", "name": "n", "command": "c", "args": [], "env": []}, False),
+        ("AuthMethod", {"type": "oauth", "id": "a", "name": "A"}, False),
+        ("SessionConfigOption", {"type": "slider", "id": "x", "name": "X", "currentValue": 3}, True),
     ],
 )
-def test_unknown_tags_are_kept_raw_and_re_encoded_unchanged(union: str, wire: dict[str, Any]) -> None:
-    value = getattr(T, f"decode_{union}")(wire, strict())
+def test_unknown_tags_are_kept_raw_and_re_encoded_unchanged(union: str, wire: dict[str, Any], closed: bool) -> None:
+    decode = getattr(T, f"decode_{union}")
+    value = decode(wire, lenient())
     assert type(value).__name__ == f"Unknown{union}"
     assert value.raw == wire
     assert getattr(T, f"encode_{union}")(value) == wire
+    # Strict mode rejects the tag where the schema closes the union (an untagged fallback
+    # variant, as in McpServer and AuthMethod, leaves it open).
+    if closed:
+        with pytest.raises(T.DecodeError, match="not a known"):
+            decode(wire, strict())
+    else:
+        assert getattr(T, f"encode_{union}")(decode(wire, strict())) == wire
 
 
 def test_unknown_value_of_an_open_enum_is_kept() -> None:

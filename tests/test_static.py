@@ -1,7 +1,8 @@
-"""mypy --strict and ruff: clean on codegen/ and on the generated output."""
+"""mypy --strict, pyright strict and ruff: clean on codegen/ and on the generated output."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,24 @@ def test_mypy_strict_on_every_generated_package(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def pyright_strict(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """basedpyright (pinned in the test extra; it bundles Node) in pyright's standard strict mode,
+    Python 3.10, over `paths` in one run."""
+    config = tmp_path / "pyrightconfig.json"
+    config.write_text(
+        json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": [str(p) for p in paths]})
+    )
+    binary = Path(sys.executable).parent / "basedpyright"
+    return subprocess.run([str(binary), "-p", str(config)], cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_pyright_strict_on_every_generated_package(tmp_path: Path) -> None:
+    assert len(GOLDEN) >= 6
+    result = pyright_strict(GOLDEN, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 errors" in result.stdout
 
 
 def test_ruff_on_generator() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import typing
 from typing import Any
 
 from . import methods, types
@@ -30,131 +31,440 @@ from .methods import AGENT_HANDLES, METHODS
 class ClientProxy:
     """Calls the client: one typed async method per method the client answers.
 
+    Each method takes its params object (positionally) or that object's fields as keyword
+    arguments, e.g. `session_id=..., prompt=[...]`; mixing both raises TypeError. Methods whose
+    params are a union take one of its variant objects.
+
     Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
-    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema);
-    notifications return once handed to the transport.
+    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema). They
+    take `timeout=` (seconds, default None: wait as long as it takes); when it expires the
+    request is cancelled with `$/cancel_request` and `TimeoutError` is raised.
+    Notifications return once handed to the transport.
     """
 
     def __init__(self, connection: Connection, ctx: types.DecodeContext | None = None) -> None:
         self.connection = connection
         self.ctx = ctx
 
-    async def cancel_request(self, params: types.CancelRequestNotification) -> None:
+    @typing.overload
+    async def cancel_request(self, params: types.CancelRequestNotification, /) -> None: ...
+
+    @typing.overload
+    async def cancel_request(
+        self,
+        /,
+        *,
+        request_id: types.RequestId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def cancel_request(
+        self, params: types.CancelRequestNotification | None = None, /, **fields: Any
+    ) -> None:
         """`$/cancel_request` (notification).
 
         Notification to cancel an ongoing request."""
+        if params is None:
+            params = types.CancelRequestNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "cancel_request() takes a types.CancelRequestNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.CANCEL_REQUEST]
         await self.connection.notify(methods.CANCEL_REQUEST, spec.encode_params(params))
 
-    async def elicitation_complete(self, params: types.CompleteElicitationNotification) -> None:
+    @typing.overload
+    async def elicitation_complete(
+        self, params: types.CompleteElicitationNotification, /
+    ) -> None: ...
+
+    @typing.overload
+    async def elicitation_complete(
+        self,
+        /,
+        *,
+        elicitation_id: types.ElicitationId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def elicitation_complete(
+        self, params: types.CompleteElicitationNotification | None = None, /, **fields: Any
+    ) -> None:
         """`elicitation/complete` (notification).
 
         Notification sent by the agent when a URL-based elicitation is complete."""
+        if params is None:
+            params = types.CompleteElicitationNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "elicitation_complete() takes a types.CompleteElicitationNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.ELICITATION_COMPLETE]
         await self.connection.notify(methods.ELICITATION_COMPLETE, spec.encode_params(params))
 
     async def elicitation_create(
-        self, params: types.CreateElicitationRequest
+        self, params: types.CreateElicitationRequest, /, *, timeout: float | None = None
     ) -> types.CreateElicitationResponse:
         """`elicitation/create` (request).
 
         Request from the agent to elicit structured user input."""
         spec = METHODS[methods.ELICITATION_CREATE]
-        raw = await self.connection.request(methods.ELICITATION_CREATE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.ELICITATION_CREATE, spec.encode_params(params), timeout=timeout
+        )
         return types.decode_CreateElicitationResponse(raw, self.ctx)
 
+    @typing.overload
     async def fs_read_text_file(
-        self, params: types.ReadTextFileRequest
+        self, params: types.ReadTextFileRequest, /, *, timeout: float | None = None
+    ) -> types.ReadTextFileResponse: ...
+
+    @typing.overload
+    async def fs_read_text_file(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        path: str,
+        line: int | None | types.Unset = types.UNSET,
+        limit: int | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ReadTextFileResponse: ...
+
+    async def fs_read_text_file(
+        self,
+        params: types.ReadTextFileRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.ReadTextFileResponse:
         """`fs/read_text_file` (request).
 
         Request to read content from a text file."""
+        if params is None:
+            params = types.ReadTextFileRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "fs_read_text_file() takes a types.ReadTextFileRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.FS_READ_TEXT_FILE]
-        raw = await self.connection.request(methods.FS_READ_TEXT_FILE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.FS_READ_TEXT_FILE, spec.encode_params(params), timeout=timeout
+        )
         return types.ReadTextFileResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def fs_write_text_file(
-        self, params: types.WriteTextFileRequest
+        self, params: types.WriteTextFileRequest, /, *, timeout: float | None = None
+    ) -> types.WriteTextFileResponse: ...
+
+    @typing.overload
+    async def fs_write_text_file(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        path: str,
+        content: str,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.WriteTextFileResponse: ...
+
+    async def fs_write_text_file(
+        self,
+        params: types.WriteTextFileRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.WriteTextFileResponse:
         """`fs/write_text_file` (request).
 
         Request to write content to a text file."""
+        if params is None:
+            params = types.WriteTextFileRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "fs_write_text_file() takes a types.WriteTextFileRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.FS_WRITE_TEXT_FILE]
-        raw = await self.connection.request(methods.FS_WRITE_TEXT_FILE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.FS_WRITE_TEXT_FILE, spec.encode_params(params), timeout=timeout
+        )
         return types.WriteTextFileResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def session_request_permission(
-        self, params: types.RequestPermissionRequest
+        self, params: types.RequestPermissionRequest, /, *, timeout: float | None = None
+    ) -> types.RequestPermissionResponse: ...
+
+    @typing.overload
+    async def session_request_permission(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        tool_call: types.ToolCallUpdate,
+        options: list[types.PermissionOption],
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.RequestPermissionResponse: ...
+
+    async def session_request_permission(
+        self,
+        params: types.RequestPermissionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.RequestPermissionResponse:
         """`session/request_permission` (request).
 
         Request for user permission to execute a tool call."""
+        if params is None:
+            params = types.RequestPermissionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_request_permission() takes a types.RequestPermissionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_REQUEST_PERMISSION]
         raw = await self.connection.request(
-            methods.SESSION_REQUEST_PERMISSION, spec.encode_params(params)
+            methods.SESSION_REQUEST_PERMISSION, spec.encode_params(params), timeout=timeout
         )
         return types.RequestPermissionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_update(self, params: types.SessionNotification) -> None:
+    @typing.overload
+    async def session_update(self, params: types.SessionNotification, /) -> None: ...
+
+    @typing.overload
+    async def session_update(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        update: types.SessionUpdate,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def session_update(
+        self, params: types.SessionNotification | None = None, /, **fields: Any
+    ) -> None:
         """`session/update` (notification).
 
         Notification containing a session update from the agent."""
+        if params is None:
+            params = types.SessionNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "session_update() takes a types.SessionNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_UPDATE]
         await self.connection.notify(methods.SESSION_UPDATE, spec.encode_params(params))
 
+    @typing.overload
     async def terminal_create(
-        self, params: types.CreateTerminalRequest
+        self, params: types.CreateTerminalRequest, /, *, timeout: float | None = None
+    ) -> types.CreateTerminalResponse: ...
+
+    @typing.overload
+    async def terminal_create(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        command: str,
+        args: list[str] | types.Unset = types.UNSET,
+        env: list[types.EnvVariable] | types.Unset = types.UNSET,
+        cwd: str | None | types.Unset = types.UNSET,
+        output_byte_limit: int | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.CreateTerminalResponse: ...
+
+    async def terminal_create(
+        self,
+        params: types.CreateTerminalRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.CreateTerminalResponse:
         """`terminal/create` (request).
 
         Request to create a new terminal and execute a command."""
+        if params is None:
+            params = types.CreateTerminalRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "terminal_create() takes a types.CreateTerminalRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.TERMINAL_CREATE]
-        raw = await self.connection.request(methods.TERMINAL_CREATE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.TERMINAL_CREATE, spec.encode_params(params), timeout=timeout
+        )
         return types.CreateTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def terminal_kill(self, params: types.KillTerminalRequest) -> types.KillTerminalResponse:
+    @typing.overload
+    async def terminal_kill(
+        self, params: types.KillTerminalRequest, /, *, timeout: float | None = None
+    ) -> types.KillTerminalResponse: ...
+
+    @typing.overload
+    async def terminal_kill(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        terminal_id: types.TerminalId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.KillTerminalResponse: ...
+
+    async def terminal_kill(
+        self,
+        params: types.KillTerminalRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.KillTerminalResponse:
         """`terminal/kill` (request).
 
         Request to kill a terminal without releasing it."""
+        if params is None:
+            params = types.KillTerminalRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "terminal_kill() takes a types.KillTerminalRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.TERMINAL_KILL]
-        raw = await self.connection.request(methods.TERMINAL_KILL, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.TERMINAL_KILL, spec.encode_params(params), timeout=timeout
+        )
         return types.KillTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def terminal_output(
-        self, params: types.TerminalOutputRequest
+        self, params: types.TerminalOutputRequest, /, *, timeout: float | None = None
+    ) -> types.TerminalOutputResponse: ...
+
+    @typing.overload
+    async def terminal_output(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        terminal_id: types.TerminalId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.TerminalOutputResponse: ...
+
+    async def terminal_output(
+        self,
+        params: types.TerminalOutputRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.TerminalOutputResponse:
         """`terminal/output` (request).
 
         Request to get the current output and status of a terminal."""
+        if params is None:
+            params = types.TerminalOutputRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "terminal_output() takes a types.TerminalOutputRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.TERMINAL_OUTPUT]
-        raw = await self.connection.request(methods.TERMINAL_OUTPUT, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.TERMINAL_OUTPUT, spec.encode_params(params), timeout=timeout
+        )
         return types.TerminalOutputResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def terminal_release(
-        self, params: types.ReleaseTerminalRequest
+        self, params: types.ReleaseTerminalRequest, /, *, timeout: float | None = None
+    ) -> types.ReleaseTerminalResponse: ...
+
+    @typing.overload
+    async def terminal_release(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        terminal_id: types.TerminalId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ReleaseTerminalResponse: ...
+
+    async def terminal_release(
+        self,
+        params: types.ReleaseTerminalRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.ReleaseTerminalResponse:
         """`terminal/release` (request).
 
         Request to release a terminal and free its resources."""
+        if params is None:
+            params = types.ReleaseTerminalRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "terminal_release() takes a types.ReleaseTerminalRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.TERMINAL_RELEASE]
-        raw = await self.connection.request(methods.TERMINAL_RELEASE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.TERMINAL_RELEASE, spec.encode_params(params), timeout=timeout
+        )
         return types.ReleaseTerminalResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def terminal_wait_for_exit(
-        self, params: types.WaitForTerminalExitRequest
+        self, params: types.WaitForTerminalExitRequest, /, *, timeout: float | None = None
+    ) -> types.WaitForTerminalExitResponse: ...
+
+    @typing.overload
+    async def terminal_wait_for_exit(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        terminal_id: types.TerminalId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.WaitForTerminalExitResponse: ...
+
+    async def terminal_wait_for_exit(
+        self,
+        params: types.WaitForTerminalExitRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.WaitForTerminalExitResponse:
         """`terminal/wait_for_exit` (request).
 
         Request to wait for a terminal command to exit."""
+        if params is None:
+            params = types.WaitForTerminalExitRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "terminal_wait_for_exit() takes a types.WaitForTerminalExitRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.TERMINAL_WAIT_FOR_EXIT]
         raw = await self.connection.request(
-            methods.TERMINAL_WAIT_FOR_EXIT, spec.encode_params(params)
+            methods.TERMINAL_WAIT_FOR_EXIT, spec.encode_params(params), timeout=timeout
         )
         return types.WaitForTerminalExitResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def ext_method(self, method: str, params: Any) -> Any:
+    async def ext_method(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
-        return await self.connection.request(method, params)
+        return await self.connection.request(method, params, timeout=timeout)
 
     async def ext_notification(self, method: str, params: Any) -> None:
         """Send an extension notification (its name must start with `_`)."""

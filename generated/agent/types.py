@@ -16,289 +16,23 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import importlib
-import json
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
-
-_orjson: Any
-try:  # an optional speed-up; never required
-    _orjson = importlib.import_module("orjson")
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
-
-_log = logging.getLogger(__name__)
-
-JsonObject: TypeAlias = dict[str, Any]
-_PathT: TypeAlias = tuple[Any, Any] | None
-_Decoder: TypeAlias = "Callable[[Any, _PathT, DecodeContext], Any]"
-
-
-class Unset(enum.Enum):
-    """The type of `UNSET`: a field absent from the wire (JSON `null` is `None`)."""
-
-    UNSET = "UNSET"
-
-    def __bool__(self) -> Literal[False]:
-        return False
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = Unset.UNSET
-_MISSING: Final[Any] = object()
-_new: Final = object.__new__
-
-
-def format_path(path: _PathT) -> str:
-    """`((None, "params"), "prompt"), 0)` -> `params.prompt[0]`."""
-    keys: list[Any] = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    out = ""
-    for key in reversed(keys):
-        if isinstance(key, int):
-            out += f"[{key}]"
-        else:
-            out += f".{key}" if out else str(key)
-    return out
-
-
-class DecodeError(ValueError):
-    """Input that does not fit the schema; `path` is the JSON path (`prompt[0].type`)."""
-
-    def __init__(self, path: _PathT, message: str) -> None:
-        self.path = format_path(path)
-        self.message = message
-        super().__init__(f"{self.path or '<root>'}: {message}")
-
-
-@dataclass(frozen=True)
-class LenientWarning:
-    """A malformed value the schema says to tolerate was replaced by its default or dropped."""
-
-    path: str
-    message: str
-
-
-class DecodeContext:
-    """How to decode: `strict=True` turns tolerated values into errors; warnings are collected
-    in `warnings` and passed to `on_warning`."""
-
-    __slots__ = ("strict", "warnings", "on_warning", "max_kept")
-
-    def __init__(
-        self,
-        *,
-        strict: bool = False,
-        on_warning: Callable[[LenientWarning], None] | None = None,
-        max_kept: int = 1000,
-    ) -> None:
-        self.strict = strict
-        self.warnings: list[LenientWarning] = []
-        self.on_warning = on_warning
-        # A context can live as long as a connection: keep only the latest warnings.
-        self.max_kept = max_kept
-
-    def lenient(self, path: _PathT, problem: str, action: str = "using the default") -> None:
-        """Report a tolerated value; in strict mode it is an error instead."""
-        if self.strict:
-            raise DecodeError(path, problem)
-        self.warn(LenientWarning(format_path(path), f"{problem}; {action}"))
-
-    def tolerated(self, path: _PathT, exc: DecodeError, action: str = "using the default") -> None:
-        """Report a tolerated nested failure; in strict mode `exc` (with its inner path) is raised."""
-        if self.strict:
-            raise exc
-        self.warn(
-            LenientWarning(
-                format_path(path), f"{exc.message} (at {exc.path or '<root>'}); {action}"
-            )
-        )
-
-    def warn(self, warning: LenientWarning) -> None:
-        self.warnings.append(warning)
-        if len(self.warnings) > self.max_kept:
-            del self.warnings[: len(self.warnings) - self.max_kept]
-        if self.on_warning is not None:
-            self.on_warning(warning)
-
-
-class _LoggingContext(DecodeContext):
-    """The default context: tolerated values are logged, never kept (no unbounded growth)."""
-
-    __slots__ = ()
-
-    def warn(self, warning: LenientWarning) -> None:
-        _log.warning("tolerated invalid value at %s: %s", warning.path or "<root>", warning.message)
-
-
-_DEFAULT_CTX: Final = _LoggingContext()
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _fail(path: _PathT, expected: str, value: Any) -> NoReturn:
-    raise DecodeError(path, f"expected {expected}, got {_describe(value)}")
-
-
-def _enum_fail(path: _PathT, name: str, value: Any) -> NoReturn:
-    if isinstance(value, str):
-        raise DecodeError(path, f"{value!r} is not a known {name}")
-    _fail(path, name, value)
-
-
-def _int(value: Any, path: _PathT) -> int:
-    if value.__class__ is float and value.is_integer():
-        return int(value)
-    _fail(path, "integer", value)
-
-
-def _num(value: Any, path: _PathT) -> float:
-    if value.__class__ is int:
-        return value
-    _fail(path, "number", value)
-
-
-def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> list[Any]:
-    """x-deserialize-skip-invalid-items: invalid items are dropped (and reported)."""
-    if value.__class__ is not list:
-        _fail(path, "array", value)
-    out: list[Any] = []
-    for i, x in enumerate(value):
-        try:
-            out.append(item(x, (path, i), ctx))
-        except DecodeError as exc:
-            ctx.tolerated((path, i), exc, "item dropped")
-    return out
-
-
-def _missing(path: _PathT, wire: str) -> NoReturn:
-    raise DecodeError((path, wire), "missing required field")
-
-
-def _tolerate(ctx: DecodeContext, path: _PathT, expected: str, value: Any, fallback: Any) -> Any:
-    """x-deserialize-default-on-error: report the malformed value, use the default."""
-    ctx.lenient(path, f"expected {expected}, got {_describe(value)}")
-    return fallback
-
-
-def _tolerated(ctx: DecodeContext, path: _PathT, exc: DecodeError, fallback: Any) -> Any:
-    """x-deserialize-default-on-error for a nested value: report where it broke, use the default."""
-    ctx.tolerated(path, exc)
-    return fallback
-
-
-def _list(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> list[Any]:
-    if value.__class__ is not list:
-        _fail(path, "array", value)
-    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
-
-
-def _map(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> dict[str, Any]:
-    if value.__class__ is not dict:
-        _fail(path, "object", value)
-    return {k: item(x, (path, k), ctx) for k, x in value.items()}
-
-
-def _d_str(value: Any, path: _PathT, ctx: DecodeContext) -> str:
-    return value if value.__class__ is str else _fail(path, "string", value)
-
-
-def _d_bool(value: Any, path: _PathT, ctx: DecodeContext) -> bool:
-    return value if value.__class__ is bool else _fail(path, "boolean", value)
-
-
-def _d_int(value: Any, path: _PathT, ctx: DecodeContext) -> int:
-    return value if value.__class__ is int else _int(value, path)
-
-
-def _d_float(value: Any, path: _PathT, ctx: DecodeContext) -> float:
-    return value if value.__class__ is float else _num(value, path)
-
-
-def _d_object(value: Any, path: _PathT, ctx: DecodeContext) -> JsonObject:
-    return value if value.__class__ is dict else _fail(path, "object", value)
-
-
-def _d_null(value: Any, path: _PathT, ctx: DecodeContext) -> None:
-    return value if value is None else _fail(path, "null", value)
-
-
-def _d_json(value: Any, path: _PathT, ctx: DecodeContext) -> Any:
-    return value
-
-
-def _extra(obj: JsonObject, known: frozenset[str]) -> JsonObject:
-    return {k: x for k, x in obj.items() if k not in known}
-
-
-def _merge_extra(d: JsonObject, extra: JsonObject) -> None:
-    for k, x in extra.items():
-        d.setdefault(k, x)
-
-
-def _check_tag(obj: Any, wire: str, value: str) -> None:
-    if obj.__class__ is dict and wire in obj and obj[wire] != value:
-        raise DecodeError((None, wire), f"expected {value!r}, got {obj[wire]!r}")
-
-
-def _encode_any(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if to_dict is not None:
-        return to_dict()
-    if isinstance(value, list):
-        return [_encode_any(x) for x in value]
-    return value
-
-
-def loads(data: str | bytes) -> Any:
-    """Parse JSON text; a syntax error is a `DecodeError` at the root.
-
-    Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
-    and spotting those first costs more than it saves.
-    """
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise DecodeError(None, f"invalid JSON: {exc}") from None
-
-
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
-    if _orjson is not None:
-        try:
-            text: str = _orjson.dumps(value).decode()
-            return text
-        except TypeError:
-            pass  # a big integer or a lone surrogate: the standard library writes both
-    return _ENCODER.encode(value)
-
+from typing import Any, ClassVar, Final, Literal, TypeAlias
+
+from . import serde as _s
+from .serde import MISSING as _MISSING
+from .serde import UNSET as UNSET
+from .serde import DecodeContext as DecodeContext
+from .serde import DecodeError as DecodeError
+from .serde import JsonObject as JsonObject
+from .serde import LenientWarning as LenientWarning
+from .serde import PathT as PathT
+from .serde import Unset as Unset
+from .serde import Wire as Wire
+from .serde import dumps as dumps
+from .serde import format_path as format_path
+from .serde import loads as loads
+from .serde import new as _new
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -330,28 +64,26 @@ TOOL_KIND_THINK: Final = "think"
 TOOL_KIND_FETCH: Final = "fetch"
 TOOL_KIND_SWITCH_MODE: Final = "switch_mode"
 TOOL_KIND_OTHER: Final = "other"
-_ToolKind_VALUES: Final = frozenset(
-    [
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ]
-)
+_ToolKind_VALUES: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "switch_mode",
+    "other": "other",
+}
 
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     """Decode a `ToolKind` from its JSON value."""
     return (
-        cast("ToolKind", obj)
+        _ToolKind_VALUES[obj]
         if obj.__class__ is str and obj in _ToolKind_VALUES
-        else _enum_fail(None, "ToolKind", obj)
+        else _s.enum_fail(None, "ToolKind", obj)
     )
 
 
@@ -375,15 +107,20 @@ TOOL_CALL_STATUS_PENDING: Final = "pending"
 TOOL_CALL_STATUS_IN_PROGRESS: Final = "in_progress"
 TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
-_ToolCallStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "failed"])
+_ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+}
 
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
     """Decode a `ToolCallStatus` from its JSON value."""
     return (
-        cast("ToolCallStatus", obj)
+        _ToolCallStatus_VALUES[obj]
         if obj.__class__ is str and obj in _ToolCallStatus_VALUES
-        else _enum_fail(None, "ToolCallStatus", obj)
+        else _s.enum_fail(None, "ToolCallStatus", obj)
     )
 
 
@@ -399,15 +136,15 @@ Role: TypeAlias = Literal[
 """The sender or recipient of messages and data in a conversation."""
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
-_Role_VALUES: Final = frozenset(["assistant", "user"])
+_Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"}
 
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     """Decode a `Role` from its JSON value."""
     return (
-        cast("Role", obj)
+        _Role_VALUES[obj]
         if obj.__class__ is str and obj in _Role_VALUES
-        else _enum_fail(None, "Role", obj)
+        else _s.enum_fail(None, "Role", obj)
     )
 
 
@@ -429,17 +166,20 @@ PERMISSION_OPTION_KIND_ALLOW_ONCE: Final = "allow_once"
 PERMISSION_OPTION_KIND_ALLOW_ALWAYS: Final = "allow_always"
 PERMISSION_OPTION_KIND_REJECT_ONCE: Final = "reject_once"
 PERMISSION_OPTION_KIND_REJECT_ALWAYS: Final = "reject_always"
-_PermissionOptionKind_VALUES: Final = frozenset(
-    ["allow_once", "allow_always", "reject_once", "reject_always"]
-)
+_PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
 
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
     """Decode a `PermissionOptionKind` from its JSON value."""
     return (
-        cast("PermissionOptionKind", obj)
+        _PermissionOptionKind_VALUES[obj]
         if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
-        else _enum_fail(None, "PermissionOptionKind", obj)
+        else _s.enum_fail(None, "PermissionOptionKind", obj)
     )
 
 
@@ -451,7 +191,7 @@ def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
-_ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+_ElicitationSchemaType_VALUES: Final[dict[str, ElicitationSchemaType]] = {"object": "object"}
 
 
 def decode_ElicitationSchemaType(
@@ -459,9 +199,9 @@ def decode_ElicitationSchemaType(
 ) -> ElicitationSchemaType:
     """Decode a `ElicitationSchemaType` from its JSON value."""
     return (
-        cast("ElicitationSchemaType", obj)
+        _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
-        else _enum_fail(None, "ElicitationSchemaType", obj)
+        else _s.enum_fail(None, "ElicitationSchemaType", obj)
     )
 
 
@@ -481,15 +221,20 @@ STRING_FORMAT_EMAIL: Final = "email"
 STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
-_StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+_StringFormat_VALUES: Final[dict[str, StringFormat]] = {
+    "email": "email",
+    "uri": "uri",
+    "date": "date",
+    "date-time": "date-time",
+}
 
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
     """Decode a `StringFormat` from its JSON value."""
     return (
-        cast("StringFormat", obj)
+        _StringFormat_VALUES[obj]
         if obj.__class__ is str and obj in _StringFormat_VALUES
-        else _enum_fail(None, "StringFormat", obj)
+        else _s.enum_fail(None, "StringFormat", obj)
     )
 
 
@@ -522,16 +267,19 @@ SESSION_CONFIG_OPTION_CATEGORY_MODE: Final = "mode"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL: Final = "model"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL_CONFIG: Final = "model_config"
 SESSION_CONFIG_OPTION_CATEGORY_THOUGHT_LEVEL: Final = "thought_level"
-_SessionConfigOptionCategory_VALUES: Final = frozenset(
-    ["mode", "model", "model_config", "thought_level"]
-)
+_SessionConfigOptionCategory_VALUES: Final[dict[str, SessionConfigOptionCategory]] = {
+    "mode": "mode",
+    "model": "model",
+    "model_config": "model_config",
+    "thought_level": "thought_level",
+}
 
 
 def decode_SessionConfigOptionCategory(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigOptionCategory:
     """Decode a `SessionConfigOptionCategory` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
@@ -555,17 +303,21 @@ STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
 STOP_REASON_REFUSAL: Final = "refusal"
 STOP_REASON_CANCELLED: Final = "cancelled"
-_StopReason_VALUES: Final = frozenset(
-    ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-)
+_StopReason_VALUES: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
 
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     """Decode a `StopReason` from its JSON value."""
     return (
-        cast("StopReason", obj)
+        _StopReason_VALUES[obj]
         if obj.__class__ is str and obj in _StopReason_VALUES
-        else _enum_fail(None, "StopReason", obj)
+        else _s.enum_fail(None, "StopReason", obj)
     )
 
 
@@ -601,14 +353,21 @@ ERROR_CODE_INTERNAL_ERROR: Final = -32603
 ERROR_CODE_REQUEST_CANCELLED: Final = -32800
 ERROR_CODE_AUTHENTICATION_REQUIRED: Final = -32000
 ERROR_CODE_RESOURCE_NOT_FOUND: Final = -32002
-_ErrorCode_VALUES: Final = frozenset(
-    [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
-)
+_ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
+    -32700: -32700,
+    -32600: -32600,
+    -32601: -32601,
+    -32602: -32602,
+    -32603: -32603,
+    -32800: -32800,
+    -32000: -32000,
+    -32002: -32002,
+}
 
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
     """Decode a `ErrorCode` from its JSON value."""
-    return obj if obj.__class__ is int else _fail(None, "integer", obj)
+    return obj if obj.__class__ is int else _s.fail(None, "integer", obj)
 
 
 def encode_ErrorCode(value: ErrorCode) -> Any:
@@ -630,15 +389,19 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
-_PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
+_PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
+    "high": "high",
+    "medium": "medium",
+    "low": "low",
+}
 
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
     """Decode a `PlanEntryPriority` from its JSON value."""
     return (
-        cast("PlanEntryPriority", obj)
+        _PlanEntryPriority_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
-        else _enum_fail(None, "PlanEntryPriority", obj)
+        else _s.enum_fail(None, "PlanEntryPriority", obj)
     )
 
 
@@ -660,15 +423,19 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent
 PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
-_PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed"])
+_PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
 
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
     """Decode a `PlanEntryStatus` from its JSON value."""
     return (
-        cast("PlanEntryStatus", obj)
+        _PlanEntryStatus_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
-        else _enum_fail(None, "PlanEntryStatus", obj)
+        else _s.enum_fail(None, "PlanEntryStatus", obj)
     )
 
 
@@ -678,52 +445,49 @@ def encode_PlanEntryStatus(value: PlanEntryStatus) -> Any:
 
 
 # -- classes ------------------------------------------------------------------------------
+# Each class's decoder comes first: the class statement names it (`Wire.__init_subclass__`).
 
-_W = TypeVar("_W", bound="_Wire")
+
+_K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
-class _Wire:
-    """What every generated class shares: JSON helpers around its generated codec."""
-
-    __slots__ = ()
-    _decode: ClassVar[_Decoder]
-    _tag: ClassVar[tuple[str, str] | None] = None
-
-    @classmethod
-    def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
-        """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
-        if cls._tag is not None:
-            _check_tag(obj, *cls._tag)
-        return cls._decode(obj, None, ctx or _DEFAULT_CTX)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_json(cls: type[_W], data: str | bytes, ctx: DecodeContext | None = None) -> _W:
-        return cls.from_dict(loads(data), ctx)
-
-    def to_dict(self) -> JsonObject:
-        raise NotImplementedError
-
-    def to_json(self) -> str:
-        return dumps(self.to_dict())
-
-    # repr and == are shared here instead of generated per class by @dataclass: that keeps
-    # importing the package fast (one exec'd method less per class).
-    def __repr__(self) -> str:
-        fields = dataclasses.fields(self)  # type: ignore[arg-type]
-        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields if f.repr)
-        return f"{type(self).__name__}({args})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        fields = dataclasses.fields(self)  # type: ignore[arg-type]
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields if f.compare)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentRequest)
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
+        _s.missing(path, "id")
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
+    else:
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
+    inst.extra = (
+        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    )
+    return inst
 
 
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentRequest(_Wire):
+class AgentRequest(Wire, decoder=_d_AgentRequest):
     """A JSON-RPC request object."""
 
     id: RequestId
@@ -740,46 +504,65 @@ class AgentRequest(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
+_K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "path", "content", "_meta"]
+)
 
 
-def _d_AgentRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(WriteTextFileRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        _s.fail((path, "path"), "string", v)
+    v = obj.get("content", _MISSING)
+    if v.__class__ is str:
+        inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
+    else:
+        _s.fail((path, "content"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_AgentRequest.issuperset(obj) else _extra(obj, _K_AgentRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_WriteTextFileRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    )
     return inst
 
 
-AgentRequest._decode = _d_AgentRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class WriteTextFileRequest(_Wire):
+class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     """Request to write content to a text file.
 
     Only available if the client supports the `fs.writeTextFile` capability."""
@@ -804,61 +587,84 @@ class WriteTextFileRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "path", "content", "_meta"]
+_K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "path", "line", "limit", "_meta"]
 )
 
 
-def _d_WriteTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(WriteTextFileRequest)
+def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ReadTextFileRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
-    elif v.__class__ is str:
-        inst.content = v
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("line", _MISSING)
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
+        inst.line = UNSET
+    elif v is None:
+        inst.line = None
     else:
-        _fail((path, "content"), "string", v)
+        try:
+            inst.line = _s.as_int(v, (path, "line"))
+        except DecodeError as exc:
+            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    v = obj.get("limit", _MISSING)
+    if v.__class__ is int:
+        inst.limit = v
+    elif v is _MISSING:
+        inst.limit = UNSET
+    elif v is None:
+        inst.limit = None
+    else:
+        try:
+            inst.limit = _s.as_int(v, (path, "limit"))
+        except DecodeError as exc:
+            inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_WriteTextFileRequest.issuperset(obj) else _extra(obj, _K_WriteTextFileRequest)
+        {}
+        if _K_ReadTextFileRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     )
     return inst
 
 
-WriteTextFileRequest._decode = _d_WriteTextFileRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ReadTextFileRequest(_Wire):
+class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
     """Request to read content from a text file.
 
     Only available if the client supports the `fs.readTextFile` capability."""
@@ -889,78 +695,63 @@ class ReadTextFileRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "path", "line", "limit", "_meta"]
+_K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "toolCall", "options", "_meta"]
 )
 
 
-def _d_ReadTextFileRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ReadTextFileRequest)
+def _d_RequestPermissionRequest(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("path", _MISSING)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+        _s.missing(path, "toolCall")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("line", _MISSING)
+        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    v = obj.get("options", _MISSING)
     if v is _MISSING:
-        inst.line = UNSET
-    elif v is None:
-        inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
+        _s.missing(path, "options")
     else:
-        try:
-            inst.line = _int(v, (path, "line"))
-        except DecodeError as exc:
-            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
-    v = obj.get("limit", _MISSING)
-    if v is _MISSING:
-        inst.limit = UNSET
-    elif v is None:
-        inst.limit = None
-    elif v.__class__ is int:
-        inst.limit = v
-    else:
-        try:
-            inst.limit = _int(v, (path, "limit"))
-        except DecodeError as exc:
-            inst.limit = _tolerated(ctx, (path, "limit"), exc, UNSET)
+        inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ReadTextFileRequest.issuperset(obj) else _extra(obj, _K_ReadTextFileRequest)
+        {}
+        if _K_RequestPermissionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     )
     return inst
 
 
-ReadTextFileRequest._decode = _d_ReadTextFileRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionRequest(_Wire):
+class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     """Request for user permission to execute a tool call.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -992,61 +783,125 @@ class RequestPermissionRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "toolCall", "options", "_meta"]
+_K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
+    [
+        "toolCallId",
+        "kind",
+        "status",
+        "title",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "_meta",
+    ]
 )
 
 
-def _d_RequestPermissionRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionRequest)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallUpdate)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCall", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCall")
+        _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
+        inst.kind = UNSET
+    elif v is None:
+        inst.kind = None
     else:
-        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
+        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
     else:
-        inst.options = _list(v, (path, "options"), ctx, _d_PermissionOption)
+        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionRequest)
+        if _K_ToolCallUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     )
     return inst
 
 
-RequestPermissionRequest._decode = _d_RequestPermissionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallUpdate(_Wire):
+class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     """An update to an existing tool call.
 
     Used to report progress and results as tools execute. All fields except
@@ -1098,112 +953,83 @@ class ToolCallUpdate(_Wire):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
-    [
-        "toolCallId",
-        "kind",
-        "status",
-        "title",
-        "content",
-        "locations",
-        "rawInput",
-        "rawOutput",
-        "_meta",
-    ]
-)
+_K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "priority", "_meta"])
 
 
-def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Annotations)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.audience = UNSET
+        inst.last_modified = UNSET
+        inst.priority = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("audience", _MISSING)
     if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        inst.kind = UNSET
+        inst.audience = UNSET
     elif v is None:
-        inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
-    else:
-        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        inst.status = UNSET
-    elif v is None:
-        inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
-    else:
-        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
+        inst.audience = None
     else:
         try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.audience = _s.skip_invalid(
+                v,
+                (path, "audience"),
+                ctx,
+                lambda x, p, ctx: (
+                    _Role_VALUES[x]
+                    if x.__class__ is str and x in _Role_VALUES
+                    else _s.enum_fail(p, "Role", x)
+                ),
+            )
         except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
-    v = obj.get("locations", _MISSING)
-    if v is _MISSING:
-        inst.locations = UNSET
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    v = obj.get("lastModified", _MISSING)
+    if v.__class__ is str:
+        inst.last_modified = v
+    elif v is _MISSING:
+        inst.last_modified = UNSET
     elif v is None:
-        inst.locations = None
+        inst.last_modified = None
+    else:
+        inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+    v = obj.get("priority", _MISSING)
+    if v.__class__ is float:
+        inst.priority = v
+    elif v is _MISSING:
+        inst.priority = UNSET
+    elif v is None:
+        inst.priority = None
     else:
         try:
-            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
-            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
-    v = obj.get("rawInput", _MISSING)
-    if v is _MISSING:
-        inst.raw_input = UNSET
-    else:
-        inst.raw_input = v
-    v = obj.get("rawOutput", _MISSING)
-    if v is _MISSING:
-        inst.raw_output = UNSET
-    else:
-        inst.raw_output = v
+            inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCallUpdate.issuperset(obj) else _extra(obj, _K_ToolCallUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
+    )
     return inst
 
 
-ToolCallUpdate._decode = _d_ToolCallUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Annotations(_Wire):
+class Annotations(Wire, decoder=_d_Annotations):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
     audience: list[Role] | None | Unset = UNSET
@@ -1232,80 +1058,61 @@ class Annotations(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "priority", "_meta"])
+_K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations", "_meta"])
 
 
-def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Annotations)
-    v = obj.get("audience", _MISSING)
+def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TextContent)
+    v = obj.get("text", _MISSING)
+    if v.__class__ is str:
+        inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
+    else:
+        _s.fail((path, "text"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("annotations", _MISSING)
     if v is _MISSING:
-        inst.audience = UNSET
+        inst.annotations = UNSET
     elif v is None:
-        inst.audience = None
+        inst.annotations = None
     else:
         try:
-            inst.audience = _skip_invalid(
-                v,
-                (path, "audience"),
-                ctx,
-                lambda x, p, ctx: (
-                    cast("Role", x)
-                    if x.__class__ is str and x in _Role_VALUES
-                    else _enum_fail(p, "Role", x)
-                ),
-            )
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
-    v = obj.get("lastModified", _MISSING)
-    if v is _MISSING:
-        inst.last_modified = UNSET
-    elif v is None:
-        inst.last_modified = None
-    elif v.__class__ is str:
-        inst.last_modified = v
-    else:
-        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
-    v = obj.get("priority", _MISSING)
-    if v is _MISSING:
-        inst.priority = UNSET
-    elif v is None:
-        inst.priority = None
-    elif v.__class__ is float:
-        inst.priority = v
-    else:
-        try:
-            inst.priority = _num(v, (path, "priority"))
-        except DecodeError as exc:
-            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Annotations.issuperset(obj) else _extra(obj, _K_Annotations)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
+    )
     return inst
 
 
-Annotations._decode = _d_Annotations
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TextContent(_Wire):
+class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     """Text provided to or from an LLM."""
 
     TAG: ClassVar[Literal["text"]] = "text"
-    _tag = ("type", "text")
     text: str
     """Text payload carried by this content block."""
     annotations: Annotations | None | Unset = UNSET
@@ -1326,25 +1133,41 @@ class TextContent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations", "_meta"])
+_K_ImageContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "annotations", "uri", "_meta"]
+)
 
 
-def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TextContent)
-    v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _missing(path, "text")
-    elif v.__class__ is str:
-        inst.text = v
+def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ImageContent)
+    v = obj.get("data", _MISSING)
+    if v.__class__ is str:
+        inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        _fail((path, "text"), "string", v)
+        _s.fail((path, "data"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
+    else:
+        _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.uri = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1354,29 +1177,36 @@ def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("uri", _MISSING)
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
+        inst.uri = UNSET
+    elif v is None:
+        inst.uri = None
+    else:
+        inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TextContent.issuperset(obj) else _extra(obj, _K_TextContent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+    )
     return inst
 
 
-TextContent._decode = _d_TextContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ImageContent(_Wire):
+class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     """An image provided to or from an LLM."""
 
     TAG: ClassVar[Literal["image"]] = "image"
-    _tag = ("type", "image")
     data: str
     """Base64-encoded media payload."""
     mime_type: str
@@ -1403,34 +1233,40 @@ class ImageContent(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ImageContent: Final[frozenset[str]] = frozenset(
-    ["type", "data", "mimeType", "annotations", "uri", "_meta"]
+_K_AudioContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "annotations", "_meta"]
 )
 
 
-def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ImageContent)
+def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        _fail((path, "data"), "string", v)
+        _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
-        _fail((path, "mimeType"), "string", v)
+        _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1440,38 +1276,27 @@ def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
-    v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        inst.uri = UNSET
-    elif v is None:
-        inst.uri = None
-    elif v.__class__ is str:
-        inst.uri = v
-    else:
-        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ImageContent.issuperset(obj) else _extra(obj, _K_ImageContent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+    )
     return inst
 
 
-ImageContent._decode = _d_ImageContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AudioContent(_Wire):
+class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     """Audio provided to or from an LLM."""
 
     TAG: ClassVar[Literal["audio"]] = "audio"
-    _tag = ("type", "audio")
     data: str
     """Base64-encoded media payload."""
     mime_type: str
@@ -1494,34 +1319,44 @@ class AudioContent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AudioContent: Final[frozenset[str]] = frozenset(
-    ["type", "data", "mimeType", "annotations", "_meta"]
+_K_ResourceLink: Final[frozenset[str]] = frozenset(
+    ["type", "name", "uri", "annotations", "description", "mimeType", "size", "title", "_meta"]
 )
 
 
-def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AudioContent)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
-        inst.data = v
+def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResourceLink)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mimeType")
-    elif v.__class__ is str:
-        inst.mime_type = v
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("uri", _MISSING)
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
-        _fail((path, "mimeType"), "string", v)
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.description = UNSET
+        inst.mime_type = UNSET
+        inst.size = UNSET
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1531,29 +1366,66 @@ def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("mimeType", _MISSING)
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
+        inst.mime_type = UNSET
+    elif v is None:
+        inst.mime_type = None
+    else:
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("size", _MISSING)
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
+        inst.size = UNSET
+    elif v is None:
+        inst.size = None
+    else:
+        try:
+            inst.size = _s.as_int(v, (path, "size"))
+        except DecodeError as exc:
+            inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AudioContent.issuperset(obj) else _extra(obj, _K_AudioContent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+    )
     return inst
 
 
-AudioContent._decode = _d_AudioContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResourceLink(_Wire):
+class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link")):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
     TAG: ClassVar[Literal["resource_link"]] = "resource_link"
-    _tag = ("type", "resource_link")
     name: str
     """Human-readable name shown for this protocol object."""
     uri: str
@@ -1592,101 +1464,66 @@ class ResourceLink(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResourceLink: Final[frozenset[str]] = frozenset(
-    ["type", "name", "uri", "annotations", "description", "mimeType", "size", "title", "_meta"]
-)
+_K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mimeType", "_meta"])
 
 
-def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResourceLink)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TextResourceContents)
+    v = obj.get("text", _MISSING)
+    if v.__class__ is str:
+        inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
-        _fail((path, "uri"), "string", v)
-    v = obj.get("annotations", _MISSING)
-    if v is _MISSING:
-        inst.annotations = UNSET
-    elif v is None:
-        inst.annotations = None
-    else:
-        try:
-            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
-        except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        inst.size = UNSET
-    elif v is None:
-        inst.size = None
-    elif v.__class__ is int:
-        inst.size = v
-    else:
-        try:
-            inst.size = _int(v, (path, "size"))
-        except DecodeError as exc:
-            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ResourceLink.issuperset(obj) else _extra(obj, _K_ResourceLink)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TextResourceContents.issuperset(obj)
+        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+    )
     return inst
 
 
-ResourceLink._decode = _d_ResourceLink
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TextResourceContents(_Wire):
+class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     """Text-based resource contents."""
 
     text: str
@@ -1711,61 +1548,66 @@ class TextResourceContents(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mimeType", "_meta"])
+_K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mimeType", "_meta"])
 
 
-def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TextResourceContents)
-    v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _missing(path, "text")
-    elif v.__class__ is str:
-        inst.text = v
+def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(BlobResourceContents)
+    v = obj.get("blob", _MISSING)
+    if v.__class__ is str:
+        inst.blob = v
+    elif v is _MISSING:
+        _s.missing(path, "blob")
     else:
-        _fail((path, "text"), "string", v)
+        _s.fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
-        _fail((path, "uri"), "string", v)
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TextResourceContents.issuperset(obj) else _extra(obj, _K_TextResourceContents)
+        {}
+        if _K_BlobResourceContents.issuperset(obj)
+        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     )
     return inst
 
 
-TextResourceContents._decode = _d_TextResourceContents
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class BlobResourceContents(_Wire):
+class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     """Binary resource contents."""
 
     blob: str
@@ -1790,65 +1632,61 @@ class BlobResourceContents(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mimeType", "_meta"])
+_K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "annotations", "_meta"])
 
 
-def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(BlobResourceContents)
-    v = obj.get("blob", _MISSING)
+def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EmbeddedResource)
+    v = obj.get("resource", _MISSING)
     if v is _MISSING:
-        _missing(path, "blob")
-    elif v.__class__ is str:
-        inst.blob = v
+        _s.missing(path, "resource")
     else:
-        _fail((path, "blob"), "string", v)
-    v = obj.get("uri", _MISSING)
+        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("annotations", _MISSING)
     if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
-        inst.uri = v
-    else:
-        _fail((path, "uri"), "string", v)
-    v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        inst.mime_type = UNSET
+        inst.annotations = UNSET
     elif v is None:
-        inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
+        inst.annotations = None
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_BlobResourceContents.issuperset(obj) else _extra(obj, _K_BlobResourceContents)
+        {}
+        if _K_EmbeddedResource.issuperset(obj)
+        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     )
     return inst
 
 
-BlobResourceContents._decode = _d_BlobResourceContents
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EmbeddedResource(_Wire):
+class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource")):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     TAG: ClassVar[Literal["resource"]] = "resource"
-    _tag = ("type", "resource")
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
     annotations: Annotations | None | Unset = UNSET
@@ -1869,55 +1707,52 @@ class EmbeddedResource(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "annotations", "_meta"])
+_K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
-def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EmbeddedResource)
-    v = obj.get("resource", _MISSING)
-    if v is _MISSING:
-        _missing(path, "resource")
+def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Content)
+    v = obj.get("content", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    v = obj.get("annotations", _MISSING)
-    if v is _MISSING:
-        inst.annotations = UNSET
-    elif v is None:
-        inst.annotations = None
-    else:
-        try:
-            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
-        except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EmbeddedResource.issuperset(obj) else _extra(obj, _K_EmbeddedResource)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
-EmbeddedResource._decode = _d_EmbeddedResource
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Content(_Wire):
+class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     """Standard content block (text, images, resources)."""
 
     TAG: ClassVar[Literal["content"]] = "content"
-    _tag = ("type", "content")
     content: ContentBlock
     """The actual content block."""
     meta: JsonObject | None | Unset = UNSET
@@ -1934,41 +1769,62 @@ class Content(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
+_K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText", "_meta"])
 
 
-def _d_Content(obj: Any, path: _PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Content)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Diff)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+        _s.fail((path, "path"), "string", v)
+    v = obj.get("newText", _MISSING)
+    if v.__class__ is str:
+        inst.new_text = v
+    elif v is _MISSING:
+        _s.missing(path, "newText")
+    else:
+        _s.fail((path, "newText"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.old_text = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("oldText", _MISSING)
+    if v.__class__ is str:
+        inst.old_text = v
+    elif v is _MISSING:
+        inst.old_text = UNSET
+    elif v is None:
+        inst.old_text = None
+    else:
+        inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _extra(obj, _K_Content)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
-Content._decode = _d_Content
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Diff(_Wire):
+class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     """A diff representing file modifications.
 
     Shows changes to files in a format suitable for display in the client UI.
@@ -1976,7 +1832,6 @@ class Diff(_Wire):
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)"""
 
     TAG: ClassVar[Literal["diff"]] = "diff"
-    _tag = ("type", "diff")
     path: str
     """The absolute file path being modified."""
     new_text: str
@@ -1999,59 +1854,45 @@ class Diff(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText", "_meta"])
+_K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
-def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Diff)
-    v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Terminal)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("newText", _MISSING)
-    if v is _MISSING:
-        _missing(path, "newText")
-    elif v.__class__ is str:
-        inst.new_text = v
-    else:
-        _fail((path, "newText"), "string", v)
-    v = obj.get("oldText", _MISSING)
-    if v is _MISSING:
-        inst.old_text = UNSET
-    elif v is None:
-        inst.old_text = None
-    elif v.__class__ is str:
-        inst.old_text = v
-    else:
-        inst.old_text = _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _extra(obj, _K_Diff)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
-Diff._decode = _d_Diff
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Terminal(_Wire):
+class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     """Embed a terminal created with `terminal/create` by its id.
 
     The terminal must be added before calling `terminal/release`.
@@ -2059,7 +1900,6 @@ class Terminal(_Wire):
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/terminals)"""
 
     TAG: ClassVar[Literal["terminal"]] = "terminal"
-    _tag = ("type", "terminal")
     terminal_id: TerminalId
     """Identifier of the terminal instance to embed in the content stream."""
     meta: JsonObject | None | Unset = UNSET
@@ -2076,43 +1916,62 @@ class Terminal(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
+_K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"])
 
 
-def _d_Terminal(obj: Any, path: _PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Terminal)
-    v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
-        inst.terminal_id = v
+def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallLocation)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "terminalId"), "string", v)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("line", _MISSING)
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
+        inst.line = UNSET
+    elif v is None:
+        inst.line = None
+    else:
+        try:
+            inst.line = _s.as_int(v, (path, "line"))
+        except DecodeError as exc:
+            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _extra(obj, _K_Terminal)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ToolCallLocation.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    )
     return inst
 
 
-Terminal._decode = _d_Terminal
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallLocation(_Wire):
+class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     """A file location being accessed or modified by a tool.
 
     Enables clients to implement "follow-along" features that track
@@ -2141,55 +2000,63 @@ class ToolCallLocation(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"])
+_K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kind", "_meta"])
 
 
-def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallLocation)
-    v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PermissionOption)
+    v = obj.get("optionId", _MISSING)
+    if v.__class__ is str:
+        inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("line", _MISSING)
-    if v is _MISSING:
-        inst.line = UNSET
-    elif v is None:
-        inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
+        _s.fail((path, "optionId"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        try:
-            inst.line = _int(v, (path, "line"))
-        except DecodeError as exc:
-            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str and v in _PermissionOptionKind_VALUES:
+        inst.kind = _PermissionOptionKind_VALUES[v]
+    elif v is _MISSING:
+        _s.missing(path, "kind")
+    else:
+        _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCallLocation.issuperset(obj) else _extra(obj, _K_ToolCallLocation)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_PermissionOption.issuperset(obj)
+        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+    )
     return inst
 
 
-ToolCallLocation._decode = _d_ToolCallLocation
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PermissionOption(_Wire):
+class PermissionOption(Wire, decoder=_d_PermissionOption):
     """An option presented to the user when requesting permission."""
 
     option_id: PermissionOptionId
@@ -2212,57 +2079,99 @@ class PermissionOption(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kind", "_meta"])
+_K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "command", "args", "env", "cwd", "outputByteLimit", "_meta"]
+)
 
 
-def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PermissionOption)
-    v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "optionId")
-    elif v.__class__ is str:
-        inst.option_id = v
+def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateTerminalRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "optionId"), "string", v)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("command", _MISSING)
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("kind", _MISSING)
+        _s.fail((path, "command"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.cwd = UNSET
+        inst.output_byte_limit = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("args", _MISSING)
     if v is _MISSING:
-        _missing(path, "kind")
-    elif v.__class__ is str and v in _PermissionOptionKind_VALUES:
-        inst.kind = cast("PermissionOptionKind", v)
+        inst.args = UNSET
     else:
-        _enum_fail((path, "kind"), "PermissionOptionKind", v)
+        try:
+            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
+        inst.env = UNSET
+    else:
+        try:
+            inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
+    else:
+        inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+    v = obj.get("outputByteLimit", _MISSING)
+    if v.__class__ is int:
+        inst.output_byte_limit = v
+    elif v is _MISSING:
+        inst.output_byte_limit = UNSET
+    elif v is None:
+        inst.output_byte_limit = None
+    else:
+        try:
+            inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
+        except DecodeError as exc:
+            inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PermissionOption.issuperset(obj) else _extra(obj, _K_PermissionOption)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CreateTerminalRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    )
     return inst
 
 
-PermissionOption._decode = _d_PermissionOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateTerminalRequest(_Wire):
+class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
     """Request to create a new terminal and execute a command."""
 
     session_id: SessionId
@@ -2306,91 +2215,54 @@ class CreateTerminalRequest(_Wire):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "command", "args", "env", "cwd", "outputByteLimit", "_meta"]
-)
+_K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
-def _d_CreateTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EnvVariable)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _missing(path, "command")
-    elif v.__class__ is str:
-        inst.command = v
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        _fail((path, "command"), "string", v)
-    v = obj.get("args", _MISSING)
-    if v is _MISSING:
-        inst.args = UNSET
-    else:
-        try:
-            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
-    v = obj.get("env", _MISSING)
-    if v is _MISSING:
-        inst.env = UNSET
-    else:
-        try:
-            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
-        except DecodeError as exc:
-            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        inst.cwd = UNSET
-    elif v is None:
-        inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
-    v = obj.get("outputByteLimit", _MISSING)
-    if v is _MISSING:
-        inst.output_byte_limit = UNSET
-    elif v is None:
-        inst.output_byte_limit = None
-    elif v.__class__ is int:
-        inst.output_byte_limit = v
-    else:
-        try:
-            inst.output_byte_limit = _int(v, (path, "outputByteLimit"))
-        except DecodeError as exc:
-            inst.output_byte_limit = _tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CreateTerminalRequest.issuperset(obj) else _extra(obj, _K_CreateTerminalRequest)
+        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     )
     return inst
 
 
-CreateTerminalRequest._decode = _d_CreateTerminalRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EnvVariable(_Wire):
+class EnvVariable(Wire, decoder=_d_EnvVariable):
     """An environment variable to set when launching an MCP server."""
 
     name: str
@@ -2411,50 +2283,56 @@ class EnvVariable(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
+_K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
-def _d_EnvVariable(obj: Any, path: _PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EnvVariable)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalOutputRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "value"), "string", v)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EnvVariable.issuperset(obj) else _extra(obj, _K_EnvVariable)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TerminalOutputRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    )
     return inst
 
 
-EnvVariable._decode = _d_EnvVariable
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalOutputRequest(_Wire):
+class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     """Request to get the current output and status of a terminal."""
 
     session_id: SessionId
@@ -2475,52 +2353,56 @@ class TerminalOutputRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
+_K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
-def _d_TerminalOutputRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalOutputRequest)
+def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ReleaseTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "terminalId"), "string", v)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TerminalOutputRequest.issuperset(obj) else _extra(obj, _K_TerminalOutputRequest)
+        {}
+        if _K_ReleaseTerminalRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     )
     return inst
 
 
-TerminalOutputRequest._decode = _d_TerminalOutputRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ReleaseTerminalRequest(_Wire):
+class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     """Request to release a terminal and free its resources."""
 
     session_id: SessionId
@@ -2541,52 +2423,60 @@ class ReleaseTerminalRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
+_K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "terminalId", "_meta"]
+)
 
 
-def _d_ReleaseTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ReleaseTerminalRequest)
+def _d_WaitForTerminalExitRequest(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> WaitForTerminalExitRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(WaitForTerminalExitRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "terminalId"), "string", v)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ReleaseTerminalRequest.issuperset(obj) else _extra(obj, _K_ReleaseTerminalRequest)
+        {}
+        if _K_WaitForTerminalExitRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     )
     return inst
 
 
-ReleaseTerminalRequest._decode = _d_ReleaseTerminalRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class WaitForTerminalExitRequest(_Wire):
+class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     """Request to wait for a terminal command to exit."""
 
     session_id: SessionId
@@ -2607,58 +2497,56 @@ class WaitForTerminalExitRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "terminalId", "_meta"]
-)
+_K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
 
 
-def _d_WaitForTerminalExitRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(WaitForTerminalExitRequest)
+def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(KillTerminalRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "terminalId"), "string", v)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_WaitForTerminalExitRequest.issuperset(obj)
-        else _extra(obj, _K_WaitForTerminalExitRequest)
+        if _K_KillTerminalRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     )
     return inst
 
 
-WaitForTerminalExitRequest._decode = _d_WaitForTerminalExitRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class KillTerminalRequest(_Wire):
+class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     """Request to kill a terminal without releasing it."""
 
     session_id: SessionId
@@ -2679,56 +2567,81 @@ class KillTerminalRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "terminalId", "_meta"])
+_K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
+    ["mode", "message", "requestedSchema", "_meta", "sessionId", "toolCallId", "requestId"]
+)
 
 
-def _d_KillTerminalRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(KillTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_CreateElicitationRequestForm(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationRequestForm:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationRequestForm)
+    v = obj.get("message", _MISSING)
+    if v.__class__ is str:
+        inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+        _s.fail((path, "message"), "string", v)
+    v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
-        inst.terminal_id = v
+        _s.missing(path, "requestedSchema")
     else:
-        _fail((path, "terminalId"), "string", v)
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    else:
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {} if _K_KillTerminalRequest.issuperset(obj) else _extra(obj, _K_KillTerminalRequest)
+        {}
+        if _K_CreateElicitationRequestForm.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     )
     return inst
 
 
-KillTerminalRequest._decode = _d_KillTerminalRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationRequestForm(_Wire):
+class CreateElicitationRequestForm(
+    Wire, decoder=_d_CreateElicitationRequestForm, tag=("mode", "form")
+):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
     TAG: ClassVar[Literal["form"]] = "form"
-    _tag = ("mode", "form")
     message: str
     """A human-readable message describing what input is needed."""
     requested_schema: ElicitationSchema
@@ -2768,59 +2681,68 @@ class CreateElicitationRequestForm(_Wire):
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
-    ["mode", "message", "requestedSchema", "_meta", "sessionId", "toolCallId", "requestId"]
+_K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
+    ["mode", "message", "elicitationId", "url", "_meta", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_CreateElicitationRequestForm(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationRequestForm)
+def _d_CreateElicitationRequestUrl(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationRequestUrl:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestedSchema")
+        _s.fail((path, "message"), "string", v)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+        _s.fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -2830,21 +2752,19 @@ def _d_CreateElicitationRequestForm(
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationRequestForm)
+        if _K_CreateElicitationRequestUrl.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     )
     return inst
 
 
-CreateElicitationRequestForm._decode = _d_CreateElicitationRequestForm
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationRequestUrl(_Wire):
+class CreateElicitationRequestUrl(
+    Wire, decoder=_d_CreateElicitationRequestUrl, tag=("mode", "url")
+):
     """URL-based elicitation where the client directs the user to a URL."""
 
     TAG: ClassVar[Literal["url"]] = "url"
-    _tag = ("mode", "url")
     message: str
     """A human-readable message describing what input is needed."""
     elicitation_id: ElicitationId
@@ -2887,88 +2807,51 @@ class CreateElicitationRequestUrl(_Wire):
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
-    ["mode", "message", "elicitationId", "url", "_meta", "sessionId", "toolCallId", "requestId"]
-)
+_K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "toolCallId"])
 
 
-def _d_CreateElicitationRequestUrl(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationRequestUrl)
-    v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
-        inst.message = v
-    else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
-    else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
-    else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+def _d_ElicitationSessionScope(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationSessionScope:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        inst.request_id = UNSET
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if not (("sessionId" in obj) or ("requestId" in obj)):
-        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationRequestUrl)
+        if _K_ElicitationSessionScope.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     )
     return inst
 
 
-CreateElicitationRequestUrl._decode = _d_CreateElicitationRequestUrl
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationSessionScope(_Wire):
+class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
     When `tool_call_id` is set, the elicitation is tied to a specific tool call.
@@ -2990,49 +2873,35 @@ class ElicitationSessionScope(_Wire):
         if (v1 := self.tool_call_id) is not UNSET:
             d["toolCallId"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "toolCallId"])
+_K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 
 
-def _d_ElicitationSessionScope(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationSessionScope)
-    v = obj.get("sessionId", _MISSING)
+def _d_ElicitationRequestScope(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationRequestScope:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationRequestScope)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.missing(path, "requestId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        inst.tool_call_id = UNSET
-    elif v is None:
-        inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _extra(obj, _K_ElicitationSessionScope)
+        if _K_ElicitationRequestScope.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
 
-ElicitationSessionScope._decode = _d_ElicitationSessionScope
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationRequestScope(_Wire):
+class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started)."""
 
@@ -3044,38 +2913,91 @@ class ElicitationRequestScope(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
+_K_ElicitationSchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "properties", "required", "description", "_meta"]
+)
 
 
-def _d_ElicitationRequestScope(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationRequestScope)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestId")
+def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationSchema)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.type = "object"
+        inst.title = UNSET
+        inst.properties = {}
+        inst.required = UNSET
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["type", "properties"])
+        return inst
+    v = obj.get("type", _MISSING)
+    if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = _ElicitationSchemaType_VALUES[v]
+    elif v is _MISSING:
+        inst.type = "object"
+        absent.append("type")
     else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+        inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("properties", _MISSING)
+    if v is _MISSING:
+        inst.properties = {}
+        absent.append("properties")
+    else:
+        inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+    v = obj.get("required", _MISSING)
+    if v is _MISSING:
+        inst.required = UNSET
+    elif v is None:
+        inst.required = None
+    else:
+        inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _extra(obj, _K_ElicitationRequestScope)
+        if _K_ElicitationSchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-ElicitationRequestScope._decode = _d_ElicitationRequestScope
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationSchema(_Wire):
+class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     """Type-safe elicitation schema for requesting structured user input.
 
     This represents a JSON Schema object with primitive-typed properties,
@@ -3107,16 +3029,18 @@ class ElicitationSchema(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "type" not in self._absent or self.type != "object":
+        if "type" not in self.__acp_absent__ or self.type != "object":
             d["type"] = self.type
         if (v2 := self.title) is not UNSET:
             d["title"] = None if v2 is None else v2
-        if "properties" not in self._absent or self.properties != {}:
+        if "properties" not in self.__acp_absent__ or self.properties != {}:
             d["properties"] = {k: x.to_dict() for k, x in self.properties.items()}
         if (v4 := self.required) is not UNSET:
             d["required"] = None if v4 is None else v4
@@ -3125,79 +3049,64 @@ class ElicitationSchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationSchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "properties", "required", "description", "_meta"]
-)
+_K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description", "_meta"])
 
 
-def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationSchema)
-    v = obj.get("type", _MISSING)
-    if v is _MISSING:
-        inst.type = "object"
-        absent.append("type")
-    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
-        inst.type = cast("ElicitationSchemaType", v)
+def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EnumOption)
+    v = obj.get("const", _MISSING)
+    if v.__class__ is str:
+        inst.const = v
+    elif v is _MISSING:
+        _s.missing(path, "const")
     else:
-        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+        _s.fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("properties", _MISSING)
-    if v is _MISSING:
-        inst.properties = {}
-        absent.append("properties")
-    else:
-        inst.properties = _map(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
-    v = obj.get("required", _MISSING)
-    if v is _MISSING:
-        inst.required = UNSET
-    elif v is None:
-        inst.required = None
-    else:
-        inst.required = _list(v, (path, "required"), ctx, _d_str)
+        _s.fail((path, "title"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ElicitationSchema.issuperset(obj) else _extra(obj, _K_ElicitationSchema)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+    )
     return inst
 
 
-ElicitationSchema._decode = _d_ElicitationSchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EnumOption(_Wire):
+class EnumOption(Wire, decoder=_d_EnumOption):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     const: str
@@ -3226,66 +3135,148 @@ class EnumOption(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description", "_meta"])
+_K_StringPropertySchema: Final[frozenset[str]] = frozenset(
+    [
+        "type",
+        "title",
+        "description",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "default",
+        "enum",
+        "oneOf",
+        "_meta",
+    ]
+)
 
 
-def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EnumOption)
-    v = obj.get("const", _MISSING)
-    if v is _MISSING:
-        _missing(path, "const")
-    elif v.__class__ is str:
-        inst.const = v
-    else:
-        _fail((path, "const"), "string", v)
+def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(StringPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_length = UNSET
+        inst.max_length = UNSET
+        inst.pattern = UNSET
+        inst.format = UNSET
+        inst.default = UNSET
+        inst.enum = UNSET
+        inst.one_of = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
     else:
-        _fail((path, "title"), "string", v)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("_meta", _MISSING)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minLength", _MISSING)
+    if v.__class__ is int:
+        inst.min_length = v
+    elif v is _MISSING:
+        inst.min_length = UNSET
+    elif v is None:
+        inst.min_length = None
+    else:
+        inst.min_length = _s.as_int(v, (path, "minLength"))
+    v = obj.get("maxLength", _MISSING)
+    if v.__class__ is int:
+        inst.max_length = v
+    elif v is _MISSING:
+        inst.max_length = UNSET
+    elif v is None:
+        inst.max_length = None
+    else:
+        inst.max_length = _s.as_int(v, (path, "maxLength"))
+    v = obj.get("pattern", _MISSING)
+    if v.__class__ is str:
+        inst.pattern = v
+    elif v is _MISSING:
+        inst.pattern = UNSET
+    elif v is None:
+        inst.pattern = None
+    else:
+        _s.fail((path, "pattern"), "string", v)
+    v = obj.get("format", _MISSING)
+    if v.__class__ is str and v in _StringFormat_VALUES:
+        inst.format = _StringFormat_VALUES[v]
+    elif v is _MISSING:
+        inst.format = UNSET
+    elif v is None:
+        inst.format = None
+    else:
+        _s.enum_fail((path, "format"), "StringFormat", v)
+    v = obj.get("default", _MISSING)
+    if v.__class__ is str:
+        inst.default = v
+    elif v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    else:
+        inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
+    v = obj.get("enum", _MISSING)
     if v is _MISSING:
+        inst.enum = UNSET
+    elif v is None:
+        inst.enum = None
+    else:
+        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    v = obj.get("oneOf", _MISSING)
+    if v is _MISSING:
+        inst.one_of = UNSET
+    elif v is None:
+        inst.one_of = None
+    else:
+        inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EnumOption.issuperset(obj) else _extra(obj, _K_EnumOption)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_StringPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    )
     return inst
 
 
-EnumOption._decode = _d_EnumOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class StringPropertySchema(_Wire):
+class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "string")):
     """Schema for string properties in an elicitation form.
 
     When `enum` or `oneOf` is set, this represents a single-select enum
     with `"type": "string"`."""
 
     TAG: ClassVar[Literal["string"]] = "string"
-    _tag = ("type", "string")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3356,133 +3347,100 @@ class StringPropertySchema(_Wire):
         if (v10 := self.meta) is not UNSET:
             d["_meta"] = None if v10 is None else v10
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_StringPropertySchema: Final[frozenset[str]] = frozenset(
-    [
-        "type",
-        "title",
-        "description",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "default",
-        "enum",
-        "oneOf",
-        "_meta",
-    ]
+_K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
 
-def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(StringPropertySchema)
+def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NumberPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minLength", _MISSING)
-    if v is _MISSING:
-        inst.min_length = UNSET
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minimum", _MISSING)
+    if v.__class__ is float:
+        inst.minimum = v
+    elif v is _MISSING:
+        inst.minimum = UNSET
     elif v is None:
-        inst.min_length = None
-    elif v.__class__ is int:
-        inst.min_length = v
+        inst.minimum = None
     else:
-        inst.min_length = _int(v, (path, "minLength"))
-    v = obj.get("maxLength", _MISSING)
-    if v is _MISSING:
-        inst.max_length = UNSET
+        inst.minimum = _s.as_float(v, (path, "minimum"))
+    v = obj.get("maximum", _MISSING)
+    if v.__class__ is float:
+        inst.maximum = v
+    elif v is _MISSING:
+        inst.maximum = UNSET
     elif v is None:
-        inst.max_length = None
-    elif v.__class__ is int:
-        inst.max_length = v
+        inst.maximum = None
     else:
-        inst.max_length = _int(v, (path, "maxLength"))
-    v = obj.get("pattern", _MISSING)
-    if v is _MISSING:
-        inst.pattern = UNSET
-    elif v is None:
-        inst.pattern = None
-    elif v.__class__ is str:
-        inst.pattern = v
-    else:
-        _fail((path, "pattern"), "string", v)
-    v = obj.get("format", _MISSING)
-    if v is _MISSING:
-        inst.format = UNSET
-    elif v is None:
-        inst.format = None
-    elif v.__class__ is str and v in _StringFormat_VALUES:
-        inst.format = cast("StringFormat", v)
-    else:
-        _enum_fail((path, "format"), "StringFormat", v)
+        inst.maximum = _s.as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is str:
-        inst.default = v
     else:
-        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
-    v = obj.get("enum", _MISSING)
-    if v is _MISSING:
-        inst.enum = UNSET
-    elif v is None:
-        inst.enum = None
-    else:
-        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
-    v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
-        inst.one_of = UNSET
-    elif v is None:
-        inst.one_of = None
-    else:
-        inst.one_of = _list(v, (path, "oneOf"), ctx, _d_EnumOption)
+        try:
+            inst.default = _s.as_float(v, (path, "default"))
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_StringPropertySchema.issuperset(obj) else _extra(obj, _K_StringPropertySchema)
+        {}
+        if _K_NumberPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     )
     return inst
 
 
-StringPropertySchema._decode = _d_StringPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NumberPropertySchema(_Wire):
+class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "number")):
     """Schema for number (floating-point) properties in an elicitation form."""
 
     TAG: ClassVar[Literal["number"]] = "number"
-    _tag = ("type", "number")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3529,92 +3487,100 @@ class NumberPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
+_K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
     ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
 
-def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NumberPropertySchema)
+def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(IntegerPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is float:
-        inst.minimum = v
     else:
-        inst.minimum = _num(v, (path, "minimum"))
+        inst.minimum = _s.as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is float:
-        inst.maximum = v
     else:
-        inst.maximum = _num(v, (path, "maximum"))
+        inst.maximum = _s.as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is float:
-        inst.default = v
     else:
         try:
-            inst.default = _num(v, (path, "default"))
+            inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_NumberPropertySchema.issuperset(obj) else _extra(obj, _K_NumberPropertySchema)
+        {}
+        if _K_IntegerPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     )
     return inst
 
 
-NumberPropertySchema._decode = _d_NumberPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class IntegerPropertySchema(_Wire):
+class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type", "integer")):
     """Schema for integer properties in an elicitation form."""
 
     TAG: ClassVar[Literal["integer"]] = "integer"
-    _tag = ("type", "integer")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3661,92 +3627,77 @@ class IntegerPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
+_K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "description", "default", "_meta"]
 )
 
 
-def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(IntegerPropertySchema)
+def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(BooleanPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
-        inst.minimum = UNSET
-    elif v is None:
-        inst.minimum = None
-    elif v.__class__ is int:
-        inst.minimum = v
-    else:
-        inst.minimum = _int(v, (path, "minimum"))
-    v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
-        inst.maximum = UNSET
-    elif v is None:
-        inst.maximum = None
-    elif v.__class__ is int:
-        inst.maximum = v
-    else:
-        inst.maximum = _int(v, (path, "maximum"))
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is int:
-        inst.default = v
     else:
-        try:
-            inst.default = _int(v, (path, "default"))
-        except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+        inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_IntegerPropertySchema.issuperset(obj) else _extra(obj, _K_IntegerPropertySchema)
+        {}
+        if _K_BooleanPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     )
     return inst
 
 
-IntegerPropertySchema._decode = _d_IntegerPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class BooleanPropertySchema(_Wire):
+class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type", "boolean")):
     """Schema for boolean properties in an elicitation form."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3781,71 +3732,50 @@ class BooleanPropertySchema(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "description", "default", "_meta"]
-)
+_K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_meta"])
 
 
-def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(BooleanPropertySchema)
-    v = obj.get("title", _MISSING)
+def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(StringMultiSelectItems)
+    v = obj.get("enum", _MISSING)
     if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+        _s.missing(path, "enum")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("default", _MISSING)
-    if v is _MISSING:
-        inst.default = UNSET
-    elif v is None:
-        inst.default = None
-    elif v.__class__ is bool:
-        inst.default = v
-    else:
-        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_BooleanPropertySchema.issuperset(obj) else _extra(obj, _K_BooleanPropertySchema)
+        {}
+        if _K_StringMultiSelectItems.issuperset(obj)
+        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     )
     return inst
 
 
-BooleanPropertySchema._decode = _d_BooleanPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class StringMultiSelectItems(_Wire):
+class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type", "string")):
     """String item schema for multi-select enum properties."""
 
     TAG: ClassVar[Literal["string"]] = "string"
-    _tag = ("type", "string")
     enum: list[str]
     """Allowed enum values."""
     meta: JsonObject | None | Unset = UNSET
@@ -3864,43 +3794,47 @@ class StringMultiSelectItems(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_meta"])
+_K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
-def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(StringMultiSelectItems)
-    v = obj.get("enum", _MISSING)
+def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TitledMultiSelectItems)
+    v = obj.get("anyOf", _MISSING)
     if v is _MISSING:
-        _missing(path, "enum")
+        _s.missing(path, "anyOf")
     else:
-        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
+        inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_StringMultiSelectItems.issuperset(obj) else _extra(obj, _K_StringMultiSelectItems)
+        {}
+        if _K_TitledMultiSelectItems.issuperset(obj)
+        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     )
     return inst
 
 
-StringMultiSelectItems._decode = _d_StringMultiSelectItems
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TitledMultiSelectItems(_Wire):
+class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption]
@@ -3921,47 +3855,111 @@ class TitledMultiSelectItems(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
+_K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "items", "title", "description", "minItems", "maxItems", "default", "_meta"]
+)
 
 
-def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TitledMultiSelectItems)
-    v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
-        _missing(path, "anyOf")
+def _d_MultiSelectPropertySchema(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> MultiSelectPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(MultiSelectPropertySchema)
+    v = obj.get("items", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
+    ):
+        inst.items = d1(v, (path, "items"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "items")
     else:
-        inst.any_of = _list(v, (path, "anyOf"), ctx, _d_EnumOption)
-    v = obj.get("_meta", _MISSING)
+        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_items = UNSET
+        inst.max_items = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minItems", _MISSING)
+    if v.__class__ is int:
+        inst.min_items = v
+    elif v is _MISSING:
+        inst.min_items = UNSET
+    elif v is None:
+        inst.min_items = None
+    else:
+        inst.min_items = _s.as_int(v, (path, "minItems"))
+    v = obj.get("maxItems", _MISSING)
+    if v.__class__ is int:
+        inst.max_items = v
+    elif v is _MISSING:
+        inst.max_items = UNSET
+    elif v is None:
+        inst.max_items = None
+    else:
+        inst.max_items = _s.as_int(v, (path, "maxItems"))
+    v = obj.get("default", _MISSING)
     if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    else:
+        try:
+            inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TitledMultiSelectItems.issuperset(obj) else _extra(obj, _K_TitledMultiSelectItems)
+        {}
+        if _K_MultiSelectPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     )
     return inst
 
 
-TitledMultiSelectItems._decode = _d_TitledMultiSelectItems
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class MultiSelectPropertySchema(_Wire):
+class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=("type", "array")):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     TAG: ClassVar[Literal["array"]] = "array"
-    _tag = ("type", "array")
     items: MultiSelectItems
     """The items definition describing allowed values."""
     title: str | None | Unset = UNSET
@@ -4010,95 +4008,58 @@ class MultiSelectPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "items", "title", "description", "minItems", "maxItems", "default", "_meta"]
+_K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
+    ["requestedSchema", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_MultiSelectPropertySchema(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(MultiSelectPropertySchema)
-    v = obj.get("items", _MISSING)
+def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationFormMode)
+    v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _missing(path, "items")
+        _s.missing(path, "requestedSchema")
     else:
-        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        inst.tool_call_id = UNSET
     elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+        inst.tool_call_id = None
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("description", _MISSING)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        inst.request_id = UNSET
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minItems", _MISSING)
-    if v is _MISSING:
-        inst.min_items = UNSET
-    elif v is None:
-        inst.min_items = None
-    elif v.__class__ is int:
-        inst.min_items = v
-    else:
-        inst.min_items = _int(v, (path, "minItems"))
-    v = obj.get("maxItems", _MISSING)
-    if v is _MISSING:
-        inst.max_items = UNSET
-    elif v is None:
-        inst.max_items = None
-    elif v.__class__ is int:
-        inst.max_items = v
-    else:
-        inst.max_items = _int(v, (path, "maxItems"))
-    v = obj.get("default", _MISSING)
-    if v is _MISSING:
-        inst.default = UNSET
-    elif v is None:
-        inst.default = None
-    else:
-        try:
-            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _extra(obj, _K_MultiSelectPropertySchema)
+        if _K_ElicitationFormMode.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     )
     return inst
 
 
-MultiSelectPropertySchema._decode = _d_MultiSelectPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationFormMode(_Wire):
+class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     requested_schema: ElicitationSchema
@@ -4124,41 +4085,50 @@ class ElicitationFormMode(_Wire):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
-    ["requestedSchema", "sessionId", "toolCallId", "requestId"]
+_K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
+    ["elicitationId", "url", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationFormMode)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestedSchema")
+def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationUrlMode)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+        _s.fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4167,16 +4137,15 @@ def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicit
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {} if _K_ElicitationFormMode.issuperset(obj) else _extra(obj, _K_ElicitationFormMode)
+        {}
+        if _K_ElicitationUrlMode.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     )
     return inst
 
 
-ElicitationFormMode._decode = _d_ElicitationFormMode
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationUrlMode(_Wire):
+class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     elicitation_id: ElicitationId
@@ -4204,66 +4173,38 @@ class ElicitationUrlMode(_Wire):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
-    ["elicitationId", "url", "sessionId", "toolCallId", "requestId"]
-)
+_K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
-def _d_ElicitationUrlMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationUrlMode)
-    v = obj.get("elicitationId", _MISSING)
+def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentResponseResult)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
+        _s.missing(path, "result")
     else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
-        inst.session_id = v
-    else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        inst.tool_call_id = UNSET
-    elif v is None:
-        inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        inst.request_id = UNSET
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if not (("sessionId" in obj) or ("requestId" in obj)):
-        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if _K_ElicitationUrlMode.issuperset(obj) else _extra(obj, _K_ElicitationUrlMode)
+        inst.result = v
+    inst.extra = (
+        {}
+        if _K_AgentResponseResult.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
-ElicitationUrlMode._decode = _d_ElicitationUrlMode
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentResponseResult(_Wire):
+class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """A successful JSON-RPC response."""
 
     id: RequestId
@@ -4276,39 +4217,38 @@ class AgentResponseResult(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
+_K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
-def _d_AgentResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentResponseResult)
+def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
+        _s.missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
+    v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _missing(path, "result")
+        _s.missing(path, "error")
     else:
-        inst.result = v
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
-        {} if _K_AgentResponseResult.issuperset(obj) else _extra(obj, _K_AgentResponseResult)
+        {}
+        if _K_AgentResponseError.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     )
     return inst
 
 
-AgentResponseResult._decode = _d_AgentResponseResult
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentResponseError(_Wire):
+class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """A failed JSON-RPC response."""
 
     id: RequestId
@@ -4321,37 +4261,74 @@ class AgentResponseError(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
+_K_PromptCapabilities: Final[frozenset[str]] = frozenset(
+    ["image", "audio", "embeddedContext", "_meta"]
+)
 
 
-def _d_AgentResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.image = False
+        inst.audio = False
+        inst.embedded_context = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
+        return inst
+    v = obj.get("image", _MISSING)
+    if v.__class__ is bool:
+        inst.image = v
+    elif v is _MISSING:
+        inst.image = False
+        absent.append("image")
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
-        _missing(path, "error")
+        inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
+    v = obj.get("audio", _MISSING)
+    if v.__class__ is bool:
+        inst.audio = v
+    elif v is _MISSING:
+        inst.audio = False
+        absent.append("audio")
     else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if _K_AgentResponseError.issuperset(obj) else _extra(obj, _K_AgentResponseError)
+        inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
+    v = obj.get("embeddedContext", _MISSING)
+    if v.__class__ is bool:
+        inst.embedded_context = v
+    elif v is _MISSING:
+        inst.embedded_context = False
+        absent.append("embeddedContext")
+    else:
+        inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_PromptCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-AgentResponseError._decode = _d_AgentResponseError
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptCapabilities(_Wire):
+class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
     Baseline agent functionality requires support for [`ContentBlock::Text`]
@@ -4383,78 +4360,79 @@ class PromptCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "image" not in self._absent or self.image is not False:
+        if "image" not in self.__acp_absent__ or self.image is not False:
             d["image"] = self.image
-        if "audio" not in self._absent or self.audio is not False:
+        if "audio" not in self.__acp_absent__ or self.audio is not False:
             d["audio"] = self.audio
-        if "embeddedContext" not in self._absent or self.embedded_context is not False:
+        if "embeddedContext" not in self.__acp_absent__ or self.embedded_context is not False:
             d["embeddedContext"] = self.embedded_context
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptCapabilities: Final[frozenset[str]] = frozenset(
-    ["image", "audio", "embeddedContext", "_meta"]
-)
+_K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
 
 
-def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
+def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptCapabilities)
-    v = obj.get("image", _MISSING)
-    if v is _MISSING:
-        inst.image = False
-        absent.append("image")
-    elif v.__class__ is bool:
-        inst.image = v
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.http = False
+        inst.sse = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["http", "sse"])
+        return inst
+    v = obj.get("http", _MISSING)
+    if v.__class__ is bool:
+        inst.http = v
+    elif v is _MISSING:
+        inst.http = False
+        absent.append("http")
     else:
-        inst.image = _tolerate(ctx, (path, "image"), "boolean", v, False)
-    v = obj.get("audio", _MISSING)
-    if v is _MISSING:
-        inst.audio = False
-        absent.append("audio")
-    elif v.__class__ is bool:
-        inst.audio = v
+        inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
+    v = obj.get("sse", _MISSING)
+    if v.__class__ is bool:
+        inst.sse = v
+    elif v is _MISSING:
+        inst.sse = False
+        absent.append("sse")
     else:
-        inst.audio = _tolerate(ctx, (path, "audio"), "boolean", v, False)
-    v = obj.get("embeddedContext", _MISSING)
-    if v is _MISSING:
-        inst.embedded_context = False
-        absent.append("embeddedContext")
-    elif v.__class__ is bool:
-        inst.embedded_context = v
-    else:
-        inst.embedded_context = _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+        inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptCapabilities.issuperset(obj) else _extra(obj, _K_PromptCapabilities)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-PromptCapabilities._decode = _d_PromptCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpCapabilities(_Wire):
+class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     """MCP capabilities supported by the agent"""
 
     http: bool = False
@@ -4469,66 +4447,117 @@ class McpCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "http" not in self._absent or self.http is not False:
+        if "http" not in self.__acp_absent__ or self.http is not False:
             d["http"] = self.http
-        if "sse" not in self._absent or self.sse is not False:
+        if "sse" not in self.__acp_absent__ or self.sse is not False:
             d["sse"] = self.sse
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
+_K_SessionCapabilities: Final[frozenset[str]] = frozenset(
+    ["list", "delete", "additionalDirectories", "resume", "close", "_meta"]
+)
 
 
-def _d_McpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpCapabilities)
-    v = obj.get("http", _MISSING)
+def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.list = UNSET
+        inst.delete = UNSET
+        inst.additional_directories = UNSET
+        inst.resume = UNSET
+        inst.close = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("list", _MISSING)
     if v is _MISSING:
-        inst.http = False
-        absent.append("http")
-    elif v.__class__ is bool:
-        inst.http = v
+        inst.list = UNSET
+    elif v is None:
+        inst.list = None
     else:
-        inst.http = _tolerate(ctx, (path, "http"), "boolean", v, False)
-    v = obj.get("sse", _MISSING)
+        try:
+            inst.list = _d_SessionListCapabilities(v, (path, "list"), ctx)
+        except DecodeError as exc:
+            inst.list = _s.tolerated(ctx, (path, "list"), exc, UNSET)
+    v = obj.get("delete", _MISSING)
     if v is _MISSING:
-        inst.sse = False
-        absent.append("sse")
-    elif v.__class__ is bool:
-        inst.sse = v
+        inst.delete = UNSET
+    elif v is None:
+        inst.delete = None
     else:
-        inst.sse = _tolerate(ctx, (path, "sse"), "boolean", v, False)
+        try:
+            inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
+        except DecodeError as exc:
+            inst.delete = _s.tolerated(ctx, (path, "delete"), exc, UNSET)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    elif v is None:
+        inst.additional_directories = None
+    else:
+        try:
+            inst.additional_directories = _d_SessionAdditionalDirectoriesCapabilities(
+                v, (path, "additionalDirectories"), ctx
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("resume", _MISSING)
+    if v is _MISSING:
+        inst.resume = UNSET
+    elif v is None:
+        inst.resume = None
+    else:
+        try:
+            inst.resume = _d_SessionResumeCapabilities(v, (path, "resume"), ctx)
+        except DecodeError as exc:
+            inst.resume = _s.tolerated(ctx, (path, "resume"), exc, UNSET)
+    v = obj.get("close", _MISSING)
+    if v is _MISSING:
+        inst.close = UNSET
+    elif v is None:
+        inst.close = None
+    else:
+        try:
+            inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
+        except DecodeError as exc:
+            inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpCapabilities.issuperset(obj) else _extra(obj, _K_McpCapabilities)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    )
     return inst
 
 
-McpCapabilities._decode = _d_McpCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionCapabilities(_Wire):
+class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     """Session capabilities supported by the agent.
 
     As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
@@ -4594,94 +4623,53 @@ class SessionCapabilities(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionCapabilities: Final[frozenset[str]] = frozenset(
-    ["list", "delete", "additionalDirectories", "resume", "close", "_meta"]
-)
+_K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
-def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionCapabilities)
-    v = obj.get("list", _MISSING)
+def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.logout = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("logout", _MISSING)
     if v is _MISSING:
-        inst.list = UNSET
+        inst.logout = UNSET
     elif v is None:
-        inst.list = None
+        inst.logout = None
     else:
         try:
-            inst.list = _d_SessionListCapabilities(v, (path, "list"), ctx)
+            inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
-            inst.list = _tolerated(ctx, (path, "list"), exc, UNSET)
-    v = obj.get("delete", _MISSING)
-    if v is _MISSING:
-        inst.delete = UNSET
-    elif v is None:
-        inst.delete = None
-    else:
-        try:
-            inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
-        except DecodeError as exc:
-            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    elif v is None:
-        inst.additional_directories = None
-    else:
-        try:
-            inst.additional_directories = _d_SessionAdditionalDirectoriesCapabilities(
-                v, (path, "additionalDirectories"), ctx
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("resume", _MISSING)
-    if v is _MISSING:
-        inst.resume = UNSET
-    elif v is None:
-        inst.resume = None
-    else:
-        try:
-            inst.resume = _d_SessionResumeCapabilities(v, (path, "resume"), ctx)
-        except DecodeError as exc:
-            inst.resume = _tolerated(ctx, (path, "resume"), exc, UNSET)
-    v = obj.get("close", _MISSING)
-    if v is _MISSING:
-        inst.close = UNSET
-    elif v is None:
-        inst.close = None
-    else:
-        try:
-            inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
-        except DecodeError as exc:
-            inst.close = _tolerated(ctx, (path, "close"), exc, UNSET)
+            inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SessionCapabilities.issuperset(obj) else _extra(obj, _K_SessionCapabilities)
+        {}
+        if _K_AgentAuthCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     )
     return inst
 
 
-SessionCapabilities._decode = _d_SessionCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentAuthCapabilities(_Wire):
+class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     """Authentication-related capabilities supported by the agent."""
 
     logout: LogoutCapabilities | None | Unset = UNSET
@@ -4705,48 +4693,113 @@ class AgentAuthCapabilities(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
+_K_AgentCapabilities: Final[frozenset[str]] = frozenset(
+    ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "_meta"]
+)
 
 
-def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentAuthCapabilities)
-    v = obj.get("logout", _MISSING)
+def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.load_session = False
+        inst.prompt_capabilities = PromptCapabilities(
+            image=False, audio=False, embedded_context=False
+        )
+        inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
+        inst.session_capabilities = SessionCapabilities()
+        inst.auth = AgentAuthCapabilities()
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(
+            ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
+        )
+        return inst
+    v = obj.get("loadSession", _MISSING)
+    if v.__class__ is bool:
+        inst.load_session = v
+    elif v is _MISSING:
+        inst.load_session = False
+        absent.append("loadSession")
+    else:
+        inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
+    v = obj.get("promptCapabilities", _MISSING)
     if v is _MISSING:
-        inst.logout = UNSET
-    elif v is None:
-        inst.logout = None
+        inst.prompt_capabilities = PromptCapabilities(
+            image=False, audio=False, embedded_context=False
+        )
+        absent.append("promptCapabilities")
     else:
         try:
-            inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
+            inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
         except DecodeError as exc:
-            inst.logout = _tolerated(ctx, (path, "logout"), exc, UNSET)
-    v = obj.get("_meta", _MISSING)
+            inst.prompt_capabilities = _s.tolerated(
+                ctx,
+                (path, "promptCapabilities"),
+                exc,
+                PromptCapabilities(image=False, audio=False, embedded_context=False),
+            )
+    v = obj.get("mcpCapabilities", _MISSING)
     if v is _MISSING:
+        inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
+        absent.append("mcpCapabilities")
+    else:
+        try:
+            inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
+        except DecodeError as exc:
+            inst.mcp_capabilities = _s.tolerated(
+                ctx, (path, "mcpCapabilities"), exc, McpCapabilities(http=False, sse=False)
+            )
+    v = obj.get("sessionCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.session_capabilities = SessionCapabilities()
+        absent.append("sessionCapabilities")
+    else:
+        try:
+            inst.session_capabilities = _d_SessionCapabilities(
+                v, (path, "sessionCapabilities"), ctx
+            )
+        except DecodeError as exc:
+            inst.session_capabilities = _s.tolerated(
+                ctx, (path, "sessionCapabilities"), exc, SessionCapabilities()
+            )
+    v = obj.get("auth", _MISSING)
+    if v is _MISSING:
+        inst.auth = AgentAuthCapabilities()
+        absent.append("auth")
+    else:
+        try:
+            inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_AgentAuthCapabilities.issuperset(obj) else _extra(obj, _K_AgentAuthCapabilities)
+        {}
+        if _K_AgentCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-AgentAuthCapabilities._decode = _d_AgentAuthCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentCapabilities(_Wire):
+class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     """Capabilities supported by the agent.
 
     Advertised during initialization to inform the client about
@@ -4777,124 +4830,143 @@ class AgentCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "loadSession" not in self._absent or self.load_session is not False:
+        if "loadSession" not in self.__acp_absent__ or self.load_session is not False:
             d["loadSession"] = self.load_session
         if (
-            "promptCapabilities" not in self._absent
+            "promptCapabilities" not in self.__acp_absent__
             or self.prompt_capabilities
             != PromptCapabilities(image=False, audio=False, embedded_context=False)
         ):
             d["promptCapabilities"] = self.prompt_capabilities.to_dict()
-        if "mcpCapabilities" not in self._absent or self.mcp_capabilities != McpCapabilities(
+        if "mcpCapabilities" not in self.__acp_absent__ or self.mcp_capabilities != McpCapabilities(
             http=False, sse=False
         ):
             d["mcpCapabilities"] = self.mcp_capabilities.to_dict()
         if (
-            "sessionCapabilities" not in self._absent
+            "sessionCapabilities" not in self.__acp_absent__
             or self.session_capabilities != SessionCapabilities()
         ):
             d["sessionCapabilities"] = self.session_capabilities.to_dict()
-        if "auth" not in self._absent or self.auth != AgentAuthCapabilities():
+        if "auth" not in self.__acp_absent__ or self.auth != AgentAuthCapabilities():
             d["auth"] = self.auth.to_dict()
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentCapabilities: Final[frozenset[str]] = frozenset(
-    ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "_meta"]
+_K_InitializeResponse: Final[frozenset[str]] = frozenset(
+    ["protocolVersion", "agentCapabilities", "authMethods", "agentInfo", "_meta"]
 )
 
 
-def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
+def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentCapabilities)
-    v = obj.get("loadSession", _MISSING)
-    if v is _MISSING:
-        inst.load_session = False
-        absent.append("loadSession")
-    elif v.__class__ is bool:
-        inst.load_session = v
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(InitializeResponse)
+    v = obj.get("protocolVersion", _MISSING)
+    if v.__class__ is int:
+        inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
     else:
-        inst.load_session = _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
-    v = obj.get("promptCapabilities", _MISSING)
-    if v is _MISSING:
-        inst.prompt_capabilities = PromptCapabilities(
-            image=False, audio=False, embedded_context=False
+        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.agent_capabilities = AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=PromptCapabilities(
+                image=False, audio=False, embedded_context=False
+            ),
+            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            session_capabilities=SessionCapabilities(),
+            auth=AgentAuthCapabilities(),
         )
-        absent.append("promptCapabilities")
+        inst.auth_methods = []
+        inst.agent_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
+        return inst
+    v = obj.get("agentCapabilities", _MISSING)
+    if v is _MISSING:
+        inst.agent_capabilities = AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=PromptCapabilities(
+                image=False, audio=False, embedded_context=False
+            ),
+            mcp_capabilities=McpCapabilities(http=False, sse=False),
+            session_capabilities=SessionCapabilities(),
+            auth=AgentAuthCapabilities(),
+        )
+        absent.append("agentCapabilities")
     else:
         try:
-            inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
+            inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
         except DecodeError as exc:
-            inst.prompt_capabilities = _tolerated(
+            inst.agent_capabilities = _s.tolerated(
                 ctx,
-                (path, "promptCapabilities"),
+                (path, "agentCapabilities"),
                 exc,
-                PromptCapabilities(image=False, audio=False, embedded_context=False),
+                AgentCapabilities(
+                    load_session=False,
+                    prompt_capabilities=PromptCapabilities(
+                        image=False, audio=False, embedded_context=False
+                    ),
+                    mcp_capabilities=McpCapabilities(http=False, sse=False),
+                    session_capabilities=SessionCapabilities(),
+                    auth=AgentAuthCapabilities(),
+                ),
             )
-    v = obj.get("mcpCapabilities", _MISSING)
+    v = obj.get("authMethods", _MISSING)
     if v is _MISSING:
-        inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
-        absent.append("mcpCapabilities")
+        inst.auth_methods = []
+        absent.append("authMethods")
     else:
         try:
-            inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
+            inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
-            inst.mcp_capabilities = _tolerated(
-                ctx, (path, "mcpCapabilities"), exc, McpCapabilities(http=False, sse=False)
-            )
-    v = obj.get("sessionCapabilities", _MISSING)
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+    v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
-        inst.session_capabilities = SessionCapabilities()
-        absent.append("sessionCapabilities")
+        inst.agent_info = UNSET
+    elif v is None:
+        inst.agent_info = None
     else:
         try:
-            inst.session_capabilities = _d_SessionCapabilities(
-                v, (path, "sessionCapabilities"), ctx
-            )
+            inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
-            inst.session_capabilities = _tolerated(
-                ctx, (path, "sessionCapabilities"), exc, SessionCapabilities()
-            )
-    v = obj.get("auth", _MISSING)
-    if v is _MISSING:
-        inst.auth = AgentAuthCapabilities()
-        absent.append("auth")
-    else:
-        try:
-            inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
-        except DecodeError as exc:
-            inst.auth = _tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+            inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AgentCapabilities.issuperset(obj) else _extra(obj, _K_AgentCapabilities)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_InitializeResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-AgentCapabilities._decode = _d_AgentCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class InitializeResponse(_Wire):
+class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     """Response to the `initialize` method.
 
     Contains the negotiated protocol version and agent capabilities.
@@ -4932,118 +5004,72 @@ class InitializeResponse(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
-        if "agentCapabilities" not in self._absent or self.agent_capabilities != AgentCapabilities(
-            load_session=False,
-            prompt_capabilities=PromptCapabilities(
-                image=False, audio=False, embedded_context=False
-            ),
-            mcp_capabilities=McpCapabilities(http=False, sse=False),
-            session_capabilities=SessionCapabilities(),
-            auth=AgentAuthCapabilities(),
+        if (
+            "agentCapabilities" not in self.__acp_absent__
+            or self.agent_capabilities
+            != AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=False
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(),
+                auth=AgentAuthCapabilities(),
+            )
         ):
             d["agentCapabilities"] = self.agent_capabilities.to_dict()
-        if "authMethods" not in self._absent or self.auth_methods != []:
+        if "authMethods" not in self.__acp_absent__ or self.auth_methods != []:
             d["authMethods"] = [x.to_dict() for x in self.auth_methods]
         if (v3 := self.agent_info) is not UNSET:
             d["agentInfo"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_InitializeResponse: Final[frozenset[str]] = frozenset(
-    ["protocolVersion", "agentCapabilities", "authMethods", "agentInfo", "_meta"]
-)
+_K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(InitializeResponse)
-    v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _missing(path, "protocolVersion")
-    elif v.__class__ is int:
-        inst.protocol_version = v
-    else:
-        inst.protocol_version = _int(v, (path, "protocolVersion"))
-    v = obj.get("agentCapabilities", _MISSING)
-    if v is _MISSING:
-        inst.agent_capabilities = AgentCapabilities(
-            load_session=False,
-            prompt_capabilities=PromptCapabilities(
-                image=False, audio=False, embedded_context=False
-            ),
-            mcp_capabilities=McpCapabilities(http=False, sse=False),
-            session_capabilities=SessionCapabilities(),
-            auth=AgentAuthCapabilities(),
-        )
-        absent.append("agentCapabilities")
-    else:
-        try:
-            inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
-        except DecodeError as exc:
-            inst.agent_capabilities = _tolerated(
-                ctx,
-                (path, "agentCapabilities"),
-                exc,
-                AgentCapabilities(
-                    load_session=False,
-                    prompt_capabilities=PromptCapabilities(
-                        image=False, audio=False, embedded_context=False
-                    ),
-                    mcp_capabilities=McpCapabilities(http=False, sse=False),
-                    session_capabilities=SessionCapabilities(),
-                    auth=AgentAuthCapabilities(),
-                ),
-            )
-    v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
-        inst.auth_methods = []
-        absent.append("authMethods")
-    else:
-        try:
-            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
-        except DecodeError as exc:
-            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
-    v = obj.get("agentInfo", _MISSING)
-    if v is _MISSING:
-        inst.agent_info = UNSET
-    elif v is None:
-        inst.agent_info = None
-    else:
-        try:
-            inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
-        except DecodeError as exc:
-            inst.agent_info = _tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+def _d_SessionListCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionListCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionListCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_InitializeResponse.issuperset(obj) else _extra(obj, _K_InitializeResponse)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionListCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    )
     return inst
 
 
-InitializeResponse._decode = _d_InitializeResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionListCapabilities(_Wire):
+class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     """Capabilities for the `session/list` method.
 
     Supplying `{}` means the agent supports listing sessions."""
@@ -5062,42 +5088,44 @@ class SessionListCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionListCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionListCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionListCapabilities)
+def _d_SessionDeleteCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionDeleteCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionDeleteCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionListCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionListCapabilities)
+        if _K_SessionDeleteCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     )
     return inst
 
 
-SessionListCapabilities._decode = _d_SessionListCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionDeleteCapabilities(_Wire):
+class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     """Capabilities for the `session/delete` method.
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`."""
@@ -5116,42 +5144,46 @@ class SessionDeleteCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionDeleteCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionDeleteCapabilities)
+def _d_SessionAdditionalDirectoriesCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionAdditionalDirectoriesCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionAdditionalDirectoriesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionDeleteCapabilities)
+        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
 
-SessionDeleteCapabilities._decode = _d_SessionDeleteCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionAdditionalDirectoriesCapabilities(_Wire):
+class SessionAdditionalDirectoriesCapabilities(
+    Wire, decoder=_d_SessionAdditionalDirectoriesCapabilities
+):
     """Capabilities for additional session directories support.
 
     Supplying `{}` means the agent supports the `additionalDirectories` field on
@@ -5173,42 +5205,44 @@ class SessionAdditionalDirectoriesCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionAdditionalDirectoriesCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionAdditionalDirectoriesCapabilities)
+def _d_SessionResumeCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionResumeCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionResumeCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionAdditionalDirectoriesCapabilities)
+        if _K_SessionResumeCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     )
     return inst
 
 
-SessionAdditionalDirectoriesCapabilities._decode = _d_SessionAdditionalDirectoriesCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionResumeCapabilities(_Wire):
+class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     """Capabilities for the `session/resume` method.
 
     Supplying `{}` means the agent supports resuming sessions."""
@@ -5227,42 +5261,44 @@ class SessionResumeCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionResumeCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionResumeCapabilities)
+def _d_SessionCloseCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionCloseCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionCloseCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionResumeCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionResumeCapabilities)
+        if _K_SessionCloseCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     )
     return inst
 
 
-SessionResumeCapabilities._decode = _d_SessionResumeCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionCloseCapabilities(_Wire):
+class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     """Capabilities for the `session/close` method.
 
     Supplying `{}` means the agent supports closing sessions."""
@@ -5281,42 +5317,42 @@ class SessionCloseCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionCloseCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionCloseCapabilities)
+def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LogoutCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionCloseCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionCloseCapabilities)
+        if _K_LogoutCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     )
     return inst
 
 
-SessionCloseCapabilities._decode = _d_SessionCloseCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LogoutCapabilities(_Wire):
+class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     """Logout capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the logout method."""
@@ -5335,36 +5371,86 @@ class LogoutCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
+    ["type", "id", "name", "description", "args", "env", "_meta"]
+)
 
 
-def _d_LogoutCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LogoutCapabilities)
-    v = obj.get("_meta", _MISSING)
+def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthMethodTerminal)
+    v = obj.get("id", _MISSING)
+    if v.__class__ is str:
+        inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
+    else:
+        _s.fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
+    else:
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("args", _MISSING)
     if v is _MISSING:
+        inst.args = UNSET
+    else:
+        try:
+            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
+        inst.env = UNSET
+    else:
+        try:
+            inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LogoutCapabilities.issuperset(obj) else _extra(obj, _K_LogoutCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthMethodTerminal.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    )
     return inst
 
 
-LogoutCapabilities._decode = _d_LogoutCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthMethodTerminal(_Wire):
+class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "terminal")):
     """Terminal-based authentication method.
 
     The client runs the configured agent program as a separate interactive
@@ -5374,7 +5460,6 @@ class AuthMethodTerminal(_Wire):
     The client MUST NOT pass this method to `authenticate`."""
 
     TAG: ClassVar[Literal["terminal"]] = "terminal"
-    _tag = ("type", "terminal")
     id: AuthMethodId
     """Unique identifier for this authentication method."""
     name: str
@@ -5406,77 +5491,66 @@ class AuthMethodTerminal(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
-    ["type", "id", "name", "description", "args", "env", "_meta"]
-)
+_K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
 
 
-def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthMethodTerminal)
+def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthMethodAgent)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
-        _fail((path, "id"), "string", v)
+        _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("args", _MISSING)
-    if v is _MISSING:
-        inst.args = UNSET
-    else:
-        try:
-            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
-    v = obj.get("env", _MISSING)
-    if v is _MISSING:
-        inst.env = UNSET
-    else:
-        try:
-            inst.env = _map(v, (path, "env"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthMethodTerminal.issuperset(obj) else _extra(obj, _K_AuthMethodTerminal)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthMethodAgent.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    )
     return inst
 
 
-AuthMethodTerminal._decode = _d_AuthMethodTerminal
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthMethodAgent(_Wire):
+class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
     """Agent handles authentication itself through `authenticate`.
 
     This is the default authentication method type."""
@@ -5503,59 +5577,66 @@ class AuthMethodAgent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
+_K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title", "_meta"])
 
 
-def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthMethodAgent)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
-    elif v.__class__ is str:
-        inst.id = v
-    else:
-        _fail((path, "id"), "string", v)
+def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Implementation)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("version", _MISSING)
+    if v.__class__ is str:
+        inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
+    else:
+        _s.fail((path, "version"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
     elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        inst.title = None
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthMethodAgent.issuperset(obj) else _extra(obj, _K_AuthMethodAgent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_Implementation.issuperset(obj)
+        else _s.extra_fields(obj, _K_Implementation, path, ctx)
+    )
     return inst
 
 
-AuthMethodAgent._decode = _d_AuthMethodAgent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Implementation(_Wire):
+class Implementation(Wire, decoder=_d_Implementation):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation."""
@@ -5587,59 +5668,42 @@ class Implementation(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title", "_meta"])
+_K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Implementation)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
-    else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _missing(path, "version")
-    elif v.__class__ is str:
-        inst.version = v
-    else:
-        _fail((path, "version"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthenticateResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Implementation.issuperset(obj) else _extra(obj, _K_Implementation)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthenticateResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    )
     return inst
 
 
-Implementation._decode = _d_Implementation
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthenticateResponse(_Wire):
+class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     """Response to the `authenticate` method."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -5656,38 +5720,42 @@ class AuthenticateResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_AuthenticateResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthenticateResponse)
+def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LogoutResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_AuthenticateResponse.issuperset(obj) else _extra(obj, _K_AuthenticateResponse)
+        {}
+        if _K_LogoutResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     )
     return inst
 
 
-AuthenticateResponse._decode = _d_AuthenticateResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LogoutResponse(_Wire):
+class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     """Response to the `logout` method."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -5704,36 +5772,75 @@ class LogoutResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_NewSessionResponse: Final[frozenset[str]] = frozenset(
+    ["sessionId", "modes", "configOptions", "_meta"]
+)
 
 
-def _d_LogoutResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LogoutResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NewSessionResponse)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("modes", _MISSING)
     if v is _MISSING:
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
+    else:
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LogoutResponse.issuperset(obj) else _extra(obj, _K_LogoutResponse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_NewSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    )
     return inst
 
 
-LogoutResponse._decode = _d_LogoutResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NewSessionResponse(_Wire):
+class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     """Response from creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
@@ -5767,67 +5874,57 @@ class NewSessionResponse(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NewSessionResponse: Final[frozenset[str]] = frozenset(
-    ["sessionId", "modes", "configOptions", "_meta"]
-)
+_K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availableModes", "_meta"])
 
 
-def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NewSessionResponse)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionModeState)
+    v = obj.get("currentModeId", _MISSING)
+    if v.__class__ is str:
+        inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("modes", _MISSING)
+        _s.fail((path, "currentModeId"), "string", v)
+    v = obj.get("availableModes", _MISSING)
     if v is _MISSING:
-        inst.modes = UNSET
-    elif v is None:
-        inst.modes = None
+        _s.missing(path, "availableModes")
     else:
         try:
-            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+            inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
-            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        inst.config_options = UNSET
-    elif v is None:
-        inst.config_options = None
-    else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_NewSessionResponse.issuperset(obj) else _extra(obj, _K_NewSessionResponse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionModeState.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
+    )
     return inst
 
 
-NewSessionResponse._decode = _d_NewSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionModeState(_Wire):
+class SessionModeState(Wire, decoder=_d_SessionModeState):
     """The set of modes and the one currently active."""
 
     current_mode_id: SessionModeId
@@ -5851,51 +5948,64 @@ class SessionModeState(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availableModes", "_meta"])
+_K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
 
 
-def _d_SessionModeState(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionModeState)
-    v = obj.get("currentModeId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentModeId")
-    elif v.__class__ is str:
-        inst.current_mode_id = v
+def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionMode)
+    v = obj.get("id", _MISSING)
+    if v.__class__ is str:
+        inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
-        _fail((path, "currentModeId"), "string", v)
-    v = obj.get("availableModes", _MISSING)
-    if v is _MISSING:
-        _missing(path, "availableModes")
+        _s.fail((path, "id"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        try:
-            inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
-        except DecodeError as exc:
-            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionModeState.issuperset(obj) else _extra(obj, _K_SessionModeState)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_SessionMode.issuperset(obj) else _s.extra_fields(obj, _K_SessionMode, path, ctx)
+    )
     return inst
 
 
-SessionModeState._decode = _d_SessionModeState
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionMode(_Wire):
+class SessionMode(Wire, decoder=_d_SessionMode):
     """A mode the agent can operate in.
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)"""
@@ -5922,63 +6032,95 @@ class SessionMode(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", "_meta"])
+_K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
+    ["type", "id", "name", "currentValue", "options", "description", "category", "_meta"]
+)
 
 
-def _d_SessionMode(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionMode)
+def _d_SessionConfigOptionSelect(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigOptionSelect:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigOptionSelect)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
-        _fail((path, "id"), "string", v)
+        _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("currentValue", _MISSING)
+    if v.__class__ is str:
+        inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
+    else:
+        _s.fail((path, "currentValue"), "string", v)
+    v = obj.get("options", _MISSING)
     if v is _MISSING:
+        _s.missing(path, "options")
+    else:
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    if len(obj) == 4 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("category", _MISSING)
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
+        inst.category = UNSET
+    elif v is None:
+        inst.category = None
+    else:
+        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionMode.issuperset(obj) else _extra(obj, _K_SessionMode)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionConfigOptionSelect.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
-SessionMode._decode = _d_SessionMode
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigOptionSelect(_Wire):
+class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=("type", "select")):
     """Single-value selector (dropdown)."""
 
     TAG: ClassVar[Literal["select"]] = "select"
-    _tag = ("type", "select")
     id: SessionConfigId
     """Unique identifier for the configuration option."""
     name: str
@@ -6015,92 +6157,92 @@ class SessionConfigOptionSelect(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
-    ["type", "id", "name", "currentValue", "options", "description", "category", "_meta"]
+_K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
+    ["type", "id", "name", "currentValue", "description", "category", "_meta"]
 )
 
 
-def _d_SessionConfigOptionSelect(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigOptionSelect)
+def _d_SessionConfigOptionBoolean(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigOptionBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigOptionBoolean)
     v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.id = v
+    elif v is _MISSING:
+        _s.missing(path, "id")
     else:
-        _fail((path, "id"), "string", v)
+        _s.fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+        _s.fail((path, "currentValue"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
-        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _extra(obj, _K_SessionConfigOptionSelect)
+        if _K_SessionConfigOptionBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     )
     return inst
 
 
-SessionConfigOptionSelect._decode = _d_SessionConfigOptionSelect
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigOptionBoolean(_Wire):
+class SessionConfigOptionBoolean(
+    Wire, decoder=_d_SessionConfigOptionBoolean, tag=("type", "boolean")
+):
     """Boolean on/off toggle."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     id: SessionConfigId
     """Unique identifier for the configuration option."""
     name: str
@@ -6134,83 +6276,70 @@ class SessionConfigOptionBoolean(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
-    ["type", "id", "name", "currentValue", "description", "category", "_meta"]
+_K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
+    ["value", "name", "description", "_meta"]
 )
 
 
-def _d_SessionConfigOptionBoolean(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigOptionBoolean)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
-    elif v.__class__ is str:
-        inst.id = v
+def _d_SessionConfigSelectOption(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigSelectOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelectOption)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        _fail((path, "id"), "string", v)
+        _s.fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is bool:
-        inst.current_value = v
-    else:
-        _fail((path, "currentValue"), "boolean", v)
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("category", _MISSING)
-    if v is _MISSING:
-        inst.category = UNSET
-    elif v is None:
-        inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
-    else:
-        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _extra(obj, _K_SessionConfigOptionBoolean)
+        if _K_SessionConfigSelectOption.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     )
     return inst
 
 
-SessionConfigOptionBoolean._decode = _d_SessionConfigOptionBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelectOption(_Wire):
+class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     """A possible value for a session configuration option."""
 
     value: SessionConfigValueId
@@ -6235,67 +6364,68 @@ class SessionConfigSelectOption(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
-    ["value", "name", "description", "_meta"]
+_K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
+    ["group", "name", "options", "_meta"]
 )
 
 
-def _d_SessionConfigSelectOption(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelectOption)
-    v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+def _d_SessionConfigSelectGroup(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigSelectGroup:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelectGroup)
+    v = obj.get("group", _MISSING)
+    if v.__class__ is str:
+        inst.group = v
+    elif v is _MISSING:
+        _s.missing(path, "group")
     else:
-        _fail((path, "value"), "string", v)
+        _s.fail((path, "group"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("options", _MISSING)
     if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        _s.missing(path, "options")
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        try:
+            inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _extra(obj, _K_SessionConfigSelectOption)
+        if _K_SessionConfigSelectGroup.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     )
     return inst
 
 
-SessionConfigSelectOption._decode = _d_SessionConfigSelectOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelectGroup(_Wire):
+class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     """A group of possible values for a session configuration option."""
 
     group: SessionConfigGroupId
@@ -6322,66 +6452,40 @@ class SessionConfigSelectGroup(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
-    ["group", "name", "options", "_meta"]
-)
+_K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "options"])
 
 
-def _d_SessionConfigSelectGroup(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelectGroup)
-    v = obj.get("group", _MISSING)
-    if v is _MISSING:
-        _missing(path, "group")
-    elif v.__class__ is str:
-        inst.group = v
+def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelect)
+    v = obj.get("currentValue", _MISSING)
+    if v.__class__ is str:
+        inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "group"), "string", v)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
-    else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _missing(path, "options")
+        _s.missing(path, "options")
     else:
-        try:
-            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
-        except DecodeError as exc:
-            inst.options = _tolerated(ctx, (path, "options"), exc, [])
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _extra(obj, _K_SessionConfigSelectGroup)
+        if _K_SessionConfigSelect.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     )
     return inst
 
 
-SessionConfigSelectGroup._decode = _d_SessionConfigSelectGroup
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelect(_Wire):
+class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """A single-value selector (dropdown) session configuration option payload."""
 
     current_value: SessionConfigValueId
@@ -6397,41 +6501,35 @@ class SessionConfigSelect(_Wire):
             "options": encode_SessionConfigSelectOptions(self.options),
         }
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "options"])
+_K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
-def _d_SessionConfigSelect(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelect)
+def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+        _s.fail((path, "currentValue"), "boolean", v)
     inst.extra = (
-        {} if _K_SessionConfigSelect.issuperset(obj) else _extra(obj, _K_SessionConfigSelect)
+        {}
+        if _K_SessionConfigBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     )
     return inst
 
 
-SessionConfigSelect._decode = _d_SessionConfigSelect
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigBoolean(_Wire):
+class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
     """A boolean on/off toggle session configuration option payload."""
 
     current_value: bool
@@ -6442,36 +6540,66 @@ class SessionConfigBoolean(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"currentValue": self.current_value}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
+_K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
 
 
-def _d_SessionConfigBoolean(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigBoolean)
-    v = obj.get("currentValue", _MISSING)
+def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LoadSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("modes", _MISSING)
     if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is bool:
-        inst.current_value = v
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
     else:
-        _fail((path, "currentValue"), "boolean", v)
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SessionConfigBoolean.issuperset(obj) else _extra(obj, _K_SessionConfigBoolean)
+        {}
+        if _K_LoadSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     )
     return inst
 
 
-SessionConfigBoolean._decode = _d_SessionConfigBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LoadSessionResponse(_Wire):
+class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
     """Response from loading an existing session."""
 
     modes: SessionModeState | None | Unset = UNSET
@@ -6498,60 +6626,60 @@ class LoadSessionResponse(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
+_K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCursor", "_meta"])
 
 
-def _d_LoadSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LoadSessionResponse)
-    v = obj.get("modes", _MISSING)
+def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ListSessionsResponse)
+    v = obj.get("sessions", _MISSING)
     if v is _MISSING:
-        inst.modes = UNSET
-    elif v is None:
-        inst.modes = None
+        _s.missing(path, "sessions")
     else:
         try:
-            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+            inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
-            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        inst.config_options = UNSET
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.next_cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("nextCursor", _MISSING)
+    if v.__class__ is str:
+        inst.next_cursor = v
+    elif v is _MISSING:
+        inst.next_cursor = UNSET
     elif v is None:
-        inst.config_options = None
+        inst.next_cursor = None
     else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+        inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_LoadSessionResponse.issuperset(obj) else _extra(obj, _K_LoadSessionResponse)
+        {}
+        if _K_ListSessionsResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     )
     return inst
 
 
-LoadSessionResponse._decode = _d_LoadSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ListSessionsResponse(_Wire):
+class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     """Response from listing sessions."""
 
     sessions: list[SessionInfo]
@@ -6575,55 +6703,89 @@ class ListSessionsResponse(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCursor", "_meta"])
+_K_SessionInfo: Final[frozenset[str]] = frozenset(
+    ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
+)
 
 
-def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ListSessionsResponse)
-    v = obj.get("sessions", _MISSING)
+def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionInfo)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessions")
+        inst.additional_directories = UNSET
     else:
         try:
-            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
         except DecodeError as exc:
-            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
-    v = obj.get("nextCursor", _MISSING)
-    if v is _MISSING:
-        inst.next_cursor = UNSET
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
     elif v is None:
-        inst.next_cursor = None
-    elif v.__class__ is str:
-        inst.next_cursor = v
+        inst.title = None
     else:
-        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    else:
+        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ListSessionsResponse.issuperset(obj) else _extra(obj, _K_ListSessionsResponse)
+        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     )
     return inst
 
 
-ListSessionsResponse._decode = _d_ListSessionsResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionInfo(_Wire):
+class SessionInfo(Wire, decoder=_d_SessionInfo):
     """Information about a session returned by session/list"""
 
     session_id: SessionId
@@ -6660,82 +6822,42 @@ class SessionInfo(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionInfo: Final[frozenset[str]] = frozenset(
-    ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
-)
+_K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionInfo)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
-    else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
-        inst.updated_at = UNSET
-    elif v is None:
-        inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
-    else:
-        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DeleteSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionInfo.issuperset(obj) else _extra(obj, _K_SessionInfo)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DeleteSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    )
     return inst
 
 
-SessionInfo._decode = _d_SessionInfo
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DeleteSessionResponse(_Wire):
+class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     """Response from deleting a session."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6752,38 +6874,66 @@ class DeleteSessionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
 
 
-def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DeleteSessionResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResumeSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.modes = UNSET
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("modes", _MISSING)
     if v is _MISSING:
+        inst.modes = UNSET
+    elif v is None:
+        inst.modes = None
+    else:
+        try:
+            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
+        except DecodeError as exc:
+            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+    v = obj.get("configOptions", _MISSING)
+    if v is _MISSING:
+        inst.config_options = UNSET
+    elif v is None:
+        inst.config_options = None
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_DeleteSessionResponse.issuperset(obj) else _extra(obj, _K_DeleteSessionResponse)
+        {}
+        if _K_ResumeSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     )
     return inst
 
 
-DeleteSessionResponse._decode = _d_DeleteSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResumeSessionResponse(_Wire):
+class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     """Response from resuming an existing session."""
 
     modes: SessionModeState | None | Unset = UNSET
@@ -6810,60 +6960,42 @@ class ResumeSessionResponse(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptions", "_meta"])
+_K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResumeSessionResponse)
-    v = obj.get("modes", _MISSING)
-    if v is _MISSING:
-        inst.modes = UNSET
-    elif v is None:
-        inst.modes = None
-    else:
-        try:
-            inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
-        except DecodeError as exc:
-            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        inst.config_options = UNSET
-    elif v is None:
-        inst.config_options = None
-    else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CloseSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ResumeSessionResponse.issuperset(obj) else _extra(obj, _K_ResumeSessionResponse)
+        {}
+        if _K_CloseSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     )
     return inst
 
 
-ResumeSessionResponse._decode = _d_ResumeSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CloseSessionResponse(_Wire):
+class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     """Response from closing a session."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6880,38 +7012,42 @@ class CloseSessionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CloseSessionResponse)
+def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionModeResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CloseSessionResponse.issuperset(obj) else _extra(obj, _K_CloseSessionResponse)
+        {}
+        if _K_SetSessionModeResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     )
     return inst
 
 
-CloseSessionResponse._decode = _d_CloseSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionModeResponse(_Wire):
+class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     """Response to `session/set_mode` method."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6928,38 +7064,54 @@ class SetSessionModeResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
-def _d_SetSessionModeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionModeResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_SetSessionConfigOptionResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionResponse)
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
+        _s.missing(path, "configOptions")
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SetSessionModeResponse.issuperset(obj) else _extra(obj, _K_SetSessionModeResponse)
+        {}
+        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
 
-SetSessionModeResponse._decode = _d_SetSessionModeResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionResponse(_Wire):
+class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResponse):
     """Response to `session/set_config_option` method."""
 
     config_options: list[SessionConfigOption]
@@ -6978,52 +7130,49 @@ class SetSessionConfigOptionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
+_K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 
 
-def _d_SetSessionConfigOptionResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionResponse)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configOptions")
+def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptResponse)
+    v = obj.get("stopReason", _MISSING)
+    if v.__class__ is str and v in _StopReason_VALUES:
+        inst.stop_reason = _StopReason_VALUES[v]
+    elif v is _MISSING:
+        _s.missing(path, "stopReason")
     else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+        _s.enum_fail((path, "stopReason"), "StopReason", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionResponse)
+        if _K_PromptResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionResponse._decode = _d_SetSessionConfigOptionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptResponse(_Wire):
+class PromptResponse(Wire, decoder=_d_PromptResponse):
     """Response from processing a user prompt.
 
     See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/prompt-turn#4-check-for-completion)
@@ -7045,43 +7194,48 @@ class PromptResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
+_K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
-def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptResponse)
-    v = obj.get("stopReason", _MISSING)
-    if v is _MISSING:
-        _missing(path, "stopReason")
-    elif v.__class__ is str and v in _StopReason_VALUES:
-        inst.stop_reason = cast("StopReason", v)
+def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Error)
+    v = obj.get("code", _MISSING)
+    if v.__class__ is int:
+        inst.code = v
+    elif v is _MISSING:
+        _s.missing(path, "code")
     else:
-        _enum_fail((path, "stopReason"), "StopReason", v)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        _s.fail((path, "code"), "integer", v)
+    v = obj.get("message", _MISSING)
+    if v.__class__ is str:
+        inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptResponse.issuperset(obj) else _extra(obj, _K_PromptResponse)
+        _s.fail((path, "message"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.data = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("data", _MISSING)
+    if v is _MISSING:
+        inst.data = UNSET
+    else:
+        inst.data = v
+    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
-PromptResponse._decode = _d_PromptResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Error(_Wire):
+class Error(Wire, decoder=_d_Error):
     """JSON-RPC error object.
 
     Represents an error that occurred during method execution, following the
@@ -7107,46 +7261,47 @@ class Error(_Wire):
         if (v1 := self.data) is not UNSET:
             d["data"] = v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
+_K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
-def _d_Error(obj: Any, path: _PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Error)
-    v = obj.get("code", _MISSING)
-    if v is _MISSING:
-        _missing(path, "code")
-    elif v.__class__ is int:
-        inst.code = v
+def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentNotification)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
-        _fail((path, "code"), "integer", v)
-    v = obj.get("message", _MISSING)
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
     if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
-        inst.message = v
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
     else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        inst.data = UNSET
-    else:
-        inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _extra(obj, _K_Error)
+        inst.params = v
+    inst.extra = (
+        {}
+        if _K_AgentNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    )
     return inst
 
 
-Error._decode = _d_Error
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentNotification(_Wire):
+class AgentNotification(Wire, decoder=_d_AgentNotification):
     """A JSON-RPC notification object."""
 
     method: str
@@ -7161,41 +7316,60 @@ class AgentNotification(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
+_K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update", "_meta"])
 
 
-def _d_AgentNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentNotification)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionNotification)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("update", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("sessionUpdate")).__class__ is str
+        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
+    ):
+        inst.update = d2(v, (path, "update"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "update")
+    else:
+        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_AgentNotification.issuperset(obj) else _extra(obj, _K_AgentNotification)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
+    )
     return inst
 
 
-AgentNotification._decode = _d_AgentNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionNotification(_Wire):
+class SessionNotification(Wire, decoder=_d_SessionNotification):
     """Notification containing a session update from the agent.
 
     Used to stream real-time progress and results during prompt processing.
@@ -7221,54 +7395,72 @@ class SessionNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update", "_meta"])
+_K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "content", "messageId", "_meta"]
+)
 
 
-def _d_SessionNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionNotification)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_SessionUpdateUserMessageChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateUserMessageChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateUserMessageChunk)
+    v = obj.get("content", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("update", _MISSING)
-    if v is _MISSING:
-        _missing(path, "update")
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("messageId", _MISSING)
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
+        inst.message_id = UNSET
+    elif v is None:
+        inst.message_id = None
     else:
-        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SessionNotification.issuperset(obj) else _extra(obj, _K_SessionNotification)
+        {}
+        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     )
     return inst
 
 
-SessionNotification._decode = _d_SessionNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateUserMessageChunk(_Wire):
+class SessionUpdateUserMessageChunk(
+    Wire, decoder=_d_SessionUpdateUserMessageChunk, tag=("sessionUpdate", "user_message_chunk")
+):
     """A chunk of the user's message being streamed."""
 
     TAG: ClassVar[Literal["user_message_chunk"]] = "user_message_chunk"
-    _tag = ("sessionUpdate", "user_message_chunk")
     content: ContentBlock
     """A single item of content"""
     message_id: MessageId | None | Unset = UNSET
@@ -7292,62 +7484,72 @@ class SessionUpdateUserMessageChunk(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
+_K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "content", "messageId", "_meta"]
 )
 
 
-def _d_SessionUpdateUserMessageChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateUserMessageChunk)
+def _d_SessionUpdateAgentMessageChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateAgentMessageChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
-        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateUserMessageChunk)
+        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateUserMessageChunk._decode = _d_SessionUpdateUserMessageChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateAgentMessageChunk(_Wire):
+class SessionUpdateAgentMessageChunk(
+    Wire, decoder=_d_SessionUpdateAgentMessageChunk, tag=("sessionUpdate", "agent_message_chunk")
+):
     """A chunk of the agent's response being streamed."""
 
     TAG: ClassVar[Literal["agent_message_chunk"]] = "agent_message_chunk"
-    _tag = ("sessionUpdate", "agent_message_chunk")
     content: ContentBlock
     """A single item of content"""
     message_id: MessageId | None | Unset = UNSET
@@ -7371,62 +7573,72 @@ class SessionUpdateAgentMessageChunk(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
+_K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "content", "messageId", "_meta"]
 )
 
 
-def _d_SessionUpdateAgentMessageChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateAgentMessageChunk)
+def _d_SessionUpdateAgentThoughtChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateAgentThoughtChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
         inst.message_id = UNSET
     elif v is None:
         inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
     else:
-        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateAgentMessageChunk)
+        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateAgentMessageChunk._decode = _d_SessionUpdateAgentMessageChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateAgentThoughtChunk(_Wire):
+class SessionUpdateAgentThoughtChunk(
+    Wire, decoder=_d_SessionUpdateAgentThoughtChunk, tag=("sessionUpdate", "agent_thought_chunk")
+):
     """A chunk of the agent's internal reasoning being streamed."""
 
     TAG: ClassVar[Literal["agent_thought_chunk"]] = "agent_thought_chunk"
-    _tag = ("sessionUpdate", "agent_thought_chunk")
     content: ContentBlock
     """A single item of content"""
     message_id: MessageId | None | Unset = UNSET
@@ -7450,62 +7662,133 @@ class SessionUpdateAgentThoughtChunk(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "content", "messageId", "_meta"]
+_K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
+    [
+        "sessionUpdate",
+        "toolCallId",
+        "kind",
+        "status",
+        "title",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "_meta",
+    ]
 )
 
 
-def _d_SessionUpdateAgentThoughtChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateAgentThoughtChunk)
+def _d_SessionUpdateToolCallUpdate(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateToolCallUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateToolCallUpdate)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
+    else:
+        _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.title = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
+        inst.kind = UNSET
+    elif v is None:
+        inst.kind = None
+    else:
+        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
+    else:
+        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v is _MISSING:
-        _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        inst.message_id = UNSET
+        inst.content = UNSET
     elif v is None:
-        inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
+        inst.content = None
     else:
-        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    v = obj.get("_meta", _MISSING)
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
     if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateAgentThoughtChunk)
+        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     )
     return inst
 
 
-SessionUpdateAgentThoughtChunk._decode = _d_SessionUpdateAgentThoughtChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateToolCallUpdate(_Wire):
+class SessionUpdateToolCallUpdate(
+    Wire, decoder=_d_SessionUpdateToolCallUpdate, tag=("sessionUpdate", "tool_call_update")
+):
     """Update on the status or results of a tool call."""
 
     TAG: ClassVar[Literal["tool_call_update"]] = "tool_call_update"
-    _tag = ("sessionUpdate", "tool_call_update")
     tool_call_id: ToolCallId
     """The ID of the tool call being updated."""
     kind: ToolKind | None | Unset = UNSET
@@ -7550,119 +7833,61 @@ class SessionUpdateToolCallUpdate(_Wire):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
-    [
-        "sessionUpdate",
-        "toolCallId",
-        "kind",
-        "status",
-        "title",
-        "content",
-        "locations",
-        "rawInput",
-        "rawOutput",
-        "_meta",
-    ]
-)
+_K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_meta"])
 
 
-def _d_SessionUpdateToolCallUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        inst.kind = UNSET
-    elif v is None:
-        inst.kind = None
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
-    else:
-        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        inst.status = UNSET
-    elif v is None:
-        inst.status = None
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
-    else:
-        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ContentChunk)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
+    else:
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.message_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("messageId", _MISSING)
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
+        inst.message_id = UNSET
     elif v is None:
-        inst.content = None
+        inst.message_id = None
     else:
-        try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-        except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
-    v = obj.get("locations", _MISSING)
-    if v is _MISSING:
-        inst.locations = UNSET
-    elif v is None:
-        inst.locations = None
-    else:
-        try:
-            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-        except DecodeError as exc:
-            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
-    v = obj.get("rawInput", _MISSING)
-    if v is _MISSING:
-        inst.raw_input = UNSET
-    else:
-        inst.raw_input = v
-    v = obj.get("rawOutput", _MISSING)
-    if v is _MISSING:
-        inst.raw_output = UNSET
-    else:
-        inst.raw_output = v
+        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateToolCallUpdate)
+        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateToolCallUpdate._decode = _d_SessionUpdateToolCallUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ContentChunk(_Wire):
+class ContentChunk(Wire, decoder=_d_ContentChunk):
     """A streamed item of content"""
 
     content: ContentBlock
@@ -7688,50 +7913,111 @@ class ContentChunk(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_meta"])
+_K_ToolCall: Final[frozenset[str]] = frozenset(
+    [
+        "sessionUpdate",
+        "toolCallId",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "_meta",
+    ]
+)
 
 
-def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ContentChunk)
+def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCall)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
+    else:
+        _s.fail((path, "toolCallId"), "string", v)
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
+    else:
+        _s.fail((path, "title"), "string", v)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str and v in _ToolKind_VALUES:
+        inst.kind = _ToolKind_VALUES[v]
+    elif v is _MISSING:
+        inst.kind = UNSET
+    else:
+        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str and v in _ToolCallStatus_VALUES:
+        inst.status = _ToolCallStatus_VALUES[v]
+    elif v is _MISSING:
+        inst.status = UNSET
+    else:
+        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
     if v is _MISSING:
-        _missing(path, "content")
+        inst.content = UNSET
     else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    v = obj.get("messageId", _MISSING)
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
     if v is _MISSING:
-        inst.message_id = UNSET
-    elif v is None:
-        inst.message_id = None
-    elif v.__class__ is str:
-        inst.message_id = v
+        inst.locations = UNSET
     else:
-        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        try:
+            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ContentChunk.issuperset(obj) else _extra(obj, _K_ContentChunk)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
-ContentChunk._decode = _d_ContentChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCall(_Wire):
+class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
     """Represents a tool call that the language model has requested.
 
     Tool calls are actions that the agent executes on behalf of the language model,
@@ -7740,7 +8026,6 @@ class ToolCall(_Wire):
     See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/tool-calls)"""
 
     TAG: ClassVar[Literal["tool_call"]] = "tool_call"
-    _tag = ("sessionUpdate", "tool_call")
     tool_call_id: ToolCallId
     """Unique identifier for this tool call within the session."""
     title: str
@@ -7789,103 +8074,61 @@ class ToolCall(_Wire):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCall: Final[frozenset[str]] = frozenset(
-    [
-        "sessionUpdate",
-        "toolCallId",
-        "title",
-        "kind",
-        "status",
-        "content",
-        "locations",
-        "rawInput",
-        "rawOutput",
-        "_meta",
-    ]
-)
+_K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status", "_meta"])
 
 
-def _d_ToolCall(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCall)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _missing(path, "title")
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        _fail((path, "title"), "string", v)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        inst.kind = UNSET
-    elif v.__class__ is str and v in _ToolKind_VALUES:
-        inst.kind = cast("ToolKind", v)
-    else:
-        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        inst.status = UNSET
-    elif v.__class__ is str and v in _ToolCallStatus_VALUES:
-        inst.status = cast("ToolCallStatus", v)
-    else:
-        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
+    if v.__class__ is str:
+        inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-        except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
-    v = obj.get("locations", _MISSING)
-    if v is _MISSING:
-        inst.locations = UNSET
+        _s.fail((path, "content"), "string", v)
+    v = obj.get("priority", _MISSING)
+    if v.__class__ is str and v in _PlanEntryPriority_VALUES:
+        inst.priority = _PlanEntryPriority_VALUES[v]
+    elif v is _MISSING:
+        _s.missing(path, "priority")
     else:
-        try:
-            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-        except DecodeError as exc:
-            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
-    v = obj.get("rawInput", _MISSING)
-    if v is _MISSING:
-        inst.raw_input = UNSET
+        _s.enum_fail((path, "priority"), "PlanEntryPriority", v)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str and v in _PlanEntryStatus_VALUES:
+        inst.status = _PlanEntryStatus_VALUES[v]
+    elif v is _MISSING:
+        _s.missing(path, "status")
     else:
-        inst.raw_input = v
-    v = obj.get("rawOutput", _MISSING)
-    if v is _MISSING:
-        inst.raw_output = UNSET
-    else:
-        inst.raw_output = v
+        _s.enum_fail((path, "status"), "PlanEntryStatus", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCall.issuperset(obj) else _extra(obj, _K_ToolCall)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+    )
     return inst
 
 
-ToolCall._decode = _d_ToolCall
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PlanEntry(_Wire):
+class PlanEntry(Wire, decoder=_d_PlanEntry):
     """A single entry in the execution plan.
 
     Represents a task or goal that the assistant intends to accomplish
@@ -7914,57 +8157,46 @@ class PlanEntry(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status", "_meta"])
+_K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"])
 
 
-def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PlanEntry)
-    v = obj.get("content", _MISSING)
+def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Plan)
+    v = obj.get("entries", _MISSING)
     if v is _MISSING:
-        _missing(path, "content")
-    elif v.__class__ is str:
-        inst.content = v
+        _s.missing(path, "entries")
     else:
-        _fail((path, "content"), "string", v)
-    v = obj.get("priority", _MISSING)
-    if v is _MISSING:
-        _missing(path, "priority")
-    elif v.__class__ is str and v in _PlanEntryPriority_VALUES:
-        inst.priority = cast("PlanEntryPriority", v)
-    else:
-        _enum_fail((path, "priority"), "PlanEntryPriority", v)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        _missing(path, "status")
-    elif v.__class__ is str and v in _PlanEntryStatus_VALUES:
-        inst.status = cast("PlanEntryStatus", v)
-    else:
-        _enum_fail((path, "status"), "PlanEntryStatus", v)
+        try:
+            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanEntry.issuperset(obj) else _extra(obj, _K_PlanEntry)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
-PlanEntry._decode = _d_PlanEntry
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Plan(_Wire):
+class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     """An execution plan for accomplishing complex tasks.
 
     Plans consist of multiple entries representing individual tasks or goals.
@@ -7974,7 +8206,6 @@ class Plan(_Wire):
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/agent-plan)"""
 
     TAG: ClassVar[Literal["plan"]] = "plan"
-    _tag = ("sessionUpdate", "plan")
     entries: list[PlanEntry]
     """The list of tasks to be accomplished.
 
@@ -7994,44 +8225,67 @@ class Plan(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"])
+_K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "input", "_meta"])
 
 
-def _d_Plan(obj: Any, path: _PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Plan)
-    v = obj.get("entries", _MISSING)
+def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AvailableCommand)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
+    else:
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        _s.missing(path, "description")
+    else:
+        _s.fail((path, "description"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.input = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("input", _MISSING)
     if v is _MISSING:
-        _missing(path, "entries")
+        inst.input = UNSET
+    elif v is None:
+        inst.input = None
     else:
         try:
-            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
-            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
+            inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Plan.issuperset(obj) else _extra(obj, _K_Plan)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AvailableCommand.issuperset(obj)
+        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+    )
     return inst
 
 
-Plan._decode = _d_Plan
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AvailableCommand(_Wire):
+class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     """Information about a command."""
 
     name: str
@@ -8056,60 +8310,51 @@ class AvailableCommand(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "input", "_meta"])
+_K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"])
 
 
-def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AvailableCommand)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_UnstructuredCommandInput(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> UnstructuredCommandInput:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(UnstructuredCommandInput)
+    v = obj.get("hint", _MISSING)
+    if v.__class__ is str:
+        inst.hint = v
+    elif v is _MISSING:
+        _s.missing(path, "hint")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        _missing(path, "description")
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        _fail((path, "description"), "string", v)
-    v = obj.get("input", _MISSING)
-    if v is _MISSING:
-        inst.input = UNSET
-    elif v is None:
-        inst.input = None
-    else:
-        try:
-            inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
-        except DecodeError as exc:
-            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
+        _s.fail((path, "hint"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AvailableCommand.issuperset(obj) else _extra(obj, _K_AvailableCommand)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_UnstructuredCommandInput.issuperset(obj)
+        else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    )
     return inst
 
 
-AvailableCommand._decode = _d_AvailableCommand
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class UnstructuredCommandInput(_Wire):
+class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     """All text that was typed after the command name is provided as input."""
 
     hint: str
@@ -8128,53 +8373,61 @@ class UnstructuredCommandInput(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"])
+_K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "availableCommands", "_meta"]
+)
 
 
-def _d_UnstructuredCommandInput(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(UnstructuredCommandInput)
-    v = obj.get("hint", _MISSING)
+def _d_AvailableCommandsUpdate(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> AvailableCommandsUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AvailableCommandsUpdate)
+    v = obj.get("availableCommands", _MISSING)
     if v is _MISSING:
-        _missing(path, "hint")
-    elif v.__class__ is str:
-        inst.hint = v
+        _s.missing(path, "availableCommands")
     else:
-        _fail((path, "hint"), "string", v)
+        try:
+            inst.available_commands = _s.skip_invalid(
+                v, (path, "availableCommands"), ctx, _d_AvailableCommand
+            )
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_UnstructuredCommandInput.issuperset(obj)
-        else _extra(obj, _K_UnstructuredCommandInput)
+        if _K_AvailableCommandsUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     )
     return inst
 
 
-UnstructuredCommandInput._decode = _d_UnstructuredCommandInput
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AvailableCommandsUpdate(_Wire):
+class AvailableCommandsUpdate(
+    Wire, decoder=_d_AvailableCommandsUpdate, tag=("sessionUpdate", "available_commands_update")
+):
     """Available commands are ready or have changed"""
 
     TAG: ClassVar[Literal["available_commands_update"]] = "available_commands_update"
-    _tag = ("sessionUpdate", "available_commands_update")
     available_commands: list[AvailableCommand]
     """Commands the agent can execute"""
     meta: JsonObject | None | Unset = UNSET
@@ -8194,60 +8447,56 @@ class AvailableCommandsUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "availableCommands", "_meta"]
-)
+_K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "currentModeId", "_meta"])
 
 
-def _d_AvailableCommandsUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AvailableCommandsUpdate)
-    v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
-        _missing(path, "availableCommands")
+def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CurrentModeUpdate)
+    v = obj.get("currentModeId", _MISSING)
+    if v.__class__ is str:
+        inst.current_mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "currentModeId")
     else:
-        try:
-            inst.available_commands = _skip_invalid(
-                v, (path, "availableCommands"), ctx, _d_AvailableCommand
-            )
-        except DecodeError as exc:
-            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
+        _s.fail((path, "currentModeId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _extra(obj, _K_AvailableCommandsUpdate)
+        if _K_CurrentModeUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     )
     return inst
 
 
-AvailableCommandsUpdate._decode = _d_AvailableCommandsUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CurrentModeUpdate(_Wire):
+class CurrentModeUpdate(
+    Wire, decoder=_d_CurrentModeUpdate, tag=("sessionUpdate", "current_mode_update")
+):
     """The current mode of the session has changed
 
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)"""
 
     TAG: ClassVar[Literal["current_mode_update"]] = "current_mode_update"
-    _tag = ("sessionUpdate", "current_mode_update")
     current_mode_id: SessionModeId
     """The ID of the current mode"""
     meta: JsonObject | None | Unset = UNSET
@@ -8267,47 +8516,59 @@ class CurrentModeUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "currentModeId", "_meta"])
+_K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "configOptions", "_meta"]
+)
 
 
-def _d_CurrentModeUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CurrentModeUpdate)
-    v = obj.get("currentModeId", _MISSING)
+def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ConfigOptionUpdate)
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
-        _missing(path, "currentModeId")
-    elif v.__class__ is str:
-        inst.current_mode_id = v
+        _s.missing(path, "configOptions")
     else:
-        _fail((path, "currentModeId"), "string", v)
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_CurrentModeUpdate.issuperset(obj) else _extra(obj, _K_CurrentModeUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ConfigOptionUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    )
     return inst
 
 
-CurrentModeUpdate._decode = _d_CurrentModeUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ConfigOptionUpdate(_Wire):
+class ConfigOptionUpdate(
+    Wire, decoder=_d_ConfigOptionUpdate, tag=("sessionUpdate", "config_option_update")
+):
     """Session configuration options have been updated."""
 
     TAG: ClassVar[Literal["config_option_update"]] = "config_option_update"
-    _tag = ("sessionUpdate", "config_option_update")
     config_options: list[SessionConfigOption]
     """The full set of configuration options and their current values."""
     meta: JsonObject | None | Unset = UNSET
@@ -8327,55 +8588,72 @@ class ConfigOptionUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "configOptions", "_meta"]
+_K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "title", "updatedAt", "_meta"]
 )
 
 
-def _d_ConfigOptionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ConfigOptionUpdate)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configOptions")
+def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionInfoUpdate)
+    if len(obj) == 0 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
     else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    else:
+        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ConfigOptionUpdate.issuperset(obj) else _extra(obj, _K_ConfigOptionUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionInfoUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    )
     return inst
 
 
-ConfigOptionUpdate._decode = _d_ConfigOptionUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionInfoUpdate(_Wire):
+class SessionInfoUpdate(
+    Wire, decoder=_d_SessionInfoUpdate, tag=("sessionUpdate", "session_info_update")
+):
     """Update to session metadata. All fields are optional to support partial updates.
 
     Agents send this notification to update session information like title or custom metadata.
     This allows clients to display dynamic session names and track session state changes."""
 
     TAG: ClassVar[Literal["session_info_update"]] = "session_info_update"
-    _tag = ("sessionUpdate", "session_info_update")
     title: str | None | Unset = UNSET
     """Human-readable title for the session. Set to null to clear."""
     updated_at: str | None | Unset = UNSET
@@ -8398,56 +8676,52 @@ class SessionInfoUpdate(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "title", "updatedAt", "_meta"]
-)
+_K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
-def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionInfoUpdate)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Cost)
+    v = obj.get("amount", _MISSING)
+    if v.__class__ is float:
+        inst.amount = v
+    elif v is _MISSING:
+        _s.missing(path, "amount")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
-        inst.updated_at = UNSET
-    elif v is None:
-        inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
+        inst.amount = _s.as_float(v, (path, "amount"))
+    v = obj.get("currency", _MISSING)
+    if v.__class__ is str:
+        inst.currency = v
+    elif v is _MISSING:
+        _s.missing(path, "currency")
     else:
-        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        _s.fail((path, "currency"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionInfoUpdate.issuperset(obj) else _extra(obj, _K_SessionInfoUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
-SessionInfoUpdate._decode = _d_SessionInfoUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Cost(_Wire):
+class Cost(Wire, decoder=_d_Cost):
     """Cost information for a session."""
 
     amount: float
@@ -8468,54 +8742,70 @@ class Cost(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
+_K_UsageUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "used", "size", "cost", "_meta"]
+)
 
 
-def _d_Cost(obj: Any, path: _PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Cost)
-    v = obj.get("amount", _MISSING)
-    if v is _MISSING:
-        _missing(path, "amount")
-    elif v.__class__ is float:
-        inst.amount = v
+def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(UsageUpdate)
+    v = obj.get("used", _MISSING)
+    if v.__class__ is int:
+        inst.used = v
+    elif v is _MISSING:
+        _s.missing(path, "used")
     else:
-        inst.amount = _num(v, (path, "amount"))
-    v = obj.get("currency", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currency")
-    elif v.__class__ is str:
-        inst.currency = v
+        inst.used = _s.as_int(v, (path, "used"))
+    v = obj.get("size", _MISSING)
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
+        _s.missing(path, "size")
     else:
-        _fail((path, "currency"), "string", v)
+        inst.size = _s.as_int(v, (path, "size"))
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cost = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("cost", _MISSING)
+    if v is _MISSING:
+        inst.cost = UNSET
+    elif v is None:
+        inst.cost = None
+    else:
+        try:
+            inst.cost = _d_Cost(v, (path, "cost"), ctx)
+        except DecodeError as exc:
+            inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _extra(obj, _K_Cost)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+    )
     return inst
 
 
-Cost._decode = _d_Cost
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class UsageUpdate(_Wire):
+class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_update")):
     """Context window and cost update for a session."""
 
     TAG: ClassVar[Literal["usage_update"]] = "usage_update"
-    _tag = ("sessionUpdate", "usage_update")
     used: int
     """Tokens currently in context."""
     size: int
@@ -8538,62 +8828,51 @@ class UsageUpdate(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_UsageUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "used", "size", "cost", "_meta"]
-)
+_K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitationId", "_meta"])
 
 
-def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(UsageUpdate)
-    v = obj.get("used", _MISSING)
-    if v is _MISSING:
-        _missing(path, "used")
-    elif v.__class__ is int:
-        inst.used = v
+def _d_CompleteElicitationNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CompleteElicitationNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CompleteElicitationNotification)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.used = _int(v, (path, "used"))
-    v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        _missing(path, "size")
-    elif v.__class__ is int:
-        inst.size = v
-    else:
-        inst.size = _int(v, (path, "size"))
-    v = obj.get("cost", _MISSING)
-    if v is _MISSING:
-        inst.cost = UNSET
-    elif v is None:
-        inst.cost = None
-    else:
-        try:
-            inst.cost = _d_Cost(v, (path, "cost"), ctx)
-        except DecodeError as exc:
-            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
+        _s.fail((path, "elicitationId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_UsageUpdate.issuperset(obj) else _extra(obj, _K_UsageUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CompleteElicitationNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
-UsageUpdate._decode = _d_UsageUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CompleteElicitationNotification(_Wire):
+class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotification):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId
@@ -8614,49 +8893,52 @@ class CompleteElicitationNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitationId", "_meta"])
+_K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
-def _d_CompleteElicitationNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CompleteElicitationNotification)
-    v = obj.get("elicitationId", _MISSING)
+def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientRequest)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
+    else:
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
     if v is _MISSING:
-        inst.meta = UNSET
+        inst.params = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.params = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.params = v
     inst.extra = (
         {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
-        else _extra(obj, _K_CompleteElicitationNotification)
+        if _K_ClientRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     )
     return inst
 
 
-CompleteElicitationNotification._decode = _d_CompleteElicitationNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientRequest(_Wire):
+class ClientRequest(Wire, decoder=_d_ClientRequest):
     """A JSON-RPC request object."""
 
     id: RequestId
@@ -8673,46 +8955,65 @@ class ClientRequest(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
+_K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
+    ["readTextFile", "writeTextFile", "_meta"]
+)
 
 
-def _d_ClientRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> FileSystemCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(FileSystemCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.read_text_file = False
+        inst.write_text_file = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
+        return inst
+    v = obj.get("readTextFile", _MISSING)
+    if v.__class__ is bool:
+        inst.read_text_file = v
+    elif v is _MISSING:
+        inst.read_text_file = False
+        absent.append("readTextFile")
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+        inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
+    v = obj.get("writeTextFile", _MISSING)
+    if v.__class__ is bool:
+        inst.write_text_file = v
+    elif v is _MISSING:
+        inst.write_text_file = False
+        absent.append("writeTextFile")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_ClientRequest.issuperset(obj) else _extra(obj, _K_ClientRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_FileSystemCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-ClientRequest._decode = _d_ClientRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class FileSystemCapabilities(_Wire):
+class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
     """File system capabilities that a client may support.
 
     See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/initialization#filesystem)
@@ -8730,70 +9031,68 @@ class FileSystemCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "readTextFile" not in self._absent or self.read_text_file is not False:
+        if "readTextFile" not in self.__acp_absent__ or self.read_text_file is not False:
             d["readTextFile"] = self.read_text_file
-        if "writeTextFile" not in self._absent or self.write_text_file is not False:
+        if "writeTextFile" not in self.__acp_absent__ or self.write_text_file is not False:
             d["writeTextFile"] = self.write_text_file
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
-    ["readTextFile", "writeTextFile", "_meta"]
-)
+_K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
-def _d_FileSystemCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
+def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(FileSystemCapabilities)
-    v = obj.get("readTextFile", _MISSING)
-    if v is _MISSING:
-        inst.read_text_file = False
-        absent.append("readTextFile")
-    elif v.__class__ is bool:
-        inst.read_text_file = v
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.terminal = False
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["terminal"])
+        return inst
+    v = obj.get("terminal", _MISSING)
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
+        inst.terminal = False
+        absent.append("terminal")
     else:
-        inst.read_text_file = _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
-    v = obj.get("writeTextFile", _MISSING)
-    if v is _MISSING:
-        inst.write_text_file = False
-        absent.append("writeTextFile")
-    elif v.__class__ is bool:
-        inst.write_text_file = v
-    else:
-        inst.write_text_file = _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_FileSystemCapabilities.issuperset(obj) else _extra(obj, _K_FileSystemCapabilities)
+        {}
+        if _K_AuthCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     )
-    inst._absent = frozenset(absent)
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-FileSystemCapabilities._decode = _d_FileSystemCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthCapabilities(_Wire):
+class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     """Authentication capabilities supported by the client.
 
     Advertised during initialization to inform the agent which authentication
@@ -8814,56 +9113,115 @@ class AuthCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "terminal" not in self._absent or self.terminal is not False:
+        if "terminal" not in self.__acp_absent__ or self.terminal is not False:
             d["terminal"] = self.terminal
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
+_K_ClientCapabilities: Final[frozenset[str]] = frozenset(
+    ["fs", "terminal", "session", "auth", "elicitation", "_meta"]
+)
 
 
-def _d_AuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
+def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthCapabilities)
-    v = obj.get("terminal", _MISSING)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        inst.terminal = False
+        inst.session = UNSET
+        inst.auth = AuthCapabilities(terminal=False)
+        inst.elicitation = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
+        return inst
+    v = obj.get("fs", _MISSING)
     if v is _MISSING:
+        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
+        absent.append("fs")
+    else:
+        try:
+            inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
+        except DecodeError as exc:
+            inst.fs = _s.tolerated(
+                ctx,
+                (path, "fs"),
+                exc,
+                FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            )
+    v = obj.get("terminal", _MISSING)
+    if v.__class__ is bool:
+        inst.terminal = v
+    elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
     else:
-        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    v = obj.get("_meta", _MISSING)
+        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    v = obj.get("session", _MISSING)
     if v is _MISSING:
+        inst.session = UNSET
+    elif v is None:
+        inst.session = None
+    else:
+        try:
+            inst.session = _d_ClientSessionCapabilities(v, (path, "session"), ctx)
+        except DecodeError as exc:
+            inst.session = _s.tolerated(ctx, (path, "session"), exc, UNSET)
+    v = obj.get("auth", _MISSING)
+    if v is _MISSING:
+        inst.auth = AuthCapabilities(terminal=False)
+        absent.append("auth")
+    else:
+        try:
+            inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
+    v = obj.get("elicitation", _MISSING)
+    if v is _MISSING:
+        inst.elicitation = UNSET
+    elif v is None:
+        inst.elicitation = None
+    else:
+        try:
+            inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
+        except DecodeError as exc:
+            inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthCapabilities.issuperset(obj) else _extra(obj, _K_AuthCapabilities)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ClientCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-AuthCapabilities._decode = _d_AuthCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientCapabilities(_Wire):
+class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     """Capabilities supported by the client.
 
     Advertised during initialization to inform the agent about
@@ -8902,111 +9260,114 @@ class ClientCapabilities(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "fs" not in self._absent or self.fs != FileSystemCapabilities(
+        if "fs" not in self.__acp_absent__ or self.fs != FileSystemCapabilities(
             read_text_file=False, write_text_file=False
         ):
             d["fs"] = self.fs.to_dict()
-        if "terminal" not in self._absent or self.terminal is not False:
+        if "terminal" not in self.__acp_absent__ or self.terminal is not False:
             d["terminal"] = self.terminal
         if (v3 := self.session) is not UNSET:
             d["session"] = None if v3 is None else v3.to_dict()
-        if "auth" not in self._absent or self.auth != AuthCapabilities(terminal=False):
+        if "auth" not in self.__acp_absent__ or self.auth != AuthCapabilities(terminal=False):
             d["auth"] = self.auth.to_dict()
         if (v5 := self.elicitation) is not UNSET:
             d["elicitation"] = None if v5 is None else v5.to_dict()
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientCapabilities: Final[frozenset[str]] = frozenset(
-    ["fs", "terminal", "session", "auth", "elicitation", "_meta"]
+_K_InitializeRequest: Final[frozenset[str]] = frozenset(
+    ["protocolVersion", "clientCapabilities", "clientInfo", "_meta"]
 )
 
 
-def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
+def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
     absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientCapabilities)
-    v = obj.get("fs", _MISSING)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(InitializeRequest)
+    v = obj.get("protocolVersion", _MISSING)
+    if v.__class__ is int:
+        inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
+    else:
+        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.client_capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            terminal=False,
+            auth=AuthCapabilities(terminal=False),
+        )
+        inst.client_info = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["clientCapabilities"])
+        return inst
+    v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
-        inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
-        absent.append("fs")
+        inst.client_capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+            terminal=False,
+            auth=AuthCapabilities(terminal=False),
+        )
+        absent.append("clientCapabilities")
     else:
         try:
-            inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
+            inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
         except DecodeError as exc:
-            inst.fs = _tolerated(
+            inst.client_capabilities = _s.tolerated(
                 ctx,
-                (path, "fs"),
+                (path, "clientCapabilities"),
                 exc,
-                FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                    terminal=False,
+                    auth=AuthCapabilities(terminal=False),
+                ),
             )
-    v = obj.get("terminal", _MISSING)
+    v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
-        inst.terminal = False
-        absent.append("terminal")
-    elif v.__class__ is bool:
-        inst.terminal = v
-    else:
-        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    v = obj.get("session", _MISSING)
-    if v is _MISSING:
-        inst.session = UNSET
+        inst.client_info = UNSET
     elif v is None:
-        inst.session = None
+        inst.client_info = None
     else:
         try:
-            inst.session = _d_ClientSessionCapabilities(v, (path, "session"), ctx)
+            inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
-            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
-    v = obj.get("auth", _MISSING)
-    if v is _MISSING:
-        inst.auth = AuthCapabilities(terminal=False)
-        absent.append("auth")
-    else:
-        try:
-            inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
-        except DecodeError as exc:
-            inst.auth = _tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
-    v = obj.get("elicitation", _MISSING)
-    if v is _MISSING:
-        inst.elicitation = UNSET
-    elif v is None:
-        inst.elicitation = None
-    else:
-        try:
-            inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
-        except DecodeError as exc:
-            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
+            inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ClientCapabilities.issuperset(obj) else _extra(obj, _K_ClientCapabilities)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_InitializeRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-ClientCapabilities._decode = _d_ClientCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class InitializeRequest(_Wire):
+class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     """Request parameters for the initialize method.
 
     Sent by the client to establish connection and negotiate capabilities.
@@ -9035,13 +9396,15 @@ class InitializeRequest(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
         if (
-            "clientCapabilities" not in self._absent
+            "clientCapabilities" not in self.__acp_absent__
             or self.client_capabilities
             != ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -9055,79 +9418,57 @@ class InitializeRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_InitializeRequest: Final[frozenset[str]] = frozenset(
-    ["protocolVersion", "clientCapabilities", "clientInfo", "_meta"]
-)
+_K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
-def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(InitializeRequest)
-    v = obj.get("protocolVersion", _MISSING)
+def _d_ClientSessionCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ClientSessionCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientSessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
-        _missing(path, "protocolVersion")
-    elif v.__class__ is int:
-        inst.protocol_version = v
-    else:
-        inst.protocol_version = _int(v, (path, "protocolVersion"))
-    v = obj.get("clientCapabilities", _MISSING)
-    if v is _MISSING:
-        inst.client_capabilities = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-            terminal=False,
-            auth=AuthCapabilities(terminal=False),
-        )
-        absent.append("clientCapabilities")
-    else:
-        try:
-            inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
-        except DecodeError as exc:
-            inst.client_capabilities = _tolerated(
-                ctx,
-                (path, "clientCapabilities"),
-                exc,
-                ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                    terminal=False,
-                    auth=AuthCapabilities(terminal=False),
-                ),
-            )
-    v = obj.get("clientInfo", _MISSING)
-    if v is _MISSING:
-        inst.client_info = UNSET
+        inst.config_options = UNSET
     elif v is None:
-        inst.client_info = None
+        inst.config_options = None
     else:
         try:
-            inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
+            inst.config_options = _d_SessionConfigOptionsCapabilities(
+                v, (path, "configOptions"), ctx
+            )
         except DecodeError as exc:
-            inst.client_info = _tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_InitializeRequest.issuperset(obj) else _extra(obj, _K_InitializeRequest)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ClientSessionCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
-InitializeRequest._decode = _d_InitializeRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientSessionCapabilities(_Wire):
+class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
     """Session-related capabilities supported by the client."""
 
     config_options: SessionConfigOptionsCapabilities | None | Unset = UNSET
@@ -9151,54 +9492,55 @@ class ClientSessionCapabilities(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
+_K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean", "_meta"])
 
 
-def _d_ClientSessionCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientSessionCapabilities)
-    v = obj.get("configOptions", _MISSING)
+def _d_SessionConfigOptionsCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigOptionsCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigOptionsCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.boolean = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("boolean", _MISSING)
     if v is _MISSING:
-        inst.config_options = UNSET
+        inst.boolean = UNSET
     elif v is None:
-        inst.config_options = None
+        inst.boolean = None
     else:
         try:
-            inst.config_options = _d_SessionConfigOptionsCapabilities(
-                v, (path, "configOptions"), ctx
-            )
+            inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ClientSessionCapabilities.issuperset(obj)
-        else _extra(obj, _K_ClientSessionCapabilities)
+        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
 
-ClientSessionCapabilities._decode = _d_ClientSessionCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigOptionsCapabilities(_Wire):
+class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapabilities):
     """Session configuration option capabilities supported by the client."""
 
     boolean: BooleanConfigOptionCapabilities | None | Unset = UNSET
@@ -9224,52 +9566,44 @@ class SessionConfigOptionsCapabilities(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean", "_meta"])
+_K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionConfigOptionsCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigOptionsCapabilities)
-    v = obj.get("boolean", _MISSING)
-    if v is _MISSING:
-        inst.boolean = UNSET
-    elif v is None:
-        inst.boolean = None
-    else:
-        try:
-            inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
-        except DecodeError as exc:
-            inst.boolean = _tolerated(ctx, (path, "boolean"), exc, UNSET)
+def _d_BooleanConfigOptionCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> BooleanConfigOptionCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(BooleanConfigOptionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionConfigOptionsCapabilities)
+        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
 
 
-SessionConfigOptionsCapabilities._decode = _d_SessionConfigOptionsCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class BooleanConfigOptionCapabilities(_Wire):
+class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabilities):
     """Capabilities for boolean session configuration options.
 
     Supplying `{}` means the client supports boolean session configuration options."""
@@ -9288,42 +9622,66 @@ class BooleanConfigOptionCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_meta"])
 
 
-def _d_BooleanConfigOptionCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(BooleanConfigOptionCapabilities)
-    v = obj.get("_meta", _MISSING)
+def _d_ElicitationCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.form = UNSET
+        inst.url = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("form", _MISSING)
     if v is _MISSING:
+        inst.form = UNSET
+    elif v is None:
+        inst.form = None
+    else:
+        try:
+            inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
+        except DecodeError as exc:
+            inst.form = _s.tolerated(ctx, (path, "form"), exc, UNSET)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
+        inst.url = UNSET
+    elif v is None:
+        inst.url = None
+    else:
+        try:
+            inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
+        except DecodeError as exc:
+            inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
-        else _extra(obj, _K_BooleanConfigOptionCapabilities)
+        if _K_ElicitationCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     )
     return inst
 
 
-BooleanConfigOptionCapabilities._decode = _d_BooleanConfigOptionCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationCapabilities(_Wire):
+class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     """Elicitation capabilities supported by the client."""
 
     form: ElicitationFormCapabilities | None | Unset = UNSET
@@ -9356,62 +9714,44 @@ class ElicitationCapabilities(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_meta"])
+_K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ElicitationCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationCapabilities)
-    v = obj.get("form", _MISSING)
-    if v is _MISSING:
-        inst.form = UNSET
-    elif v is None:
-        inst.form = None
-    else:
-        try:
-            inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
-        except DecodeError as exc:
-            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
-    v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        inst.url = UNSET
-    elif v is None:
-        inst.url = None
-    else:
-        try:
-            inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
-        except DecodeError as exc:
-            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
+def _d_ElicitationFormCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationFormCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationFormCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationCapabilities)
+        if _K_ElicitationFormCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     )
     return inst
 
 
-ElicitationCapabilities._decode = _d_ElicitationCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationFormCapabilities(_Wire):
+class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     """Form-based elicitation capabilities.
 
     Supplying `{}` means the client supports form-based elicitation."""
@@ -9432,42 +9772,44 @@ class ElicitationFormCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ElicitationFormCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationFormCapabilities)
+def _d_ElicitationUrlCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationUrlCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationUrlCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationFormCapabilities)
+        if _K_ElicitationUrlCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     )
     return inst
 
 
-ElicitationFormCapabilities._decode = _d_ElicitationFormCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationUrlCapabilities(_Wire):
+class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     """URL-based elicitation capabilities.
 
     Supplying `{}` means the client supports URL-based elicitation."""
@@ -9488,42 +9830,49 @@ class ElicitationUrlCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
-def _d_ElicitationUrlCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationUrlCapabilities)
+def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthenticateRequest)
+    v = obj.get("methodId", _MISSING)
+    if v.__class__ is str:
+        inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
+    else:
+        _s.fail((path, "methodId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationUrlCapabilities)
+        if _K_AuthenticateRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     )
     return inst
 
 
-ElicitationUrlCapabilities._decode = _d_ElicitationUrlCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthenticateRequest(_Wire):
+class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     """Request parameters for the authenticate method.
 
     Specifies which authentication method to use."""
@@ -9545,45 +9894,42 @@ class AuthenticateRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
+_K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_AuthenticateRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthenticateRequest)
-    v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "methodId")
-    elif v.__class__ is str:
-        inst.method_id = v
-    else:
-        _fail((path, "methodId"), "string", v)
+def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LogoutRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_AuthenticateRequest.issuperset(obj) else _extra(obj, _K_AuthenticateRequest)
+        {}
+        if _K_LogoutRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     )
     return inst
 
 
-AuthenticateRequest._decode = _d_AuthenticateRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LogoutRequest(_Wire):
+class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     """Request parameters for the logout method.
 
     Terminates the current authenticated session."""
@@ -9602,36 +9948,72 @@ class LogoutRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
+_K_NewSessionRequest: Final[frozenset[str]] = frozenset(
+    ["cwd", "mcpServers", "additionalDirectories", "_meta"]
+)
 
 
-def _d_LogoutRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LogoutRequest)
-    v = obj.get("_meta", _MISSING)
+def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NewSessionRequest)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    v = obj.get("mcpServers", _MISSING)
     if v is _MISSING:
+        _s.missing(path, "mcpServers")
+    else:
+        try:
+            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LogoutRequest.issuperset(obj) else _extra(obj, _K_LogoutRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_NewSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    )
     return inst
 
 
-LogoutRequest._decode = _d_LogoutRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NewSessionRequest(_Wire):
+class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
@@ -9663,65 +10045,54 @@ class NewSessionRequest(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NewSessionRequest: Final[frozenset[str]] = frozenset(
-    ["cwd", "mcpServers", "additionalDirectories", "_meta"]
-)
+_K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
-def _d_NewSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NewSessionRequest)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
+def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(HttpHeader)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mcpServers")
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        try:
-            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-        except DecodeError as exc:
-            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_NewSessionRequest.issuperset(obj) else _extra(obj, _K_NewSessionRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+    )
     return inst
 
 
-NewSessionRequest._decode = _d_NewSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class HttpHeader(_Wire):
+class HttpHeader(Wire, decoder=_d_HttpHeader):
     """An HTTP header to set when making requests to the MCP server."""
 
     name: str
@@ -9742,54 +10113,64 @@ class HttpHeader(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
+_K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
 
 
-def _d_HttpHeader(obj: Any, path: _PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(HttpHeader)
+def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
+    v = obj.get("headers", _MISSING)
     if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+        _s.missing(path, "headers")
     else:
-        _fail((path, "value"), "string", v)
+        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_HttpHeader.issuperset(obj) else _extra(obj, _K_HttpHeader)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpServerHttp.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+    )
     return inst
 
 
-HttpHeader._decode = _d_HttpHeader
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpServerHttp(_Wire):
+class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     """HTTP transport configuration for MCP."""
 
     TAG: ClassVar[Literal["http"]] = "http"
-    _tag = ("type", "http")
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -9815,59 +10196,62 @@ class McpServerHttp(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
+_K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
 
 
-def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpServerHttp)
+def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpServerSse)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
     else:
-        _fail((path, "url"), "string", v)
+        _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
-        _missing(path, "headers")
+        _s.missing(path, "headers")
     else:
-        inst.headers = _list(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpServerHttp.issuperset(obj) else _extra(obj, _K_McpServerHttp)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_McpServerSse.issuperset(obj) else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
+    )
     return inst
 
 
-McpServerHttp._decode = _d_McpServerHttp
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpServerSse(_Wire):
+class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
     """SSE transport configuration for MCP."""
 
     TAG: ClassVar[Literal["sse"]] = "sse"
-    _tag = ("type", "sse")
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -9893,55 +10277,66 @@ class McpServerSse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
+_K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args", "env", "_meta"])
 
 
-def _d_McpServerSse(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpServerSse)
+def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("command", _MISSING)
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
+    else:
+        _s.fail((path, "command"), "string", v)
+    v = obj.get("args", _MISSING)
     if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
+        _s.missing(path, "args")
     else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+        inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
+    v = obj.get("env", _MISSING)
     if v is _MISSING:
-        _missing(path, "headers")
+        _s.missing(path, "env")
     else:
-        inst.headers = _list(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+    if len(obj) == 4:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpServerSse.issuperset(obj) else _extra(obj, _K_McpServerSse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpServerStdio.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+    )
     return inst
 
 
-McpServerSse._decode = _d_McpServerSse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpServerStdio(_Wire):
+class McpServerStdio(Wire, decoder=_d_McpServerStdio):
     """Stdio transport configuration for MCP."""
 
     name: str
@@ -9971,60 +10366,79 @@ class McpServerStdio(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args", "env", "_meta"])
+_K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
+    ["mcpServers", "cwd", "sessionId", "additionalDirectories", "_meta"]
+)
 
 
-def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpServerStdio)
-    v = obj.get("name", _MISSING)
+def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LoadSessionRequest)
+    v = obj.get("mcpServers", _MISSING)
     if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+        _s.missing(path, "mcpServers")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("command", _MISSING)
+        try:
+            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
-        _missing(path, "command")
-    elif v.__class__ is str:
-        inst.command = v
+        inst.additional_directories = UNSET
     else:
-        _fail((path, "command"), "string", v)
-    v = obj.get("args", _MISSING)
-    if v is _MISSING:
-        _missing(path, "args")
-    else:
-        inst.args = _list(v, (path, "args"), ctx, _d_str)
-    v = obj.get("env", _MISSING)
-    if v is _MISSING:
-        _missing(path, "env")
-    else:
-        inst.env = _list(v, (path, "env"), ctx, _d_EnvVariable)
+        try:
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpServerStdio.issuperset(obj) else _extra(obj, _K_McpServerStdio)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_LoadSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    )
     return inst
 
 
-McpServerStdio._decode = _d_McpServerStdio
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LoadSessionRequest(_Wire):
+class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
     """Request parameters for loading an existing session.
 
     Only available if the Agent supports the `loadSession` capability.
@@ -10065,72 +10479,62 @@ class LoadSessionRequest(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
-    ["mcpServers", "cwd", "sessionId", "additionalDirectories", "_meta"]
-)
+_K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_meta"])
 
 
-def _d_LoadSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LoadSessionRequest)
-    v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mcpServers")
-    else:
-        try:
-            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-        except DecodeError as exc:
-            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
+def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ListSessionsRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cwd = UNSET
+        inst.cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.cwd = v
+    elif v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.fail((path, "cwd"), "string", v)
+    v = obj.get("cursor", _MISSING)
+    if v.__class__ is str:
+        inst.cursor = v
+    elif v is _MISSING:
+        inst.cursor = UNSET
+    elif v is None:
+        inst.cursor = None
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
+        _s.fail((path, "cursor"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LoadSessionRequest.issuperset(obj) else _extra(obj, _K_LoadSessionRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ListSessionsRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    )
     return inst
 
 
-LoadSessionRequest._decode = _d_LoadSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ListSessionsRequest(_Wire):
+class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     """Request parameters for listing existing sessions.
 
     Only available if the Agent supports the `sessionCapabilities.list` capability."""
@@ -10157,56 +10561,49 @@ class ListSessionsRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_meta"])
+_K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ListSessionsRequest)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        inst.cwd = UNSET
-    elif v is None:
-        inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
+def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DeleteSessionRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("cursor", _MISSING)
-    if v is _MISSING:
-        inst.cursor = UNSET
-    elif v is None:
-        inst.cursor = None
-    elif v.__class__ is str:
-        inst.cursor = v
-    else:
-        _fail((path, "cursor"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ListSessionsRequest.issuperset(obj) else _extra(obj, _K_ListSessionsRequest)
+        {}
+        if _K_DeleteSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     )
     return inst
 
 
-ListSessionsRequest._decode = _d_ListSessionsRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DeleteSessionRequest(_Wire):
+class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `sessionCapabilities.delete` capability."""
@@ -10227,45 +10624,80 @@ class DeleteSessionRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "cwd", "additionalDirectories", "mcpServers", "_meta"]
+)
 
 
-def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DeleteSessionRequest)
+def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
+        inst.mcp_servers = UNSET
+    else:
+        try:
+            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_DeleteSessionRequest.issuperset(obj) else _extra(obj, _K_DeleteSessionRequest)
+        {}
+        if _K_ResumeSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     )
     return inst
 
 
-DeleteSessionRequest._decode = _d_DeleteSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResumeSessionRequest(_Wire):
+class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     """Request parameters for resuming an existing session.
 
     Resumes an existing session without returning previous messages (unlike `session/load`).
@@ -10304,74 +10736,49 @@ class ResumeSessionRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "cwd", "additionalDirectories", "mcpServers", "_meta"]
-)
+_K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResumeSessionRequest)
+def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
-        inst.mcp_servers = UNSET
-    else:
-        try:
-            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-        except DecodeError as exc:
-            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ResumeSessionRequest.issuperset(obj) else _extra(obj, _K_ResumeSessionRequest)
+        {}
+        if _K_CloseSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     )
     return inst
 
 
-ResumeSessionRequest._decode = _d_ResumeSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CloseSessionRequest(_Wire):
+class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     """Request parameters for closing an active session.
 
     If supported, the agent **must** cancel any ongoing work related to the session
@@ -10396,45 +10803,56 @@ class CloseSessionRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeId", "_meta"])
 
 
-def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CloseSessionRequest)
+def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionModeRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("modeId", _MISSING)
+    if v.__class__ is str:
+        inst.mode_id = v
+    elif v is _MISSING:
+        _s.missing(path, "modeId")
+    else:
+        _s.fail((path, "modeId"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CloseSessionRequest.issuperset(obj) else _extra(obj, _K_CloseSessionRequest)
+        {}
+        if _K_SetSessionModeRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     )
     return inst
 
 
-CloseSessionRequest._decode = _d_CloseSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionModeRequest(_Wire):
+class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     """Request parameters for setting a session mode."""
 
     session_id: SessionId
@@ -10455,56 +10873,72 @@ class SetSessionModeRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeId", "_meta"])
+_K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
+    ["type", "sessionId", "configId", "value", "_meta"]
+)
 
 
-def _d_SetSessionModeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionModeRequest)
+def _d_SetSessionConfigOptionRequestBoolean(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionRequestBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("modeId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "modeId")
-    elif v.__class__ is str:
-        inst.mode_id = v
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("configId", _MISSING)
+    if v.__class__ is str:
+        inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
-        _fail((path, "modeId"), "string", v)
+        _s.fail((path, "configId"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is bool:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
+    else:
+        _s.fail((path, "value"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SetSessionModeRequest.issuperset(obj) else _extra(obj, _K_SetSessionModeRequest)
+        {}
+        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
 
-SetSessionModeRequest._decode = _d_SetSessionModeRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionRequestBoolean(_Wire):
+class SetSessionConfigOptionRequestBoolean(
+    Wire, decoder=_d_SetSessionConfigOptionRequestBoolean, tag=("type", "boolean")
+):
     """A boolean value (`type: "boolean"`)."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     session_id: SessionId
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId
@@ -10530,65 +10964,67 @@ class SetSessionConfigOptionRequestBoolean(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
-    ["type", "sessionId", "configId", "value", "_meta"]
+_K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
+    ["sessionId", "configId", "value", "_meta"]
 )
 
 
-def _d_SetSessionConfigOptionRequestBoolean(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionRequestBoolean)
+def _d_SetSessionConfigOptionRequestValueId(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionRequestValueId:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionRequestValueId)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
-        _fail((path, "configId"), "string", v)
+        _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is bool:
+    if v.__class__ is str:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        _fail((path, "value"), "boolean", v)
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionRequestBoolean)
+        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionRequestBoolean._decode = _d_SetSessionConfigOptionRequestBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionRequestValueId(_Wire):
+class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOptionRequestValueId):
     """A [`SessionConfigValueId`] string value.
 
     This is the default when `type` is absent on the wire. Unknown `type`
@@ -10619,65 +11055,54 @@ class SetSessionConfigOptionRequestValueId(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
-    ["sessionId", "configId", "value", "_meta"]
-)
+_K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_meta"])
 
 
-def _d_SetSessionConfigOptionRequestValueId(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionRequestValueId)
+def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("prompt", _MISSING)
     if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
-        inst.config_id = v
+        _s.missing(path, "prompt")
     else:
-        _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
-    else:
-        _fail((path, "value"), "string", v)
+        inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionRequestValueId)
+        if _K_PromptRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionRequestValueId._decode = _d_SetSessionConfigOptionRequestValueId
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptRequest(_Wire):
+class PromptRequest(Wire, decoder=_d_PromptRequest):
     """Request parameters for sending a user prompt to the agent.
 
     Contains the user's message and any additional context.
@@ -10715,48 +11140,38 @@ class PromptRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_meta"])
+_K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
-def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptRequest)
-    v = obj.get("sessionId", _MISSING)
+def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientResponseResult)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("prompt", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _missing(path, "prompt")
+        _s.missing(path, "result")
     else:
-        inst.prompt = _list(v, (path, "prompt"), ctx, _d_ContentBlock)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptRequest.issuperset(obj) else _extra(obj, _K_PromptRequest)
+        inst.result = v
+    inst.extra = (
+        {}
+        if _K_ClientResponseResult.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
-PromptRequest._decode = _d_PromptRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientResponseResult(_Wire):
+class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """A successful JSON-RPC response."""
 
     id: RequestId
@@ -10769,39 +11184,38 @@ class ClientResponseResult(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
+_K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
-def _d_ClientResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientResponseResult)
+def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
+        _s.missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
+    v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _missing(path, "result")
+        _s.missing(path, "error")
     else:
-        inst.result = v
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
-        {} if _K_ClientResponseResult.issuperset(obj) else _extra(obj, _K_ClientResponseResult)
+        {}
+        if _K_ClientResponseError.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     )
     return inst
 
 
-ClientResponseResult._decode = _d_ClientResponseResult
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientResponseError(_Wire):
+class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """A failed JSON-RPC response."""
 
     id: RequestId
@@ -10814,39 +11228,42 @@ class ClientResponseError(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
+_K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ClientResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(WriteTextFileResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
-        _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ClientResponseError.issuperset(obj) else _extra(obj, _K_ClientResponseError)
+        {}
+        if _K_WriteTextFileResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     )
     return inst
 
 
-ClientResponseError._decode = _d_ClientResponseError
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class WriteTextFileResponse(_Wire):
+class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     """Response to `fs/write_text_file`"""
 
     meta: JsonObject | None | Unset = UNSET
@@ -10863,38 +11280,49 @@ class WriteTextFileResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
-def _d_WriteTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(WriteTextFileResponse)
+def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ReadTextFileResponse)
+    v = obj.get("content", _MISSING)
+    if v.__class__ is str:
+        inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
+    else:
+        _s.fail((path, "content"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_WriteTextFileResponse.issuperset(obj) else _extra(obj, _K_WriteTextFileResponse)
+        {}
+        if _K_ReadTextFileResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     )
     return inst
 
 
-WriteTextFileResponse._decode = _d_WriteTextFileResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ReadTextFileResponse(_Wire):
+class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     """Response containing the contents of a text file."""
 
     content: str
@@ -10913,45 +11341,55 @@ class ReadTextFileResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
+_K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_meta"])
 
 
-def _d_ReadTextFileResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ReadTextFileResponse)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
-    elif v.__class__ is str:
-        inst.content = v
+def _d_RequestPermissionResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionResponse)
+    v = obj.get("outcome", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("outcome")).__class__ is str
+        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
+    ):
+        inst.outcome = d1(v, (path, "outcome"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "outcome")
     else:
-        _fail((path, "content"), "string", v)
+        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ReadTextFileResponse.issuperset(obj) else _extra(obj, _K_ReadTextFileResponse)
+        {}
+        if _K_RequestPermissionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     )
     return inst
 
 
-ReadTextFileResponse._decode = _d_ReadTextFileResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionResponse(_Wire):
+class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     """Response to a permission request."""
 
     outcome: RequestPermissionOutcome
@@ -10970,47 +11408,32 @@ class RequestPermissionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_meta"])
+_K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcome"])
 
 
-def _d_RequestPermissionResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionResponse)
-    v = obj.get("outcome", _MISSING)
-    if v is _MISSING:
-        _missing(path, "outcome")
-    else:
-        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+def _d_RequestPermissionOutcomeCancelled(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionOutcomeCancelled:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionResponse)
+        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
 
 
-RequestPermissionResponse._decode = _d_RequestPermissionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionOutcomeCancelled(_Wire):
+class RequestPermissionOutcomeCancelled(
+    Wire, decoder=_d_RequestPermissionOutcomeCancelled, tag=("outcome", "cancelled")
+):
     """The prompt turn was cancelled before the user responded.
 
     When a client sends a `session/cancel` notification to cancel an ongoing
@@ -11021,44 +11444,62 @@ class RequestPermissionOutcomeCancelled(_Wire):
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    _tag = ("outcome", "cancelled")
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "cancelled"}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcome"])
+_K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "optionId", "_meta"])
 
 
-def _d_RequestPermissionOutcomeCancelled(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionOutcomeCancelled)
+def _d_SelectedPermissionOutcome(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SelectedPermissionOutcome:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SelectedPermissionOutcome)
+    v = obj.get("optionId", _MISSING)
+    if v.__class__ is str:
+        inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
+    else:
+        _s.fail((path, "optionId"), "string", v)
+    if len(obj) == 1 + ("outcome" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionOutcomeCancelled)
+        if _K_SelectedPermissionOutcome.issuperset(obj)
+        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     )
     return inst
 
 
-RequestPermissionOutcomeCancelled._decode = _d_RequestPermissionOutcomeCancelled
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SelectedPermissionOutcome(_Wire):
+class SelectedPermissionOutcome(
+    Wire, decoder=_d_SelectedPermissionOutcome, tag=("outcome", "selected")
+):
     """The user selected one of the provided options."""
 
     TAG: ClassVar[Literal["selected"]] = "selected"
-    _tag = ("outcome", "selected")
     option_id: PermissionOptionId
     """The ID of the option the user selected."""
     meta: JsonObject | None | Unset = UNSET
@@ -11075,49 +11516,49 @@ class SelectedPermissionOutcome(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "optionId", "_meta"])
+_K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_meta"])
 
 
-def _d_SelectedPermissionOutcome(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SelectedPermissionOutcome)
-    v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "optionId")
-    elif v.__class__ is str:
-        inst.option_id = v
+def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateTerminalResponse)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "optionId"), "string", v)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _extra(obj, _K_SelectedPermissionOutcome)
+        if _K_CreateTerminalResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     )
     return inst
 
 
-SelectedPermissionOutcome._decode = _d_SelectedPermissionOutcome
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateTerminalResponse(_Wire):
+class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     """Response containing the ID of the created terminal."""
 
     terminal_id: TerminalId
@@ -11136,45 +11577,69 @@ class CreateTerminalResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_meta"])
+_K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
+    ["output", "truncated", "exitStatus", "_meta"]
+)
 
 
-def _d_CreateTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateTerminalResponse)
-    v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
-        inst.terminal_id = v
+def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalOutputResponse)
+    v = obj.get("output", _MISSING)
+    if v.__class__ is str:
+        inst.output = v
+    elif v is _MISSING:
+        _s.missing(path, "output")
     else:
-        _fail((path, "terminalId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        _s.fail((path, "output"), "string", v)
+    v = obj.get("truncated", _MISSING)
+    if v.__class__ is bool:
+        inst.truncated = v
+    elif v is _MISSING:
+        _s.missing(path, "truncated")
+    else:
+        _s.fail((path, "truncated"), "boolean", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_status = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
+        inst.exit_status = UNSET
+    elif v is None:
+        inst.exit_status = None
+    else:
+        try:
+            inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
+        except DecodeError as exc:
+            inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CreateTerminalResponse.issuperset(obj) else _extra(obj, _K_CreateTerminalResponse)
+        {}
+        if _K_TerminalOutputResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     )
     return inst
 
 
-CreateTerminalResponse._decode = _d_CreateTerminalResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalOutputResponse(_Wire):
+class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
     """Response containing the terminal output and exit status."""
 
     output: str
@@ -11199,64 +11664,65 @@ class TerminalOutputResponse(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
-    ["output", "truncated", "exitStatus", "_meta"]
-)
+_K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
 
 
-def _d_TerminalOutputResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalOutputResponse)
-    v = obj.get("output", _MISSING)
-    if v is _MISSING:
-        _missing(path, "output")
-    elif v.__class__ is str:
-        inst.output = v
-    else:
-        _fail((path, "output"), "string", v)
-    v = obj.get("truncated", _MISSING)
-    if v is _MISSING:
-        _missing(path, "truncated")
-    elif v.__class__ is bool:
-        inst.truncated = v
-    else:
-        _fail((path, "truncated"), "boolean", v)
-    v = obj.get("exitStatus", _MISSING)
-    if v is _MISSING:
-        inst.exit_status = UNSET
+def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalExitStatus)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("exitCode", _MISSING)
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
+        inst.exit_code = UNSET
     elif v is None:
-        inst.exit_status = None
+        inst.exit_code = None
     else:
         try:
-            inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
+            inst.exit_code = _s.as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+    v = obj.get("signal", _MISSING)
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
+        inst.signal = UNSET
+    elif v is None:
+        inst.signal = None
+    else:
+        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TerminalOutputResponse.issuperset(obj) else _extra(obj, _K_TerminalOutputResponse)
+        {}
+        if _K_TerminalExitStatus.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     )
     return inst
 
 
-TerminalOutputResponse._decode = _d_TerminalOutputResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalExitStatus(_Wire):
+class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     """Exit status of a terminal command."""
 
     exit_code: int | None | Unset = UNSET
@@ -11281,57 +11747,44 @@ class TerminalExitStatus(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
+_K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalExitStatus)
-    v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
-        inst.exit_code = UNSET
-    elif v is None:
-        inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
-    else:
-        try:
-            inst.exit_code = _int(v, (path, "exitCode"))
-        except DecodeError as exc:
-            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
-    v = obj.get("signal", _MISSING)
-    if v is _MISSING:
-        inst.signal = UNSET
-    elif v is None:
-        inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
-    else:
-        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
+def _d_ReleaseTerminalResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ReleaseTerminalResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ReleaseTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TerminalExitStatus.issuperset(obj) else _extra(obj, _K_TerminalExitStatus)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ReleaseTerminalResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    )
     return inst
 
 
-TerminalExitStatus._decode = _d_TerminalExitStatus
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ReleaseTerminalResponse(_Wire):
+class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     """Response to terminal/release method"""
 
     meta: JsonObject | None | Unset = UNSET
@@ -11348,42 +11801,67 @@ class ReleaseTerminalResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
 
 
-def _d_ReleaseTerminalResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ReleaseTerminalResponse)
+def _d_WaitForTerminalExitResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> WaitForTerminalExitResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(WaitForTerminalExitResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("exitCode", _MISSING)
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
+        inst.exit_code = UNSET
+    elif v is None:
+        inst.exit_code = None
+    else:
+        try:
+            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+        except DecodeError as exc:
+            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+    v = obj.get("signal", _MISSING)
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
+        inst.signal = UNSET
+    elif v is None:
+        inst.signal = None
+    else:
+        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ReleaseTerminalResponse.issuperset(obj)
-        else _extra(obj, _K_ReleaseTerminalResponse)
+        if _K_WaitForTerminalExitResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     )
     return inst
 
 
-ReleaseTerminalResponse._decode = _d_ReleaseTerminalResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class WaitForTerminalExitResponse(_Wire):
+class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
     """Response containing the exit status of a terminal command."""
 
     exit_code: int | None | Unset = UNSET
@@ -11408,63 +11886,42 @@ class WaitForTerminalExitResponse(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
+_K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_WaitForTerminalExitResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(WaitForTerminalExitResponse)
-    v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
-        inst.exit_code = UNSET
-    elif v is None:
-        inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
-    else:
-        try:
-            inst.exit_code = _int(v, (path, "exitCode"))
-        except DecodeError as exc:
-            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
-    v = obj.get("signal", _MISSING)
-    if v is _MISSING:
-        inst.signal = UNSET
-    elif v is None:
-        inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
-    else:
-        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
+def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(KillTerminalResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_WaitForTerminalExitResponse.issuperset(obj)
-        else _extra(obj, _K_WaitForTerminalExitResponse)
+        if _K_KillTerminalResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     )
     return inst
 
 
-WaitForTerminalExitResponse._decode = _d_WaitForTerminalExitResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class KillTerminalResponse(_Wire):
+class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     """Response to `terminal/kill` method"""
 
     meta: JsonObject | None | Unset = UNSET
@@ -11481,42 +11938,59 @@ class KillTerminalResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
+    ["action", "_meta", "content"]
+)
 
 
-def _d_KillTerminalResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(KillTerminalResponse)
+def _d_CreateElicitationResponseAccept(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseAccept:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseAccept)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {} if _K_KillTerminalResponse.issuperset(obj) else _extra(obj, _K_KillTerminalResponse)
+        {}
+        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
 
-KillTerminalResponse._decode = _d_KillTerminalResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseAccept(_Wire):
+class CreateElicitationResponseAccept(
+    Wire, decoder=_d_CreateElicitationResponseAccept, tag=("action", "accept")
+):
     """The user accepted and provided content."""
 
     TAG: ClassVar[Literal["accept"]] = "accept"
-    _tag = ("action", "accept")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11541,55 +12015,49 @@ class CreateElicitationResponseAccept(_Wire):
                 else {k: encode_ElicitationContentValue(x) for k, x in v2.items()}
             )
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
-    ["action", "_meta", "content"]
-)
+_K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
-def _d_CreateElicitationResponseAccept(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseAccept)
+def _d_CreateElicitationResponseDecline(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseDecline:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseDecline)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
-    else:
-        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseAccept)
+        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseAccept._decode = _d_CreateElicitationResponseAccept
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseDecline(_Wire):
+class CreateElicitationResponseDecline(
+    Wire, decoder=_d_CreateElicitationResponseDecline, tag=("action", "decline")
+):
     """The user declined the elicitation."""
 
     TAG: ClassVar[Literal["decline"]] = "decline"
-    _tag = ("action", "decline")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11606,46 +12074,49 @@ class CreateElicitationResponseDecline(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action", "_meta"])
+_K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
-def _d_CreateElicitationResponseDecline(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseDecline)
+def _d_CreateElicitationResponseCancel(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseCancel:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseCancel)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseDecline)
+        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseDecline._decode = _d_CreateElicitationResponseDecline
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseCancel(_Wire):
+class CreateElicitationResponseCancel(
+    Wire, decoder=_d_CreateElicitationResponseCancel, tag=("action", "cancel")
+):
     """The elicitation was cancelled."""
 
     TAG: ClassVar[Literal["cancel"]] = "cancel"
-    _tag = ("action", "cancel")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11662,42 +12133,42 @@ class CreateElicitationResponseCancel(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action", "_meta"])
+_K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 
 
-def _d_CreateElicitationResponseCancel(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseCancel)
-    v = obj.get("_meta", _MISSING)
+def _d_ElicitationAcceptAction(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationAcceptAction:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationAcceptAction)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("content", _MISSING)
     if v is _MISSING:
-        inst.meta = UNSET
+        inst.content = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.content = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseCancel)
+        if _K_ElicitationAcceptAction.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseCancel._decode = _d_CreateElicitationResponseCancel
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationAcceptAction(_Wire):
+class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
     """The user accepted the elicitation and provided content."""
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
@@ -11714,40 +12185,47 @@ class ElicitationAcceptAction(_Wire):
                 else {k: encode_ElicitationContentValue(x) for k, x in v1.items()}
             )
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
+_K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
-def _d_ElicitationAcceptAction(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationAcceptAction)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
+def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientNotification)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
-        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = (
         {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _extra(obj, _K_ElicitationAcceptAction)
+        if _K_ClientNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     )
     return inst
 
 
-ElicitationAcceptAction._decode = _d_ElicitationAcceptAction
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientNotification(_Wire):
+class ClientNotification(Wire, decoder=_d_ClientNotification):
     """A JSON-RPC notification object."""
 
     method: str
@@ -11762,41 +12240,49 @@ class ClientNotification(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
+_K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ClientNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientNotification)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CancelNotification)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_ClientNotification.issuperset(obj) else _extra(obj, _K_ClientNotification)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CancelNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
+    )
     return inst
 
 
-ClientNotification._decode = _d_ClientNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CancelNotification(_Wire):
+class CancelNotification(Wire, decoder=_d_CancelNotification):
     """Notification to cancel ongoing operations for a session.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
@@ -11818,43 +12304,49 @@ class CancelNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_meta"])
 
 
-def _d_CancelNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CancelNotification)
-    v = obj.get("sessionId", _MISSING)
+def _d_CancelRequestNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CancelRequestNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CancelRequestNotification)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.missing(path, "requestId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_CancelNotification.issuperset(obj) else _extra(obj, _K_CancelNotification)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CancelRequestNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 
-CancelNotification._decode = _d_CancelNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CancelRequestNotification(_Wire):
+class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     """Notification to cancel an ongoing request.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/cancellation)"""
@@ -11875,43 +12367,8 @@ class CancelRequestNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
-
-
-_K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_meta"])
-
-
-def _d_CancelRequestNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CancelRequestNotification)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _extra(obj, _K_CancelRequestNotification)
-    )
-    return inst
-
-
-CancelRequestNotification._decode = _d_CancelRequestNotification
 
 
 # -- unknown union variants ---------------------------------------------------------------
@@ -12357,13 +12814,13 @@ ElicitationContentValue: TypeAlias = str | int | float | bool | list[str]
 # -- union and alias decoders -------------------------------------------------------------
 
 
-def _d_ExtRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtRequest:
+def _d_ExtRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ExtRequest:
     return obj
 
 
 def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
     """Decode a `ExtRequest` from its JSON value."""
-    return _d_ExtRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
@@ -12371,33 +12828,33 @@ def encode_ExtRequest(value: ExtRequest) -> Any:
     return value
 
 
-def _d_RequestId(obj: Any, path: _PathT, ctx: DecodeContext) -> RequestId:
+def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
     if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
-        return obj if obj.__class__ is int else _int(obj, path)
+        return obj if obj.__class__ is int else _s.as_int(obj, path)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _fail(path, "string", obj)
-    _fail(path, "null | integer | string", obj)
+        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    _s.fail(path, "null | integer | string", obj)
 
 
 def decode_RequestId(obj: Any, ctx: DecodeContext | None = None) -> RequestId:
     """Decode a `RequestId` from its JSON value."""
-    return _d_RequestId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_RequestId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_RequestId(value: RequestId) -> Any:
     """Encode a `RequestId` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)
 
 
-def _d_SessionId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionId(obj: Any, ctx: DecodeContext | None = None) -> SessionId:
     """Decode a `SessionId` from its JSON value."""
-    return _d_SessionId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionId(value: SessionId) -> Any:
@@ -12405,13 +12862,13 @@ def encode_SessionId(value: SessionId) -> Any:
     return value
 
 
-def _d_ToolCallId(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_ToolCallId(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_ToolCallId(obj: Any, ctx: DecodeContext | None = None) -> ToolCallId:
     """Decode a `ToolCallId` from its JSON value."""
-    return _d_ToolCallId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ToolCallId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ToolCallId(value: ToolCallId) -> Any:
@@ -12419,21 +12876,22 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
     return value
 
 
-def _d_ToolCallContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ToolCallContent", "type", tag, True)
             return UnknownToolCallContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ToolCallContent_TAGS: Final[dict[str, _Decoder]] = {
+_ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
     "content": _d_Content,
     "diff": _d_Diff,
     "terminal": _d_Terminal,
@@ -12442,7 +12900,7 @@ _ToolCallContent_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_ToolCallContent(obj: Any, ctx: DecodeContext | None = None) -> ToolCallContent:
     """Decode a `ToolCallContent` from its JSON value."""
-    return _d_ToolCallContent(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ToolCallContent(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ToolCallContent(value: ToolCallContent) -> Any:
@@ -12450,21 +12908,22 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
     return value.to_dict()
 
 
-def _d_ContentBlock(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ContentBlock", "type", tag, True)
             return UnknownContentBlock(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ContentBlock_TAGS: Final[dict[str, _Decoder]] = {
+_ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
     "text": _d_TextContent,
     "image": _d_ImageContent,
     "audio": _d_AudioContent,
@@ -12475,7 +12934,7 @@ _ContentBlock_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_ContentBlock(obj: Any, ctx: DecodeContext | None = None) -> ContentBlock:
     """Decode a `ContentBlock` from its JSON value."""
-    return _d_ContentBlock(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ContentBlock(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ContentBlock(value: ContentBlock) -> Any:
@@ -12484,22 +12943,22 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
 
 
 def _d_EmbeddedResourceResource(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
             return _d_BlobResourceContents(obj, path, ctx)
         raise DecodeError(path, "matches no variant of EmbeddedResourceResource")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_EmbeddedResourceResource(
     obj: Any, ctx: DecodeContext | None = None
 ) -> EmbeddedResourceResource:
     """Decode a `EmbeddedResourceResource` from its JSON value."""
-    return _d_EmbeddedResourceResource(obj, None, ctx or _DEFAULT_CTX)
+    return _d_EmbeddedResourceResource(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
@@ -12507,13 +12966,13 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
     return value.to_dict()
 
 
-def _d_TerminalId(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_TerminalId(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_TerminalId(obj: Any, ctx: DecodeContext | None = None) -> TerminalId:
     """Decode a `TerminalId` from its JSON value."""
-    return _d_TerminalId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_TerminalId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_TerminalId(value: TerminalId) -> Any:
@@ -12521,13 +12980,13 @@ def encode_TerminalId(value: TerminalId) -> Any:
     return value
 
 
-def _d_PermissionOptionId(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOptionId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_PermissionOptionId(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOptionId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_PermissionOptionId(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionId:
     """Decode a `PermissionOptionId` from its JSON value."""
-    return _d_PermissionOptionId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_PermissionOptionId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
@@ -12536,22 +12995,23 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 
 
 def _d_CreateElicitationRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("mode", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "mode"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_CreateElicitationRequest_TAGS: Final[dict[str, _Decoder]] = {
+_CreateElicitationRequest_TAGS: Final[dict[str, _s.Decodes[CreateElicitationRequest]]] = {
     "form": _d_CreateElicitationRequestForm,
     "url": _d_CreateElicitationRequestUrl,
 }
@@ -12561,7 +13021,7 @@ def decode_CreateElicitationRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationRequest:
     """Decode a `CreateElicitationRequest` from its JSON value."""
-    return _d_CreateElicitationRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_CreateElicitationRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
@@ -12570,22 +13030,23 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 
 
 def _d_ElicitationPropertySchema(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ElicitationPropertySchema_TAGS: Final[dict[str, _Decoder]] = {
+_ElicitationPropertySchema_TAGS: Final[dict[str, _s.Decodes[ElicitationPropertySchema]]] = {
     "string": _d_StringPropertySchema,
     "number": _d_NumberPropertySchema,
     "integer": _d_IntegerPropertySchema,
@@ -12598,7 +13059,7 @@ def decode_ElicitationPropertySchema(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationPropertySchema:
     """Decode a `ElicitationPropertySchema` from its JSON value."""
-    return _d_ElicitationPropertySchema(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationPropertySchema(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
@@ -12606,28 +13067,29 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
     return value.to_dict()
 
 
-def _d_MultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_MultiSelectItems_TAGS: Final[dict[str, _Decoder]] = {
+_MultiSelectItems_TAGS: Final[dict[str, _s.Decodes[MultiSelectItems]]] = {
     "string": _d_StringMultiSelectItems,
 }
 
 
 def decode_MultiSelectItems(obj: Any, ctx: DecodeContext | None = None) -> MultiSelectItems:
     """Decode a `MultiSelectItems` from its JSON value."""
-    return _d_MultiSelectItems(obj, None, ctx or _DEFAULT_CTX)
+    return _d_MultiSelectItems(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
@@ -12635,13 +13097,13 @@ def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
     return value.to_dict()
 
 
-def _d_ElicitationId(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_ElicitationId(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_ElicitationId(obj: Any, ctx: DecodeContext | None = None) -> ElicitationId:
     """Decode a `ElicitationId` from its JSON value."""
-    return _d_ElicitationId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationId(value: ElicitationId) -> Any:
@@ -12649,13 +13111,13 @@ def encode_ElicitationId(value: ElicitationId) -> Any:
     return value
 
 
-def _d_ExtResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtResponse:
+def _d_ExtResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ExtResponse:
     return obj
 
 
 def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtResponse:
     """Decode a `ExtResponse` from its JSON value."""
-    return _d_ExtResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
@@ -12663,19 +13125,19 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
     return value
 
 
-def _d_AgentResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
+    if obj.__class__ is dict or _s.is_object(obj):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_AgentResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of AgentResponse")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_AgentResponse(obj: Any, ctx: DecodeContext | None = None) -> AgentResponse:
     """Decode a `AgentResponse` from its JSON value."""
-    return _d_AgentResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AgentResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AgentResponse(value: AgentResponse) -> Any:
@@ -12683,13 +13145,13 @@ def encode_AgentResponse(value: AgentResponse) -> Any:
     return value.to_dict()
 
 
-def _d_ProtocolVersion(obj: Any, path: _PathT, ctx: DecodeContext) -> ProtocolVersion:
-    return obj if obj.__class__ is int else _int(obj, path)
+def _d_ProtocolVersion(obj: Any, path: PathT, ctx: DecodeContext) -> ProtocolVersion:
+    return obj if obj.__class__ is int else _s.as_int(obj, path)
 
 
 def decode_ProtocolVersion(obj: Any, ctx: DecodeContext | None = None) -> ProtocolVersion:
     """Decode a `ProtocolVersion` from its JSON value."""
-    return _d_ProtocolVersion(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ProtocolVersion(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
@@ -12697,28 +13159,29 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
     return value
 
 
-def _d_AuthMethod(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_AuthMethodAgent(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_AuthMethod_TAGS: Final[dict[str, _Decoder]] = {
+_AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
     "terminal": _d_AuthMethodTerminal,
 }
 
 
 def decode_AuthMethod(obj: Any, ctx: DecodeContext | None = None) -> AuthMethod:
     """Decode a `AuthMethod` from its JSON value."""
-    return _d_AuthMethod(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AuthMethod(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AuthMethod(value: AuthMethod) -> Any:
@@ -12726,13 +13189,13 @@ def encode_AuthMethod(value: AuthMethod) -> Any:
     return value.to_dict()
 
 
-def _d_AuthMethodId(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_AuthMethodId(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_AuthMethodId(obj: Any, ctx: DecodeContext | None = None) -> AuthMethodId:
     """Decode a `AuthMethodId` from its JSON value."""
-    return _d_AuthMethodId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AuthMethodId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AuthMethodId(value: AuthMethodId) -> Any:
@@ -12740,13 +13203,13 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
     return value
 
 
-def _d_SessionModeId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionModeId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionModeId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionModeId(obj: Any, ctx: DecodeContext | None = None) -> SessionModeId:
     """Decode a `SessionModeId` from its JSON value."""
-    return _d_SessionModeId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionModeId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionModeId(value: SessionModeId) -> Any:
@@ -12754,21 +13217,22 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
     return value
 
 
-def _d_SessionConfigOption(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "SessionConfigOption", "type", tag, True)
             return UnknownSessionConfigOption(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SessionConfigOption_TAGS: Final[dict[str, _Decoder]] = {
+_SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
     "select": _d_SessionConfigOptionSelect,
     "boolean": _d_SessionConfigOptionBoolean,
 }
@@ -12776,7 +13240,7 @@ _SessionConfigOption_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_SessionConfigOption(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigOption:
     """Decode a `SessionConfigOption` from its JSON value."""
-    return _d_SessionConfigOption(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigOption(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
@@ -12784,13 +13248,13 @@ def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
     return value.to_dict()
 
 
-def _d_SessionConfigId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigId:
     """Decode a `SessionConfigId` from its JSON value."""
-    return _d_SessionConfigId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigId(value: SessionConfigId) -> Any:
@@ -12798,13 +13262,13 @@ def encode_SessionConfigId(value: SessionConfigId) -> Any:
     return value
 
 
-def _d_SessionConfigValueId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigValueId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigValueId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigValueId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigValueId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigValueId:
     """Decode a `SessionConfigValueId` from its JSON value."""
-    return _d_SessionConfigValueId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigValueId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
@@ -12813,36 +13277,36 @@ def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
 
 
 def _d_SessionConfigSelectOptions(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return _list(obj, path, ctx, _d_SessionConfigSelectOption)
+            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "group" in obj[0]:
-            return _list(obj, path, ctx, _d_SessionConfigSelectGroup)
-        return _list(obj, path, ctx, _d_SessionConfigSelectOption)
-    _fail(path, "array", obj)
+            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+    _s.fail(path, "array", obj)
 
 
 def decode_SessionConfigSelectOptions(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigSelectOptions:
     """Decode a `SessionConfigSelectOptions` from its JSON value."""
-    return _d_SessionConfigSelectOptions(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigSelectOptions(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigSelectOptions(value: SessionConfigSelectOptions) -> Any:
     """Encode a `SessionConfigSelectOptions` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)
 
 
-def _d_SessionConfigGroupId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigGroupId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigGroupId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigGroupId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigGroupId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigGroupId:
     """Decode a `SessionConfigGroupId` from its JSON value."""
-    return _d_SessionConfigGroupId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigGroupId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
@@ -12850,13 +13314,13 @@ def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
     return value
 
 
-def _d_ExtNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtNotification:
+def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotification:
     return obj
 
 
 def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNotification:
     """Decode a `ExtNotification` from its JSON value."""
-    return _d_ExtNotification(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtNotification(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
@@ -12864,21 +13328,22 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
     return value
 
 
-def _d_SessionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "sessionUpdate"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, True)
             return UnknownSessionUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SessionUpdate_TAGS: Final[dict[str, _Decoder]] = {
+_SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
     "user_message_chunk": _d_SessionUpdateUserMessageChunk,
     "agent_message_chunk": _d_SessionUpdateAgentMessageChunk,
     "agent_thought_chunk": _d_SessionUpdateAgentThoughtChunk,
@@ -12895,7 +13360,7 @@ _SessionUpdate_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_SessionUpdate(obj: Any, ctx: DecodeContext | None = None) -> SessionUpdate:
     """Decode a `SessionUpdate` from its JSON value."""
-    return _d_SessionUpdate(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionUpdate(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionUpdate(value: SessionUpdate) -> Any:
@@ -12903,13 +13368,13 @@ def encode_SessionUpdate(value: SessionUpdate) -> Any:
     return value.to_dict()
 
 
-def _d_MessageId(obj: Any, path: _PathT, ctx: DecodeContext) -> MessageId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_MessageId(obj: Any, path: PathT, ctx: DecodeContext) -> MessageId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_MessageId(obj: Any, ctx: DecodeContext | None = None) -> MessageId:
     """Decode a `MessageId` from its JSON value."""
-    return _d_MessageId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_MessageId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_MessageId(value: MessageId) -> Any:
@@ -12917,17 +13382,17 @@ def encode_MessageId(value: MessageId) -> Any:
     return value
 
 
-def _d_AvailableCommandInput(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
+    if obj.__class__ is dict or _s.is_object(obj):
         return _d_UnstructuredCommandInput(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_AvailableCommandInput(
     obj: Any, ctx: DecodeContext | None = None
 ) -> AvailableCommandInput:
     """Decode a `AvailableCommandInput` from its JSON value."""
-    return _d_AvailableCommandInput(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AvailableCommandInput(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
@@ -12935,21 +13400,22 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
     return value.to_dict()
 
 
-def _d_McpServer(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_McpServerStdio(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_McpServer_TAGS: Final[dict[str, _Decoder]] = {
+_McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
     "http": _d_McpServerHttp,
     "sse": _d_McpServerSse,
 }
@@ -12957,7 +13423,7 @@ _McpServer_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_McpServer(obj: Any, ctx: DecodeContext | None = None) -> McpServer:
     """Decode a `McpServer` from its JSON value."""
-    return _d_McpServer(obj, None, ctx or _DEFAULT_CTX)
+    return _d_McpServer(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_McpServer(value: McpServer) -> Any:
@@ -12966,26 +13432,28 @@ def encode_McpServer(value: McpServer) -> Any:
 
 
 def _d_SetSessionConfigOptionRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
             # The schema sends unknown tags to its fallback variant; what that cannot read stays raw.
             try:
                 return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
             except DecodeError:
+                # No variant takes it: the schema rejects it (strict), lenient keeps it raw.
+                ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, True)
                 return UnknownSetSessionConfigOptionRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _Decoder]] = {
+_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _s.Decodes[SetSessionConfigOptionRequest]]] = {
     "boolean": _d_SetSessionConfigOptionRequestBoolean,
 }
 
@@ -12994,7 +13462,7 @@ def decode_SetSessionConfigOptionRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SetSessionConfigOptionRequest:
     """Decode a `SetSessionConfigOptionRequest` from its JSON value."""
-    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -> Any:
@@ -13002,19 +13470,19 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
     return value.to_dict()
 
 
-def _d_ClientResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ClientResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponse:
+    if obj.__class__ is dict or _s.is_object(obj):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_ClientResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of ClientResponse")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_ClientResponse(obj: Any, ctx: DecodeContext | None = None) -> ClientResponse:
     """Decode a `ClientResponse` from its JSON value."""
-    return _d_ClientResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ClientResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ClientResponse(value: ClientResponse) -> Any:
@@ -13023,22 +13491,23 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 
 
 def _d_RequestPermissionOutcome(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("outcome", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "outcome"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, True)
             return UnknownRequestPermissionOutcome(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_RequestPermissionOutcome_TAGS: Final[dict[str, _Decoder]] = {
+_RequestPermissionOutcome_TAGS: Final[dict[str, _s.Decodes[RequestPermissionOutcome]]] = {
     "cancelled": _d_RequestPermissionOutcomeCancelled,
     "selected": _d_SelectedPermissionOutcome,
 }
@@ -13048,7 +13517,7 @@ def decode_RequestPermissionOutcome(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionOutcome:
     """Decode a `RequestPermissionOutcome` from its JSON value."""
-    return _d_RequestPermissionOutcome(obj, None, ctx or _DEFAULT_CTX)
+    return _d_RequestPermissionOutcome(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
@@ -13057,22 +13526,23 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 
 
 def _d_CreateElicitationResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("action", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "action"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_CreateElicitationResponse_TAGS: Final[dict[str, _Decoder]] = {
+_CreateElicitationResponse_TAGS: Final[dict[str, _s.Decodes[CreateElicitationResponse]]] = {
     "accept": _d_CreateElicitationResponseAccept,
     "decline": _d_CreateElicitationResponseDecline,
     "cancel": _d_CreateElicitationResponseCancel,
@@ -13083,7 +13553,7 @@ def decode_CreateElicitationResponse(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationResponse:
     """Decode a `CreateElicitationResponse` from its JSON value."""
-    return _d_CreateElicitationResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_CreateElicitationResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
@@ -13092,28 +13562,28 @@ def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
 
 
 def _d_ElicitationContentValue(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return _list(obj, path, ctx, _d_str)
+        return _s.list_of(obj, path, ctx, _s.d_str)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _fail(path, "string", obj)
+        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
     if obj.__class__ is int:
-        return obj if obj.__class__ is int else _int(obj, path)
+        return obj if obj.__class__ is int else _s.as_int(obj, path)
     if obj.__class__ is float:
-        return obj if obj.__class__ is float else _num(obj, path)
+        return obj if obj.__class__ is float else _s.as_float(obj, path)
     if obj.__class__ is bool:
-        return obj if obj.__class__ is bool else _fail(path, "boolean", obj)
-    _fail(path, "string | integer | number | boolean | array", obj)
+        return obj if obj.__class__ is bool else _s.fail(path, "boolean", obj)
+    _s.fail(path, "string | integer | number | boolean | array", obj)
 
 
 def decode_ElicitationContentValue(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationContentValue:
     """Decode a `ElicitationContentValue` from its JSON value."""
-    return _d_ElicitationContentValue(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationContentValue(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationContentValue(value: ElicitationContentValue) -> Any:
     """Encode a `ElicitationContentValue` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import reprlib
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from . import types
 from .methods import METHODS, MethodSpec
@@ -59,12 +59,13 @@ class RequestError(Exception):
     def from_dict(cls, error: Any) -> RequestError:
         if not isinstance(error, dict):
             return cls(INTERNAL_ERROR, "malformed error response", error)
-        code = error.get("code")
-        message = error.get("message")
+        fields = cast("dict[str, Any]", error)  # a JSON object: string keys
+        code = fields.get("code")
+        message = fields.get("message")
         return cls(
             code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
             message if isinstance(message, str) else "error",
-            error.get("data"),
+            fields.get("data"),
         )
 
     @classmethod

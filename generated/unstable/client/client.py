@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import typing
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import IO, Any
 
@@ -32,261 +33,1073 @@ from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentP
 class AgentProxy:
     """Calls the agent: one typed async method per method the agent answers.
 
+    Each method takes its params object (positionally) or that object's fields as keyword
+    arguments, e.g. `session_id=..., prompt=[...]`; mixing both raises TypeError. Methods whose
+    params are a union take one of its variant objects.
+
     Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
-    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema);
-    notifications return once handed to the transport.
+    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema). They
+    take `timeout=` (seconds, default None: wait as long as it takes); when it expires the
+    request is cancelled with `$/cancel_request` and `TimeoutError` is raised. (A timeout
+    abandons one call; to stop a prompt turn, send `session/cancel`: that is the protocol's way.)
+    Notifications return once handed to the transport.
     """
 
     def __init__(self, connection: Connection, ctx: types.DecodeContext | None = None) -> None:
         self.connection = connection
         self.ctx = ctx
 
-    async def cancel_request(self, params: types.CancelRequestNotification) -> None:
+    @typing.overload
+    async def cancel_request(self, params: types.CancelRequestNotification, /) -> None: ...
+
+    @typing.overload
+    async def cancel_request(
+        self,
+        /,
+        *,
+        request_id: types.RequestId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def cancel_request(
+        self, params: types.CancelRequestNotification | None = None, /, **fields: Any
+    ) -> None:
         """`$/cancel_request` (notification).
 
         Notification to cancel an ongoing request."""
+        if params is None:
+            params = types.CancelRequestNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "cancel_request() takes a types.CancelRequestNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.CANCEL_REQUEST]
         await self.connection.notify(methods.CANCEL_REQUEST, spec.encode_params(params))
 
-    async def authenticate(self, params: types.AuthenticateRequest) -> types.AuthenticateResponse:
+    @typing.overload
+    async def authenticate(
+        self, params: types.AuthenticateRequest, /, *, timeout: float | None = None
+    ) -> types.AuthenticateResponse: ...
+
+    @typing.overload
+    async def authenticate(
+        self,
+        /,
+        *,
+        method_id: types.AuthMethodId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.AuthenticateResponse: ...
+
+    async def authenticate(
+        self,
+        params: types.AuthenticateRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.AuthenticateResponse:
         """`authenticate` (request).
 
         Request parameters for the authenticate method."""
+        if params is None:
+            params = types.AuthenticateRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "authenticate() takes a types.AuthenticateRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.AUTHENTICATE]
-        raw = await self.connection.request(methods.AUTHENTICATE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.AUTHENTICATE, spec.encode_params(params), timeout=timeout
+        )
         return types.AuthenticateResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def document_did_change(self, params: types.DidChangeDocumentNotification) -> None:
+    @typing.overload
+    async def document_did_change(self, params: types.DidChangeDocumentNotification, /) -> None: ...
+
+    @typing.overload
+    async def document_did_change(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        version: int,
+        content_changes: list[types.TextDocumentContentChangeEvent],
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def document_did_change(
+        self, params: types.DidChangeDocumentNotification | None = None, /, **fields: Any
+    ) -> None:
         """`document/didChange` (notification, unstable).
 
         Notification sent when a file is edited."""
+        if params is None:
+            params = types.DidChangeDocumentNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "document_did_change() takes a types.DidChangeDocumentNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.DOCUMENT_DID_CHANGE]
         await self.connection.notify(methods.DOCUMENT_DID_CHANGE, spec.encode_params(params))
 
-    async def document_did_close(self, params: types.DidCloseDocumentNotification) -> None:
+    @typing.overload
+    async def document_did_close(self, params: types.DidCloseDocumentNotification, /) -> None: ...
+
+    @typing.overload
+    async def document_did_close(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def document_did_close(
+        self, params: types.DidCloseDocumentNotification | None = None, /, **fields: Any
+    ) -> None:
         """`document/didClose` (notification, unstable).
 
         Notification sent when a file is closed."""
+        if params is None:
+            params = types.DidCloseDocumentNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "document_did_close() takes a types.DidCloseDocumentNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.DOCUMENT_DID_CLOSE]
         await self.connection.notify(methods.DOCUMENT_DID_CLOSE, spec.encode_params(params))
 
-    async def document_did_focus(self, params: types.DidFocusDocumentNotification) -> None:
+    @typing.overload
+    async def document_did_focus(self, params: types.DidFocusDocumentNotification, /) -> None: ...
+
+    @typing.overload
+    async def document_did_focus(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        version: int,
+        position: types.Position,
+        visible_range: types.Range,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def document_did_focus(
+        self, params: types.DidFocusDocumentNotification | None = None, /, **fields: Any
+    ) -> None:
         """`document/didFocus` (notification, unstable).
 
         Notification sent when a file becomes the active editor tab."""
+        if params is None:
+            params = types.DidFocusDocumentNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "document_did_focus() takes a types.DidFocusDocumentNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.DOCUMENT_DID_FOCUS]
         await self.connection.notify(methods.DOCUMENT_DID_FOCUS, spec.encode_params(params))
 
-    async def document_did_open(self, params: types.DidOpenDocumentNotification) -> None:
+    @typing.overload
+    async def document_did_open(self, params: types.DidOpenDocumentNotification, /) -> None: ...
+
+    @typing.overload
+    async def document_did_open(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        language_id: str,
+        version: int,
+        text: str,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def document_did_open(
+        self, params: types.DidOpenDocumentNotification | None = None, /, **fields: Any
+    ) -> None:
         """`document/didOpen` (notification, unstable).
 
         Notification sent when a file is opened in the editor."""
+        if params is None:
+            params = types.DidOpenDocumentNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "document_did_open() takes a types.DidOpenDocumentNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.DOCUMENT_DID_OPEN]
         await self.connection.notify(methods.DOCUMENT_DID_OPEN, spec.encode_params(params))
 
-    async def document_did_save(self, params: types.DidSaveDocumentNotification) -> None:
+    @typing.overload
+    async def document_did_save(self, params: types.DidSaveDocumentNotification, /) -> None: ...
+
+    @typing.overload
+    async def document_did_save(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def document_did_save(
+        self, params: types.DidSaveDocumentNotification | None = None, /, **fields: Any
+    ) -> None:
         """`document/didSave` (notification, unstable).
 
         Notification sent when a file is saved."""
+        if params is None:
+            params = types.DidSaveDocumentNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "document_did_save() takes a types.DidSaveDocumentNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.DOCUMENT_DID_SAVE]
         await self.connection.notify(methods.DOCUMENT_DID_SAVE, spec.encode_params(params))
 
-    async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
+    @typing.overload
+    async def initialize(
+        self, params: types.InitializeRequest, /, *, timeout: float | None = None
+    ) -> types.InitializeResponse: ...
+
+    @typing.overload
+    async def initialize(
+        self,
+        /,
+        *,
+        protocol_version: types.ProtocolVersion,
+        client_capabilities: types.ClientCapabilities = ...,
+        client_info: types.Implementation | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.InitializeResponse: ...
+
+    async def initialize(
+        self,
+        params: types.InitializeRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.InitializeResponse:
         """`initialize` (request).
 
         Request parameters for the initialize method."""
+        if params is None:
+            params = types.InitializeRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "initialize() takes a types.InitializeRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.INITIALIZE]
-        raw = await self.connection.request(methods.INITIALIZE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.INITIALIZE, spec.encode_params(params), timeout=timeout
+        )
         return types.InitializeResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def logout(self, params: types.LogoutRequest) -> types.LogoutResponse:
+    @typing.overload
+    async def logout(
+        self, params: types.LogoutRequest, /, *, timeout: float | None = None
+    ) -> types.LogoutResponse: ...
+
+    @typing.overload
+    async def logout(
+        self,
+        /,
+        *,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.LogoutResponse: ...
+
+    async def logout(
+        self,
+        params: types.LogoutRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.LogoutResponse:
         """`logout` (request).
 
         Request parameters for the logout method."""
+        if params is None:
+            params = types.LogoutRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "logout() takes a types.LogoutRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.LOGOUT]
-        raw = await self.connection.request(methods.LOGOUT, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.LOGOUT, spec.encode_params(params), timeout=timeout
+        )
         return types.LogoutResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def mcp_message(self, params: types.MessageMcpRequest) -> types.MessageMcpResponse:
+    @typing.overload
+    async def mcp_message(
+        self, params: types.MessageMcpRequest, /, *, timeout: float | None = None
+    ) -> types.MessageMcpResponse: ...
+
+    @typing.overload
+    async def mcp_message(
+        self,
+        /,
+        *,
+        connection_id: types.McpConnectionId,
+        method: str,
+        params: types.JsonObject | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.MessageMcpResponse: ...
+
+    async def mcp_message(
+        self,
+        params: types.MessageMcpRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.MessageMcpResponse:
         """`mcp/message` (request, unstable).
 
         Request parameters for `mcp/message`."""
+        if params is None:
+            params = types.MessageMcpRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "mcp_message() takes a types.MessageMcpRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.MCP_MESSAGE]
-        raw = await self.connection.request(methods.MCP_MESSAGE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.MCP_MESSAGE, spec.encode_params(params), timeout=timeout
+        )
         return types.decode_MessageMcpResponse(raw, self.ctx)
 
-    async def mcp_message_notification(self, params: types.MessageMcpNotification) -> None:
+    @typing.overload
+    async def mcp_message_notification(self, params: types.MessageMcpNotification, /) -> None: ...
+
+    @typing.overload
+    async def mcp_message_notification(
+        self,
+        /,
+        *,
+        connection_id: types.McpConnectionId,
+        method: str,
+        params: types.JsonObject | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def mcp_message_notification(
+        self, params: types.MessageMcpNotification | None = None, /, **fields: Any
+    ) -> None:
         """`mcp/message` sent as a notification (no answer), unstable."""
+        if params is None:
+            params = types.MessageMcpNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "mcp_message_notification() takes a types.MessageMcpNotification or its fields as keywords, not both"
+            )
         await self.connection.notify(
             methods.MCP_MESSAGE, types.MessageMcpNotification.to_dict(params)
         )
 
-    async def nes_accept(self, params: types.AcceptNesNotification) -> None:
+    @typing.overload
+    async def nes_accept(self, params: types.AcceptNesNotification, /) -> None: ...
+
+    @typing.overload
+    async def nes_accept(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        id: types.NesSuggestionId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def nes_accept(
+        self, params: types.AcceptNesNotification | None = None, /, **fields: Any
+    ) -> None:
         """`nes/accept` (notification, unstable).
 
         Notification sent when a suggestion is accepted."""
+        if params is None:
+            params = types.AcceptNesNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "nes_accept() takes a types.AcceptNesNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.NES_ACCEPT]
         await self.connection.notify(methods.NES_ACCEPT, spec.encode_params(params))
 
-    async def nes_close(self, params: types.CloseNesRequest) -> types.CloseNesResponse:
+    @typing.overload
+    async def nes_close(
+        self, params: types.CloseNesRequest, /, *, timeout: float | None = None
+    ) -> types.CloseNesResponse: ...
+
+    @typing.overload
+    async def nes_close(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.CloseNesResponse: ...
+
+    async def nes_close(
+        self,
+        params: types.CloseNesRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.CloseNesResponse:
         """`nes/close` (request, unstable).
 
         Request to close an NES session."""
+        if params is None:
+            params = types.CloseNesRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "nes_close() takes a types.CloseNesRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.NES_CLOSE]
-        raw = await self.connection.request(methods.NES_CLOSE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.NES_CLOSE, spec.encode_params(params), timeout=timeout
+        )
         return types.CloseNesResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def nes_reject(self, params: types.RejectNesNotification) -> None:
+    @typing.overload
+    async def nes_reject(self, params: types.RejectNesNotification, /) -> None: ...
+
+    @typing.overload
+    async def nes_reject(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        id: types.NesSuggestionId,
+        reason: types.NesRejectReason | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def nes_reject(
+        self, params: types.RejectNesNotification | None = None, /, **fields: Any
+    ) -> None:
         """`nes/reject` (notification, unstable).
 
         Notification sent when a suggestion is rejected."""
+        if params is None:
+            params = types.RejectNesNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "nes_reject() takes a types.RejectNesNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.NES_REJECT]
         await self.connection.notify(methods.NES_REJECT, spec.encode_params(params))
 
-    async def nes_start(self, params: types.StartNesRequest) -> types.StartNesResponse:
+    @typing.overload
+    async def nes_start(
+        self, params: types.StartNesRequest, /, *, timeout: float | None = None
+    ) -> types.StartNesResponse: ...
+
+    @typing.overload
+    async def nes_start(
+        self,
+        /,
+        *,
+        workspace_uri: str | None | types.Unset = types.UNSET,
+        workspace_folders: list[types.WorkspaceFolder] | None | types.Unset = types.UNSET,
+        repository: types.NesRepository | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.StartNesResponse: ...
+
+    async def nes_start(
+        self,
+        params: types.StartNesRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.StartNesResponse:
         """`nes/start` (request, unstable).
 
         Request to start an NES session."""
+        if params is None:
+            params = types.StartNesRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "nes_start() takes a types.StartNesRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.NES_START]
-        raw = await self.connection.request(methods.NES_START, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.NES_START, spec.encode_params(params), timeout=timeout
+        )
         return types.StartNesResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def nes_suggest(self, params: types.SuggestNesRequest) -> types.SuggestNesResponse:
+    @typing.overload
+    async def nes_suggest(
+        self, params: types.SuggestNesRequest, /, *, timeout: float | None = None
+    ) -> types.SuggestNesResponse: ...
+
+    @typing.overload
+    async def nes_suggest(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        uri: str,
+        version: int,
+        position: types.Position,
+        trigger_kind: types.NesTriggerKind,
+        selection: types.Range | None | types.Unset = types.UNSET,
+        context: types.NesSuggestContext | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.SuggestNesResponse: ...
+
+    async def nes_suggest(
+        self,
+        params: types.SuggestNesRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.SuggestNesResponse:
         """`nes/suggest` (request, unstable).
 
         Request for a code suggestion."""
+        if params is None:
+            params = types.SuggestNesRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "nes_suggest() takes a types.SuggestNesRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.NES_SUGGEST]
-        raw = await self.connection.request(methods.NES_SUGGEST, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.NES_SUGGEST, spec.encode_params(params), timeout=timeout
+        )
         return types.SuggestNesResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def providers_disable(
-        self, params: types.DisableProviderRequest
+        self, params: types.DisableProviderRequest, /, *, timeout: float | None = None
+    ) -> types.DisableProviderResponse: ...
+
+    @typing.overload
+    async def providers_disable(
+        self,
+        /,
+        *,
+        provider_id: types.ProviderId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.DisableProviderResponse: ...
+
+    async def providers_disable(
+        self,
+        params: types.DisableProviderRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.DisableProviderResponse:
         """`providers/disable` (request, unstable).
 
         Request parameters for `providers/disable`."""
+        if params is None:
+            params = types.DisableProviderRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "providers_disable() takes a types.DisableProviderRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.PROVIDERS_DISABLE]
-        raw = await self.connection.request(methods.PROVIDERS_DISABLE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.PROVIDERS_DISABLE, spec.encode_params(params), timeout=timeout
+        )
         return types.DisableProviderResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def providers_list(
-        self, params: types.ListProvidersRequest
+        self, params: types.ListProvidersRequest, /, *, timeout: float | None = None
+    ) -> types.ListProvidersResponse: ...
+
+    @typing.overload
+    async def providers_list(
+        self,
+        /,
+        *,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ListProvidersResponse: ...
+
+    async def providers_list(
+        self,
+        params: types.ListProvidersRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.ListProvidersResponse:
         """`providers/list` (request, unstable).
 
         Request parameters for `providers/list`."""
+        if params is None:
+            params = types.ListProvidersRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "providers_list() takes a types.ListProvidersRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.PROVIDERS_LIST]
-        raw = await self.connection.request(methods.PROVIDERS_LIST, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.PROVIDERS_LIST, spec.encode_params(params), timeout=timeout
+        )
         return types.ListProvidersResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def providers_set(self, params: types.SetProviderRequest) -> types.SetProviderResponse:
+    @typing.overload
+    async def providers_set(
+        self, params: types.SetProviderRequest, /, *, timeout: float | None = None
+    ) -> types.SetProviderResponse: ...
+
+    @typing.overload
+    async def providers_set(
+        self,
+        /,
+        *,
+        provider_id: types.ProviderId,
+        api_type: types.LlmProtocol,
+        base_url: str,
+        headers: dict[str, str] | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.SetProviderResponse: ...
+
+    async def providers_set(
+        self,
+        params: types.SetProviderRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.SetProviderResponse:
         """`providers/set` (request, unstable).
 
         Request parameters for `providers/set`."""
+        if params is None:
+            params = types.SetProviderRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "providers_set() takes a types.SetProviderRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.PROVIDERS_SET]
-        raw = await self.connection.request(methods.PROVIDERS_SET, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.PROVIDERS_SET, spec.encode_params(params), timeout=timeout
+        )
         return types.SetProviderResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_cancel(self, params: types.CancelNotification) -> None:
+    @typing.overload
+    async def session_cancel(self, params: types.CancelNotification, /) -> None: ...
+
+    @typing.overload
+    async def session_cancel(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def session_cancel(
+        self, params: types.CancelNotification | None = None, /, **fields: Any
+    ) -> None:
         """`session/cancel` (notification).
 
         Notification to cancel ongoing operations for a session."""
+        if params is None:
+            params = types.CancelNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "session_cancel() takes a types.CancelNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_CANCEL]
         await self.connection.notify(methods.SESSION_CANCEL, spec.encode_params(params))
 
-    async def session_close(self, params: types.CloseSessionRequest) -> types.CloseSessionResponse:
+    @typing.overload
+    async def session_close(
+        self, params: types.CloseSessionRequest, /, *, timeout: float | None = None
+    ) -> types.CloseSessionResponse: ...
+
+    @typing.overload
+    async def session_close(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.CloseSessionResponse: ...
+
+    async def session_close(
+        self,
+        params: types.CloseSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.CloseSessionResponse:
         """`session/close` (request).
 
         Request parameters for closing an active session."""
+        if params is None:
+            params = types.CloseSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_close() takes a types.CloseSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_CLOSE]
-        raw = await self.connection.request(methods.SESSION_CLOSE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_CLOSE, spec.encode_params(params), timeout=timeout
+        )
         return types.CloseSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def session_delete(
-        self, params: types.DeleteSessionRequest
+        self, params: types.DeleteSessionRequest, /, *, timeout: float | None = None
+    ) -> types.DeleteSessionResponse: ...
+
+    @typing.overload
+    async def session_delete(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.DeleteSessionResponse: ...
+
+    async def session_delete(
+        self,
+        params: types.DeleteSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.DeleteSessionResponse:
         """`session/delete` (request).
 
         Request parameters for deleting an existing session from `session/list`."""
+        if params is None:
+            params = types.DeleteSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_delete() takes a types.DeleteSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_DELETE]
-        raw = await self.connection.request(methods.SESSION_DELETE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_DELETE, spec.encode_params(params), timeout=timeout
+        )
         return types.DeleteSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_fork(self, params: types.ForkSessionRequest) -> types.ForkSessionResponse:
+    @typing.overload
+    async def session_fork(
+        self, params: types.ForkSessionRequest, /, *, timeout: float | None = None
+    ) -> types.ForkSessionResponse: ...
+
+    @typing.overload
+    async def session_fork(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        cwd: str,
+        additional_directories: list[str] | types.Unset = types.UNSET,
+        mcp_servers: list[types.McpServer] | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ForkSessionResponse: ...
+
+    async def session_fork(
+        self,
+        params: types.ForkSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.ForkSessionResponse:
         """`session/fork` (request, unstable).
 
         Request parameters for forking an existing session."""
+        if params is None:
+            params = types.ForkSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_fork() takes a types.ForkSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_FORK]
-        raw = await self.connection.request(methods.SESSION_FORK, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_FORK, spec.encode_params(params), timeout=timeout
+        )
         return types.ForkSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_list(self, params: types.ListSessionsRequest) -> types.ListSessionsResponse:
+    @typing.overload
+    async def session_list(
+        self, params: types.ListSessionsRequest, /, *, timeout: float | None = None
+    ) -> types.ListSessionsResponse: ...
+
+    @typing.overload
+    async def session_list(
+        self,
+        /,
+        *,
+        cwd: str | None | types.Unset = types.UNSET,
+        cursor: str | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ListSessionsResponse: ...
+
+    async def session_list(
+        self,
+        params: types.ListSessionsRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.ListSessionsResponse:
         """`session/list` (request).
 
         Request parameters for listing existing sessions."""
+        if params is None:
+            params = types.ListSessionsRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_list() takes a types.ListSessionsRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_LIST]
-        raw = await self.connection.request(methods.SESSION_LIST, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_LIST, spec.encode_params(params), timeout=timeout
+        )
         return types.ListSessionsResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_load(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
+    @typing.overload
+    async def session_load(
+        self, params: types.LoadSessionRequest, /, *, timeout: float | None = None
+    ) -> types.LoadSessionResponse: ...
+
+    @typing.overload
+    async def session_load(
+        self,
+        /,
+        *,
+        mcp_servers: list[types.McpServer],
+        cwd: str,
+        session_id: types.SessionId,
+        additional_directories: list[str] | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.LoadSessionResponse: ...
+
+    async def session_load(
+        self,
+        params: types.LoadSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.LoadSessionResponse:
         """`session/load` (request).
 
         Request parameters for loading an existing session."""
+        if params is None:
+            params = types.LoadSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_load() takes a types.LoadSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_LOAD]
-        raw = await self.connection.request(methods.SESSION_LOAD, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_LOAD, spec.encode_params(params), timeout=timeout
+        )
         return types.LoadSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
+    @typing.overload
+    async def session_new(
+        self, params: types.NewSessionRequest, /, *, timeout: float | None = None
+    ) -> types.NewSessionResponse: ...
+
+    @typing.overload
+    async def session_new(
+        self,
+        /,
+        *,
+        cwd: str,
+        mcp_servers: list[types.McpServer],
+        additional_directories: list[str] | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.NewSessionResponse: ...
+
+    async def session_new(
+        self,
+        params: types.NewSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.NewSessionResponse:
         """`session/new` (request).
 
         Request parameters for creating a new session."""
+        if params is None:
+            params = types.NewSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_new() takes a types.NewSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_NEW]
-        raw = await self.connection.request(methods.SESSION_NEW, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_NEW, spec.encode_params(params), timeout=timeout
+        )
         return types.NewSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
+    @typing.overload
+    async def session_prompt(
+        self, params: types.PromptRequest, /, *, timeout: float | None = None
+    ) -> types.PromptResponse: ...
+
+    @typing.overload
+    async def session_prompt(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        prompt: list[types.ContentBlock],
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.PromptResponse: ...
+
+    async def session_prompt(
+        self,
+        params: types.PromptRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> types.PromptResponse:
         """`session/prompt` (request).
 
         Request parameters for sending a user prompt to the agent."""
+        if params is None:
+            params = types.PromptRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_prompt() takes a types.PromptRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_PROMPT]
-        raw = await self.connection.request(methods.SESSION_PROMPT, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_PROMPT, spec.encode_params(params), timeout=timeout
+        )
         return types.PromptResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def session_resume(
-        self, params: types.ResumeSessionRequest
+        self, params: types.ResumeSessionRequest, /, *, timeout: float | None = None
+    ) -> types.ResumeSessionResponse: ...
+
+    @typing.overload
+    async def session_resume(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        cwd: str,
+        additional_directories: list[str] | types.Unset = types.UNSET,
+        mcp_servers: list[types.McpServer] | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.ResumeSessionResponse: ...
+
+    async def session_resume(
+        self,
+        params: types.ResumeSessionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.ResumeSessionResponse:
         """`session/resume` (request).
 
         Request parameters for resuming an existing session."""
+        if params is None:
+            params = types.ResumeSessionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_resume() takes a types.ResumeSessionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_RESUME]
-        raw = await self.connection.request(methods.SESSION_RESUME, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_RESUME, spec.encode_params(params), timeout=timeout
+        )
         return types.ResumeSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
     async def session_set_config_option(
-        self, params: types.SetSessionConfigOptionRequest
+        self, params: types.SetSessionConfigOptionRequest, /, *, timeout: float | None = None
     ) -> types.SetSessionConfigOptionResponse:
         """`session/set_config_option` (request).
 
         Request parameters for setting a session configuration option."""
         spec = METHODS[methods.SESSION_SET_CONFIG_OPTION]
         raw = await self.connection.request(
-            methods.SESSION_SET_CONFIG_OPTION, spec.encode_params(params)
+            methods.SESSION_SET_CONFIG_OPTION, spec.encode_params(params), timeout=timeout
         )
         return types.SetSessionConfigOptionResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def session_set_mode(
-        self, params: types.SetSessionModeRequest
+        self, params: types.SetSessionModeRequest, /, *, timeout: float | None = None
+    ) -> types.SetSessionModeResponse: ...
+
+    @typing.overload
+    async def session_set_mode(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        mode_id: types.SessionModeId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.SetSessionModeResponse: ...
+
+    async def session_set_mode(
+        self,
+        params: types.SetSessionModeRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.SetSessionModeResponse:
         """`session/set_mode` (request).
 
         Request parameters for setting a session mode."""
+        if params is None:
+            params = types.SetSessionModeRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_set_mode() takes a types.SetSessionModeRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_SET_MODE]
-        raw = await self.connection.request(methods.SESSION_SET_MODE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.SESSION_SET_MODE, spec.encode_params(params), timeout=timeout
+        )
         return types.SetSessionModeResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def ext_method(self, method: str, params: Any) -> Any:
+    async def ext_method(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
-        return await self.connection.request(method, params)
+        return await self.connection.request(method, params, timeout=timeout)
 
     async def ext_notification(self, method: str, params: Any) -> None:
         """Send an extension notification (its name must start with `_`)."""

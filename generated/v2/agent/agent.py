@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import typing
 from typing import Any
 
 from . import methods, types
@@ -30,61 +31,162 @@ from .methods import AGENT_HANDLES, METHODS
 class ClientProxy:
     """Calls the client: one typed async method per method the client answers.
 
+    Each method takes its params object (positionally) or that object's fields as keyword
+    arguments, e.g. `session_id=..., prompt=[...]`; mixing both raises TypeError. Methods whose
+    params are a union take one of its variant objects.
+
     Requests return the decoded result or raise `RequestError` (the peer's JSON-RPC error),
-    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema);
-    notifications return once handed to the transport.
+    `ConnectionClosed`, or `types.DecodeError` (a result that does not fit the schema). They
+    take `timeout=` (seconds, default None: wait as long as it takes); when it expires the
+    request is cancelled with `$/cancel_request` and `TimeoutError` is raised.
+    Notifications return once handed to the transport.
     """
 
     def __init__(self, connection: Connection, ctx: types.DecodeContext | None = None) -> None:
         self.connection = connection
         self.ctx = ctx
 
-    async def cancel_request(self, params: types.CancelRequestNotification) -> None:
+    @typing.overload
+    async def cancel_request(self, params: types.CancelRequestNotification, /) -> None: ...
+
+    @typing.overload
+    async def cancel_request(
+        self,
+        /,
+        *,
+        request_id: types.RequestId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def cancel_request(
+        self, params: types.CancelRequestNotification | None = None, /, **fields: Any
+    ) -> None:
         """`$/cancel_request` (notification).
 
         Notification to cancel an ongoing request."""
+        if params is None:
+            params = types.CancelRequestNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "cancel_request() takes a types.CancelRequestNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.CANCEL_REQUEST]
         await self.connection.notify(methods.CANCEL_REQUEST, spec.encode_params(params))
 
-    async def elicitation_complete(self, params: types.CompleteElicitationNotification) -> None:
+    @typing.overload
+    async def elicitation_complete(
+        self, params: types.CompleteElicitationNotification, /
+    ) -> None: ...
+
+    @typing.overload
+    async def elicitation_complete(
+        self,
+        /,
+        *,
+        elicitation_id: types.ElicitationId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def elicitation_complete(
+        self, params: types.CompleteElicitationNotification | None = None, /, **fields: Any
+    ) -> None:
         """`elicitation/complete` (notification).
 
         Notification sent by the agent when a URL-based elicitation is complete."""
+        if params is None:
+            params = types.CompleteElicitationNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "elicitation_complete() takes a types.CompleteElicitationNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.ELICITATION_COMPLETE]
         await self.connection.notify(methods.ELICITATION_COMPLETE, spec.encode_params(params))
 
     async def elicitation_create(
-        self, params: types.CreateElicitationRequest
+        self, params: types.CreateElicitationRequest, /, *, timeout: float | None = None
     ) -> types.CreateElicitationResponse:
         """`elicitation/create` (request).
 
         Request from the agent to elicit structured user input."""
         spec = METHODS[methods.ELICITATION_CREATE]
-        raw = await self.connection.request(methods.ELICITATION_CREATE, spec.encode_params(params))
+        raw = await self.connection.request(
+            methods.ELICITATION_CREATE, spec.encode_params(params), timeout=timeout
+        )
         return types.decode_CreateElicitationResponse(raw, self.ctx)
 
+    @typing.overload
     async def session_request_permission(
-        self, params: types.RequestPermissionRequest
+        self, params: types.RequestPermissionRequest, /, *, timeout: float | None = None
+    ) -> types.RequestPermissionResponse: ...
+
+    @typing.overload
+    async def session_request_permission(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        title: str,
+        options: list[types.PermissionOption],
+        description: str | None | types.Unset = types.UNSET,
+        subject: types.RequestPermissionSubject | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.RequestPermissionResponse: ...
+
+    async def session_request_permission(
+        self,
+        params: types.RequestPermissionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.RequestPermissionResponse:
         """`session/request_permission` (request).
 
         Request for user permission to proceed with an operation."""
+        if params is None:
+            params = types.RequestPermissionRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "session_request_permission() takes a types.RequestPermissionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_REQUEST_PERMISSION]
         raw = await self.connection.request(
-            methods.SESSION_REQUEST_PERMISSION, spec.encode_params(params)
+            methods.SESSION_REQUEST_PERMISSION, spec.encode_params(params), timeout=timeout
         )
         return types.RequestPermissionResponse.from_dict({} if raw is None else raw, self.ctx)
 
-    async def session_update(self, params: types.UpdateSessionNotification) -> None:
+    @typing.overload
+    async def session_update(self, params: types.UpdateSessionNotification, /) -> None: ...
+
+    @typing.overload
+    async def session_update(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        update: types.SessionUpdate,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+    ) -> None: ...
+
+    async def session_update(
+        self, params: types.UpdateSessionNotification | None = None, /, **fields: Any
+    ) -> None:
         """`session/update` (notification).
 
         Notification containing a session update from the agent."""
+        if params is None:
+            params = types.UpdateSessionNotification(**fields)
+        elif fields:
+            raise TypeError(
+                "session_update() takes a types.UpdateSessionNotification or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_UPDATE]
         await self.connection.notify(methods.SESSION_UPDATE, spec.encode_params(params))
 
-    async def ext_method(self, method: str, params: Any) -> Any:
+    async def ext_method(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
-        return await self.connection.request(method, params)
+        return await self.connection.request(method, params, timeout=timeout)
 
     async def ext_notification(self, method: str, params: Any) -> None:
         """Send an extension notification (its name must start with `_`)."""

@@ -16,289 +16,23 @@ Invalid input raises `DecodeError` carrying the JSON path; values the schema say
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import importlib
-import json
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
-
-_orjson: Any
-try:  # an optional speed-up; never required
-    _orjson = importlib.import_module("orjson")
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
-
-_log = logging.getLogger(__name__)
-
-JsonObject: TypeAlias = dict[str, Any]
-_PathT: TypeAlias = tuple[Any, Any] | None
-_Decoder: TypeAlias = "Callable[[Any, _PathT, DecodeContext], Any]"
-
-
-class Unset(enum.Enum):
-    """The type of `UNSET`: a field absent from the wire (JSON `null` is `None`)."""
-
-    UNSET = "UNSET"
-
-    def __bool__(self) -> Literal[False]:
-        return False
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = Unset.UNSET
-_MISSING: Final[Any] = object()
-_new: Final = object.__new__
-
-
-def format_path(path: _PathT) -> str:
-    """`((None, "params"), "prompt"), 0)` -> `params.prompt[0]`."""
-    keys: list[Any] = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    out = ""
-    for key in reversed(keys):
-        if isinstance(key, int):
-            out += f"[{key}]"
-        else:
-            out += f".{key}" if out else str(key)
-    return out
-
-
-class DecodeError(ValueError):
-    """Input that does not fit the schema; `path` is the JSON path (`prompt[0].type`)."""
-
-    def __init__(self, path: _PathT, message: str) -> None:
-        self.path = format_path(path)
-        self.message = message
-        super().__init__(f"{self.path or '<root>'}: {message}")
-
-
-@dataclass(frozen=True)
-class LenientWarning:
-    """A malformed value the schema says to tolerate was replaced by its default or dropped."""
-
-    path: str
-    message: str
-
-
-class DecodeContext:
-    """How to decode: `strict=True` turns tolerated values into errors; warnings are collected
-    in `warnings` and passed to `on_warning`."""
-
-    __slots__ = ("strict", "warnings", "on_warning", "max_kept")
-
-    def __init__(
-        self,
-        *,
-        strict: bool = False,
-        on_warning: Callable[[LenientWarning], None] | None = None,
-        max_kept: int = 1000,
-    ) -> None:
-        self.strict = strict
-        self.warnings: list[LenientWarning] = []
-        self.on_warning = on_warning
-        # A context can live as long as a connection: keep only the latest warnings.
-        self.max_kept = max_kept
-
-    def lenient(self, path: _PathT, problem: str, action: str = "using the default") -> None:
-        """Report a tolerated value; in strict mode it is an error instead."""
-        if self.strict:
-            raise DecodeError(path, problem)
-        self.warn(LenientWarning(format_path(path), f"{problem}; {action}"))
-
-    def tolerated(self, path: _PathT, exc: DecodeError, action: str = "using the default") -> None:
-        """Report a tolerated nested failure; in strict mode `exc` (with its inner path) is raised."""
-        if self.strict:
-            raise exc
-        self.warn(
-            LenientWarning(
-                format_path(path), f"{exc.message} (at {exc.path or '<root>'}); {action}"
-            )
-        )
-
-    def warn(self, warning: LenientWarning) -> None:
-        self.warnings.append(warning)
-        if len(self.warnings) > self.max_kept:
-            del self.warnings[: len(self.warnings) - self.max_kept]
-        if self.on_warning is not None:
-            self.on_warning(warning)
-
-
-class _LoggingContext(DecodeContext):
-    """The default context: tolerated values are logged, never kept (no unbounded growth)."""
-
-    __slots__ = ()
-
-    def warn(self, warning: LenientWarning) -> None:
-        _log.warning("tolerated invalid value at %s: %s", warning.path or "<root>", warning.message)
-
-
-_DEFAULT_CTX: Final = _LoggingContext()
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _fail(path: _PathT, expected: str, value: Any) -> NoReturn:
-    raise DecodeError(path, f"expected {expected}, got {_describe(value)}")
-
-
-def _enum_fail(path: _PathT, name: str, value: Any) -> NoReturn:
-    if isinstance(value, str):
-        raise DecodeError(path, f"{value!r} is not a known {name}")
-    _fail(path, name, value)
-
-
-def _int(value: Any, path: _PathT) -> int:
-    if value.__class__ is float and value.is_integer():
-        return int(value)
-    _fail(path, "integer", value)
-
-
-def _num(value: Any, path: _PathT) -> float:
-    if value.__class__ is int:
-        return value
-    _fail(path, "number", value)
-
-
-def _skip_invalid(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> list[Any]:
-    """x-deserialize-skip-invalid-items: invalid items are dropped (and reported)."""
-    if value.__class__ is not list:
-        _fail(path, "array", value)
-    out: list[Any] = []
-    for i, x in enumerate(value):
-        try:
-            out.append(item(x, (path, i), ctx))
-        except DecodeError as exc:
-            ctx.tolerated((path, i), exc, "item dropped")
-    return out
-
-
-def _missing(path: _PathT, wire: str) -> NoReturn:
-    raise DecodeError((path, wire), "missing required field")
-
-
-def _tolerate(ctx: DecodeContext, path: _PathT, expected: str, value: Any, fallback: Any) -> Any:
-    """x-deserialize-default-on-error: report the malformed value, use the default."""
-    ctx.lenient(path, f"expected {expected}, got {_describe(value)}")
-    return fallback
-
-
-def _tolerated(ctx: DecodeContext, path: _PathT, exc: DecodeError, fallback: Any) -> Any:
-    """x-deserialize-default-on-error for a nested value: report where it broke, use the default."""
-    ctx.tolerated(path, exc)
-    return fallback
-
-
-def _list(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> list[Any]:
-    if value.__class__ is not list:
-        _fail(path, "array", value)
-    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
-
-
-def _map(value: Any, path: _PathT, ctx: DecodeContext, item: _Decoder) -> dict[str, Any]:
-    if value.__class__ is not dict:
-        _fail(path, "object", value)
-    return {k: item(x, (path, k), ctx) for k, x in value.items()}
-
-
-def _d_str(value: Any, path: _PathT, ctx: DecodeContext) -> str:
-    return value if value.__class__ is str else _fail(path, "string", value)
-
-
-def _d_bool(value: Any, path: _PathT, ctx: DecodeContext) -> bool:
-    return value if value.__class__ is bool else _fail(path, "boolean", value)
-
-
-def _d_int(value: Any, path: _PathT, ctx: DecodeContext) -> int:
-    return value if value.__class__ is int else _int(value, path)
-
-
-def _d_float(value: Any, path: _PathT, ctx: DecodeContext) -> float:
-    return value if value.__class__ is float else _num(value, path)
-
-
-def _d_object(value: Any, path: _PathT, ctx: DecodeContext) -> JsonObject:
-    return value if value.__class__ is dict else _fail(path, "object", value)
-
-
-def _d_null(value: Any, path: _PathT, ctx: DecodeContext) -> None:
-    return value if value is None else _fail(path, "null", value)
-
-
-def _d_json(value: Any, path: _PathT, ctx: DecodeContext) -> Any:
-    return value
-
-
-def _extra(obj: JsonObject, known: frozenset[str]) -> JsonObject:
-    return {k: x for k, x in obj.items() if k not in known}
-
-
-def _merge_extra(d: JsonObject, extra: JsonObject) -> None:
-    for k, x in extra.items():
-        d.setdefault(k, x)
-
-
-def _check_tag(obj: Any, wire: str, value: str) -> None:
-    if obj.__class__ is dict and wire in obj and obj[wire] != value:
-        raise DecodeError((None, wire), f"expected {value!r}, got {obj[wire]!r}")
-
-
-def _encode_any(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if to_dict is not None:
-        return to_dict()
-    if isinstance(value, list):
-        return [_encode_any(x) for x in value]
-    return value
-
-
-def loads(data: str | bytes) -> Any:
-    """Parse JSON text; a syntax error is a `DecodeError` at the root.
-
-    Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
-    and spotting those first costs more than it saves.
-    """
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise DecodeError(None, f"invalid JSON: {exc}") from None
-
-
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
-    if _orjson is not None:
-        try:
-            text: str = _orjson.dumps(value).decode()
-            return text
-        except TypeError:
-            pass  # a big integer or a lone surrogate: the standard library writes both
-    return _ENCODER.encode(value)
-
+from typing import Any, ClassVar, Final, Literal, TypeAlias
+
+from . import serde as _s
+from .serde import MISSING as _MISSING
+from .serde import UNSET as UNSET
+from .serde import DecodeContext as DecodeContext
+from .serde import DecodeError as DecodeError
+from .serde import JsonObject as JsonObject
+from .serde import LenientWarning as LenientWarning
+from .serde import PathT as PathT
+from .serde import Unset as Unset
+from .serde import Wire as Wire
+from .serde import dumps as dumps
+from .serde import format_path as format_path
+from .serde import loads as loads
+from .serde import new as _new
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -335,25 +69,23 @@ TOOL_KIND_THINK: Final = "think"
 TOOL_KIND_FETCH: Final = "fetch"
 TOOL_KIND_SWITCH_MODE: Final = "switch_mode"
 TOOL_KIND_OTHER: Final = "other"
-_ToolKind_VALUES: Final = frozenset(
-    [
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ]
-)
+_ToolKind_VALUES: Final[dict[str, ToolKind]] = {
+    "read": "read",
+    "edit": "edit",
+    "delete": "delete",
+    "move": "move",
+    "search": "search",
+    "execute": "execute",
+    "think": "think",
+    "fetch": "fetch",
+    "switch_mode": "switch_mode",
+    "other": "other",
+}
 
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     """Decode a `ToolKind` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_ToolKind(value: ToolKind) -> Any:
@@ -383,14 +115,18 @@ TOOL_CALL_STATUS_IN_PROGRESS: Final = "in_progress"
 TOOL_CALL_STATUS_COMPLETED: Final = "completed"
 TOOL_CALL_STATUS_FAILED: Final = "failed"
 TOOL_CALL_STATUS_CANCELLED: Final = "cancelled"
-_ToolCallStatus_VALUES: Final = frozenset(
-    ["pending", "in_progress", "completed", "failed", "cancelled"]
-)
+_ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
     """Decode a `ToolCallStatus` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_ToolCallStatus(value: ToolCallStatus) -> Any:
@@ -410,12 +146,12 @@ Role: TypeAlias = (
 Open: values not listed here are kept as they are."""
 ROLE_ASSISTANT: Final = "assistant"
 ROLE_USER: Final = "user"
-_Role_VALUES: Final = frozenset(["assistant", "user"])
+_Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"}
 
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     """Decode a `Role` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_Role(value: Role) -> Any:
@@ -435,12 +171,12 @@ IconTheme: TypeAlias = (
 Open: values not listed here are kept as they are."""
 ICON_THEME_LIGHT: Final = "light"
 ICON_THEME_DARK: Final = "dark"
-_IconTheme_VALUES: Final = frozenset(["light", "dark"])
+_IconTheme_VALUES: Final[dict[str, IconTheme]] = {"light": "light", "dark": "dark"}
 
 
 def decode_IconTheme(obj: Any, ctx: DecodeContext | None = None) -> IconTheme:
     """Decode a `IconTheme` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_IconTheme(value: IconTheme) -> Any:
@@ -464,12 +200,17 @@ DIFF_FILE_TYPE_TEXT: Final = "text"
 DIFF_FILE_TYPE_BINARY: Final = "binary"
 DIFF_FILE_TYPE_DIRECTORY: Final = "directory"
 DIFF_FILE_TYPE_SYMLINK: Final = "symlink"
-_DiffFileType_VALUES: Final = frozenset(["text", "binary", "directory", "symlink"])
+_DiffFileType_VALUES: Final[dict[str, DiffFileType]] = {
+    "text": "text",
+    "binary": "binary",
+    "directory": "directory",
+    "symlink": "symlink",
+}
 
 
 def decode_DiffFileType(obj: Any, ctx: DecodeContext | None = None) -> DiffFileType:
     """Decode a `DiffFileType` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_DiffFileType(value: DiffFileType) -> Any:
@@ -482,12 +223,12 @@ DiffPatchFormat: TypeAlias = Literal["git_patch",] | str
 
 Open: values not listed here are kept as they are."""
 DIFF_PATCH_FORMAT_GIT_PATCH: Final = "git_patch"
-_DiffPatchFormat_VALUES: Final = frozenset(["git_patch"])
+_DiffPatchFormat_VALUES: Final[dict[str, DiffPatchFormat]] = {"git_patch": "git_patch"}
 
 
 def decode_DiffPatchFormat(obj: Any, ctx: DecodeContext | None = None) -> DiffPatchFormat:
     """Decode a `DiffPatchFormat` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_DiffPatchFormat(value: DiffPatchFormat) -> Any:
@@ -513,14 +254,17 @@ PERMISSION_OPTION_KIND_ALLOW_ONCE: Final = "allow_once"
 PERMISSION_OPTION_KIND_ALLOW_ALWAYS: Final = "allow_always"
 PERMISSION_OPTION_KIND_REJECT_ONCE: Final = "reject_once"
 PERMISSION_OPTION_KIND_REJECT_ALWAYS: Final = "reject_always"
-_PermissionOptionKind_VALUES: Final = frozenset(
-    ["allow_once", "allow_always", "reject_once", "reject_always"]
-)
+_PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
 
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
     """Decode a `PermissionOptionKind` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
@@ -531,7 +275,7 @@ def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
 ElicitationSchemaType: TypeAlias = Literal["object",]
 """Type discriminator for elicitation schemas."""
 ELICITATION_SCHEMA_TYPE_OBJECT: Final = "object"
-_ElicitationSchemaType_VALUES: Final = frozenset(["object"])
+_ElicitationSchemaType_VALUES: Final[dict[str, ElicitationSchemaType]] = {"object": "object"}
 
 
 def decode_ElicitationSchemaType(
@@ -539,9 +283,9 @@ def decode_ElicitationSchemaType(
 ) -> ElicitationSchemaType:
     """Decode a `ElicitationSchemaType` from its JSON value."""
     return (
-        cast("ElicitationSchemaType", obj)
+        _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
-        else _enum_fail(None, "ElicitationSchemaType", obj)
+        else _s.enum_fail(None, "ElicitationSchemaType", obj)
     )
 
 
@@ -566,12 +310,17 @@ STRING_FORMAT_EMAIL: Final = "email"
 STRING_FORMAT_URI: Final = "uri"
 STRING_FORMAT_DATE: Final = "date"
 STRING_FORMAT_DATE_TIME: Final = "date-time"
-_StringFormat_VALUES: Final = frozenset(["email", "uri", "date", "date-time"])
+_StringFormat_VALUES: Final[dict[str, StringFormat]] = {
+    "email": "email",
+    "uri": "uri",
+    "date": "date",
+    "date-time": "date-time",
+}
 
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
     """Decode a `StringFormat` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_StringFormat(value: StringFormat) -> Any:
@@ -603,16 +352,19 @@ SESSION_CONFIG_OPTION_CATEGORY_MODE: Final = "mode"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL: Final = "model"
 SESSION_CONFIG_OPTION_CATEGORY_MODEL_CONFIG: Final = "model_config"
 SESSION_CONFIG_OPTION_CATEGORY_THOUGHT_LEVEL: Final = "thought_level"
-_SessionConfigOptionCategory_VALUES: Final = frozenset(
-    ["mode", "model", "model_config", "thought_level"]
-)
+_SessionConfigOptionCategory_VALUES: Final[dict[str, SessionConfigOptionCategory]] = {
+    "mode": "mode",
+    "model": "model",
+    "model_config": "model_config",
+    "thought_level": "thought_level",
+}
 
 
 def decode_SessionConfigOptionCategory(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigOptionCategory:
     """Decode a `SessionConfigOptionCategory` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
@@ -647,14 +399,21 @@ ERROR_CODE_INTERNAL_ERROR: Final = -32603
 ERROR_CODE_REQUEST_CANCELLED: Final = -32800
 ERROR_CODE_AUTHENTICATION_REQUIRED: Final = -32000
 ERROR_CODE_RESOURCE_NOT_FOUND: Final = -32002
-_ErrorCode_VALUES: Final = frozenset(
-    [-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
-)
+_ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
+    -32700: -32700,
+    -32600: -32600,
+    -32601: -32601,
+    -32602: -32602,
+    -32603: -32603,
+    -32800: -32800,
+    -32000: -32000,
+    -32002: -32002,
+}
 
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
     """Decode a `ErrorCode` from its JSON value."""
-    return obj if obj.__class__ is int else _fail(None, "integer", obj)
+    return obj if obj.__class__ is int else _s.fail(None, "integer", obj)
 
 
 def encode_ErrorCode(value: ErrorCode) -> Any:
@@ -682,14 +441,18 @@ STOP_REASON_MAX_TOKENS: Final = "max_tokens"
 STOP_REASON_MAX_TURN_REQUESTS: Final = "max_turn_requests"
 STOP_REASON_REFUSAL: Final = "refusal"
 STOP_REASON_CANCELLED: Final = "cancelled"
-_StopReason_VALUES: Final = frozenset(
-    ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-)
+_StopReason_VALUES: Final[dict[str, StopReason]] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "refusal": "refusal",
+    "cancelled": "cancelled",
+}
 
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     """Decode a `StopReason` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_StopReason(value: StopReason) -> Any:
@@ -715,12 +478,16 @@ Open: values not listed here are kept as they are."""
 PLAN_ENTRY_PRIORITY_HIGH: Final = "high"
 PLAN_ENTRY_PRIORITY_MEDIUM: Final = "medium"
 PLAN_ENTRY_PRIORITY_LOW: Final = "low"
-_PlanEntryPriority_VALUES: Final = frozenset(["high", "medium", "low"])
+_PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
+    "high": "high",
+    "medium": "medium",
+    "low": "low",
+}
 
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
     """Decode a `PlanEntryPriority` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_PlanEntryPriority(value: PlanEntryPriority) -> Any:
@@ -747,12 +514,17 @@ PLAN_ENTRY_STATUS_PENDING: Final = "pending"
 PLAN_ENTRY_STATUS_IN_PROGRESS: Final = "in_progress"
 PLAN_ENTRY_STATUS_COMPLETED: Final = "completed"
 PLAN_ENTRY_STATUS_CANCELLED: Final = "cancelled"
-_PlanEntryStatus_VALUES: Final = frozenset(["pending", "in_progress", "completed", "cancelled"])
+_PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "cancelled": "cancelled",
+}
 
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
     """Decode a `PlanEntryStatus` from its JSON value."""
-    return obj if obj.__class__ is str else _fail(None, "string", obj)
+    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
 
 
 def encode_PlanEntryStatus(value: PlanEntryStatus) -> Any:
@@ -761,52 +533,49 @@ def encode_PlanEntryStatus(value: PlanEntryStatus) -> Any:
 
 
 # -- classes ------------------------------------------------------------------------------
+# Each class's decoder comes first: the class statement names it (`Wire.__init_subclass__`).
 
-_W = TypeVar("_W", bound="_Wire")
+
+_K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
-class _Wire:
-    """What every generated class shares: JSON helpers around its generated codec."""
-
-    __slots__ = ()
-    _decode: ClassVar[_Decoder]
-    _tag: ClassVar[tuple[str, str] | None] = None
-
-    @classmethod
-    def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
-        """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
-        if cls._tag is not None:
-            _check_tag(obj, *cls._tag)
-        return cls._decode(obj, None, ctx or _DEFAULT_CTX)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_json(cls: type[_W], data: str | bytes, ctx: DecodeContext | None = None) -> _W:
-        return cls.from_dict(loads(data), ctx)
-
-    def to_dict(self) -> JsonObject:
-        raise NotImplementedError
-
-    def to_json(self) -> str:
-        return dumps(self.to_dict())
-
-    # repr and == are shared here instead of generated per class by @dataclass: that keeps
-    # importing the package fast (one exec'd method less per class).
-    def __repr__(self) -> str:
-        fields = dataclasses.fields(self)  # type: ignore[arg-type]
-        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields if f.repr)
-        return f"{type(self).__name__}({args})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        fields = dataclasses.fields(self)  # type: ignore[arg-type]
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields if f.compare)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentRequest)
+    v = obj.get("id", _MISSING)
+    if v is _MISSING:
+        _s.missing(path, "id")
+    else:
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
+    else:
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
+    inst.extra = (
+        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    )
+    return inst
 
 
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentRequest(_Wire):
+class AgentRequest(Wire, decoder=_d_AgentRequest):
     """A JSON-RPC request object."""
 
     id: RequestId
@@ -823,46 +592,89 @@ class AgentRequest(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
+_K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "title", "options", "description", "subject", "_meta"]
+)
 
 
-def _d_AgentRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_RequestPermissionRequest(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
+        _s.fail((path, "title"), "string", v)
+    v = obj.get("options", _MISSING)
     if v is _MISSING:
-        inst.params = UNSET
+        _s.missing(path, "options")
+    else:
+        inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.subject = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
     elif v is None:
-        inst.params = None
+        inst.description = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_AgentRequest.issuperset(obj) else _extra(obj, _K_AgentRequest)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("subject", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _RequestPermissionSubject_TAGS.get(t2)) is not None
+    ):
+        inst.subject = d2(v, (path, "subject"), ctx)
+    elif v is _MISSING:
+        inst.subject = UNSET
+    elif v is None:
+        inst.subject = None
+    else:
+        inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_RequestPermissionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    )
     return inst
 
 
-AgentRequest._decode = _d_AgentRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionRequest(_Wire):
+class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     """Request for user permission to proceed with an operation.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -912,79 +724,125 @@ class RequestPermissionRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "title", "options", "description", "subject", "_meta"]
+_K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
+    [
+        "toolCallId",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "_meta",
+    ]
 )
 
 
-def _d_RequestPermissionRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionRequest)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallUpdate)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
-    else:
-        _fail((path, "title"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
-    else:
-        inst.options = _list(v, (path, "options"), ctx, _d_PermissionOption)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
+    elif v is _MISSING:
+        inst.title = UNSET
     elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        inst.title = None
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("subject", _MISSING)
-    if v is _MISSING:
-        inst.subject = UNSET
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str:
+        inst.kind = v
+    elif v is _MISSING:
+        inst.kind = UNSET
     elif v is None:
-        inst.subject = None
+        inst.kind = None
     else:
-        inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
+        inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str:
+        inst.status = v
+    elif v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
+    else:
+        inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionRequest)
+        if _K_ToolCallUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     )
     return inst
 
 
-RequestPermissionRequest._decode = _d_RequestPermissionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallUpdate(_Wire):
+class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     """Represents an upsert for a tool call that the language model has requested.
 
     Tool calls are actions that the agent executes on behalf of the language model,
@@ -1045,112 +903,79 @@ class ToolCallUpdate(_Wire):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
-    [
-        "toolCallId",
-        "title",
-        "kind",
-        "status",
-        "content",
-        "locations",
-        "rawInput",
-        "rawOutput",
-        "_meta",
-    ]
-)
+_K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "priority", "_meta"])
 
 
-def _d_ToolCallUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Annotations)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.audience = UNSET
+        inst.last_modified = UNSET
+        inst.priority = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("audience", _MISSING)
     if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
+        inst.audience = UNSET
     elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        inst.kind = UNSET
-    elif v is None:
-        inst.kind = None
-    elif v.__class__ is str:
-        inst.kind = v
-    else:
-        inst.kind = _tolerate(ctx, (path, "kind"), "string", v, UNSET)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        inst.status = UNSET
-    elif v is None:
-        inst.status = None
-    elif v.__class__ is str:
-        inst.status = v
-    else:
-        inst.status = _tolerate(ctx, (path, "status"), "string", v, UNSET)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
+        inst.audience = None
     else:
         try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.audience = _s.skip_invalid(
+                v,
+                (path, "audience"),
+                ctx,
+                lambda x, p, ctx: x if x.__class__ is str else _s.fail(p, "string", x),
+            )
         except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
-    v = obj.get("locations", _MISSING)
-    if v is _MISSING:
-        inst.locations = UNSET
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    v = obj.get("lastModified", _MISSING)
+    if v.__class__ is str:
+        inst.last_modified = v
+    elif v is _MISSING:
+        inst.last_modified = UNSET
     elif v is None:
-        inst.locations = None
+        inst.last_modified = None
+    else:
+        inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+    v = obj.get("priority", _MISSING)
+    if v.__class__ is float:
+        inst.priority = v
+    elif v is _MISSING:
+        inst.priority = UNSET
+    elif v is None:
+        inst.priority = None
     else:
         try:
-            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
-            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
-    v = obj.get("rawInput", _MISSING)
-    if v is _MISSING:
-        inst.raw_input = UNSET
-    else:
-        inst.raw_input = v
-    v = obj.get("rawOutput", _MISSING)
-    if v is _MISSING:
-        inst.raw_output = UNSET
-    else:
-        inst.raw_output = v
+            inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCallUpdate.issuperset(obj) else _extra(obj, _K_ToolCallUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
+    )
     return inst
 
 
-ToolCallUpdate._decode = _d_ToolCallUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Annotations(_Wire):
+class Annotations(Wire, decoder=_d_Annotations):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
 
     audience: list[Role] | None | Unset = UNSET
@@ -1181,76 +1006,61 @@ class Annotations(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "priority", "_meta"])
+_K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations", "_meta"])
 
 
-def _d_Annotations(obj: Any, path: _PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Annotations)
-    v = obj.get("audience", _MISSING)
+def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TextContent)
+    v = obj.get("text", _MISSING)
+    if v.__class__ is str:
+        inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
+    else:
+        _s.fail((path, "text"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("annotations", _MISSING)
     if v is _MISSING:
-        inst.audience = UNSET
+        inst.annotations = UNSET
     elif v is None:
-        inst.audience = None
+        inst.annotations = None
     else:
         try:
-            inst.audience = _skip_invalid(
-                v,
-                (path, "audience"),
-                ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
-            )
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
-    v = obj.get("lastModified", _MISSING)
-    if v is _MISSING:
-        inst.last_modified = UNSET
-    elif v is None:
-        inst.last_modified = None
-    elif v.__class__ is str:
-        inst.last_modified = v
-    else:
-        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
-    v = obj.get("priority", _MISSING)
-    if v is _MISSING:
-        inst.priority = UNSET
-    elif v is None:
-        inst.priority = None
-    elif v.__class__ is float:
-        inst.priority = v
-    else:
-        try:
-            inst.priority = _num(v, (path, "priority"))
-        except DecodeError as exc:
-            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Annotations.issuperset(obj) else _extra(obj, _K_Annotations)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
+    )
     return inst
 
 
-Annotations._decode = _d_Annotations
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TextContent(_Wire):
+class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     """Text provided to or from an LLM."""
 
     TAG: ClassVar[Literal["text"]] = "text"
-    _tag = ("type", "text")
     text: str
     """Text payload carried by this content block."""
     annotations: Annotations | None | Unset = UNSET
@@ -1271,25 +1081,50 @@ class TextContent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations", "_meta"])
+_K_ImageContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "uri", "annotations", "_meta"]
+)
 
 
-def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TextContent)
-    v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _missing(path, "text")
-    elif v.__class__ is str:
-        inst.text = v
+def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ImageContent)
+    v = obj.get("data", _MISSING)
+    if v.__class__ is str:
+        inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        _fail((path, "text"), "string", v)
+        _s.fail((path, "data"), "string", v)
+    v = obj.get("mimeType", _MISSING)
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
+    else:
+        _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.uri = UNSET
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("uri", _MISSING)
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
+        inst.uri = UNSET
+    elif v is None:
+        inst.uri = None
+    else:
+        inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1299,29 +1134,27 @@ def _d_TextContent(obj: Any, path: _PathT, ctx: DecodeContext) -> TextContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TextContent.issuperset(obj) else _extra(obj, _K_TextContent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+    )
     return inst
 
 
-TextContent._decode = _d_TextContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ImageContent(_Wire):
+class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     """An image provided to or from an LLM."""
 
     TAG: ClassVar[Literal["image"]] = "image"
-    _tag = ("type", "image")
     data: str
     """Base64-encoded media payload."""
     mime_type: MediaType
@@ -1348,43 +1181,40 @@ class ImageContent(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ImageContent: Final[frozenset[str]] = frozenset(
-    ["type", "data", "mimeType", "uri", "annotations", "_meta"]
+_K_AudioContent: Final[frozenset[str]] = frozenset(
+    ["type", "data", "mimeType", "annotations", "_meta"]
 )
 
 
-def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ImageContent)
+def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        _fail((path, "data"), "string", v)
+        _s.fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
+    elif v is _MISSING:
+        _s.missing(path, "mimeType")
     else:
-        _fail((path, "mimeType"), "string", v)
-    v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        inst.uri = UNSET
-    elif v is None:
-        inst.uri = None
-    elif v.__class__ is str:
-        inst.uri = v
-    else:
-        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
+        _s.fail((path, "mimeType"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1394,29 +1224,27 @@ def _d_ImageContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ImageContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ImageContent.issuperset(obj) else _extra(obj, _K_ImageContent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+    )
     return inst
 
 
-ImageContent._decode = _d_ImageContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AudioContent(_Wire):
+class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     """Audio provided to or from an LLM."""
 
     TAG: ClassVar[Literal["audio"]] = "audio"
-    _tag = ("type", "audio")
     data: str
     """Base64-encoded media payload."""
     mime_type: MediaType
@@ -1439,62 +1267,66 @@ class AudioContent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AudioContent: Final[frozenset[str]] = frozenset(
-    ["type", "data", "mimeType", "annotations", "_meta"]
-)
+_K_Icon: Final[frozenset[str]] = frozenset(["src", "mimeType", "sizes", "theme"])
 
 
-def _d_AudioContent(obj: Any, path: _PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AudioContent)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
-        inst.data = v
+def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Icon)
+    v = obj.get("src", _MISSING)
+    if v.__class__ is str:
+        inst.src = v
+    elif v is _MISSING:
+        _s.missing(path, "src")
     else:
-        _fail((path, "data"), "string", v)
+        _s.fail((path, "src"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.sizes = UNSET
+        inst.theme = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        _missing(path, "mimeType")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.mime_type = v
-    else:
-        _fail((path, "mimeType"), "string", v)
-    v = obj.get("annotations", _MISSING)
-    if v is _MISSING:
-        inst.annotations = UNSET
+    elif v is _MISSING:
+        inst.mime_type = UNSET
     elif v is None:
-        inst.annotations = None
+        inst.mime_type = None
+    else:
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("sizes", _MISSING)
+    if v is _MISSING:
+        inst.sizes = UNSET
+    elif v is None:
+        inst.sizes = None
     else:
         try:
-            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+            inst.sizes = _s.skip_invalid(v, (path, "sizes"), ctx, _s.d_str)
         except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
+            inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+    v = obj.get("theme", _MISSING)
+    if v.__class__ is str:
+        inst.theme = v
+    elif v is _MISSING:
+        inst.theme = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.theme = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AudioContent.issuperset(obj) else _extra(obj, _K_AudioContent)
+        inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
+    inst.extra = {} if _K_Icon.issuperset(obj) else _s.extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
-AudioContent._decode = _d_AudioContent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Icon(_Wire):
+class Icon(Wire, decoder=_d_Icon):
     """An optionally-sized icon that can be displayed in a user interface."""
 
     src: str
@@ -1521,66 +1353,135 @@ class Icon(_Wire):
         if (v3 := self.theme) is not UNSET:
             d["theme"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Icon: Final[frozenset[str]] = frozenset(["src", "mimeType", "sizes", "theme"])
+_K_ResourceLink: Final[frozenset[str]] = frozenset(
+    [
+        "type",
+        "name",
+        "uri",
+        "title",
+        "description",
+        "icons",
+        "mimeType",
+        "size",
+        "annotations",
+        "_meta",
+    ]
+)
 
 
-def _d_Icon(obj: Any, path: _PathT, ctx: DecodeContext) -> Icon:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Icon)
-    v = obj.get("src", _MISSING)
-    if v is _MISSING:
-        _missing(path, "src")
-    elif v.__class__ is str:
-        inst.src = v
+def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResourceLink)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "src"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("uri", _MISSING)
+    if v.__class__ is str:
+        inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
+    else:
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.icons = UNSET
+        inst.mime_type = UNSET
+        inst.size = UNSET
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("icons", _MISSING)
     if v is _MISSING:
+        inst.icons = UNSET
+    elif v is None:
+        inst.icons = None
+    else:
+        try:
+            inst.icons = _s.skip_invalid(v, (path, "icons"), ctx, _d_Icon)
+        except DecodeError as exc:
+            inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
+    v = obj.get("mimeType", _MISSING)
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    v = obj.get("sizes", _MISSING)
-    if v is _MISSING:
-        inst.sizes = UNSET
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    v = obj.get("size", _MISSING)
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
+        inst.size = UNSET
     elif v is None:
-        inst.sizes = None
+        inst.size = None
     else:
         try:
-            inst.sizes = _skip_invalid(v, (path, "sizes"), ctx, _d_str)
+            inst.size = _s.as_int(v, (path, "size"))
         except DecodeError as exc:
-            inst.sizes = _tolerated(ctx, (path, "sizes"), exc, UNSET)
-    v = obj.get("theme", _MISSING)
+            inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
+    v = obj.get("annotations", _MISSING)
     if v is _MISSING:
-        inst.theme = UNSET
+        inst.annotations = UNSET
     elif v is None:
-        inst.theme = None
-    elif v.__class__ is str:
-        inst.theme = v
+        inst.annotations = None
     else:
-        inst.theme = _tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if _K_Icon.issuperset(obj) else _extra(obj, _K_Icon)
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+    )
     return inst
 
 
-Icon._decode = _d_Icon
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResourceLink(_Wire):
+class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link")):
     """A resource that the server is capable of reading, included in a prompt or tool call result."""
 
     TAG: ClassVar[Literal["resource_link"]] = "resource_link"
-    _tag = ("type", "resource_link")
     name: str
     """Human-readable name shown for this protocol object."""
     uri: str
@@ -1623,122 +1524,66 @@ class ResourceLink(_Wire):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResourceLink: Final[frozenset[str]] = frozenset(
-    [
-        "type",
-        "name",
-        "uri",
-        "title",
-        "description",
-        "icons",
-        "mimeType",
-        "size",
-        "annotations",
-        "_meta",
-    ]
-)
+_K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mimeType", "_meta"])
 
 
-def _d_ResourceLink(obj: Any, path: _PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResourceLink)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TextResourceContents)
+    v = obj.get("text", _MISSING)
+    if v.__class__ is str:
+        inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
-        _fail((path, "uri"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("icons", _MISSING)
-    if v is _MISSING:
-        inst.icons = UNSET
-    elif v is None:
-        inst.icons = None
-    else:
-        try:
-            inst.icons = _skip_invalid(v, (path, "icons"), ctx, _d_Icon)
-        except DecodeError as exc:
-            inst.icons = _tolerated(ctx, (path, "icons"), exc, UNSET)
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        inst.size = UNSET
-    elif v is None:
-        inst.size = None
-    elif v.__class__ is int:
-        inst.size = v
-    else:
-        try:
-            inst.size = _int(v, (path, "size"))
-        except DecodeError as exc:
-            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
-    v = obj.get("annotations", _MISSING)
-    if v is _MISSING:
-        inst.annotations = UNSET
-    elif v is None:
-        inst.annotations = None
-    else:
-        try:
-            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
-        except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ResourceLink.issuperset(obj) else _extra(obj, _K_ResourceLink)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TextResourceContents.issuperset(obj)
+        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+    )
     return inst
 
 
-ResourceLink._decode = _d_ResourceLink
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TextResourceContents(_Wire):
+class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     """Text-based resource contents."""
 
     text: str
@@ -1763,61 +1608,66 @@ class TextResourceContents(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mimeType", "_meta"])
+_K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mimeType", "_meta"])
 
 
-def _d_TextResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TextResourceContents)
-    v = obj.get("text", _MISSING)
-    if v is _MISSING:
-        _missing(path, "text")
-    elif v.__class__ is str:
-        inst.text = v
+def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(BlobResourceContents)
+    v = obj.get("blob", _MISSING)
+    if v.__class__ is str:
+        inst.blob = v
+    elif v is _MISSING:
+        _s.missing(path, "blob")
     else:
-        _fail((path, "text"), "string", v)
+        _s.fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
-    if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.uri = v
+    elif v is _MISSING:
+        _s.missing(path, "uri")
     else:
-        _fail((path, "uri"), "string", v)
+        _s.fail((path, "uri"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TextResourceContents.issuperset(obj) else _extra(obj, _K_TextResourceContents)
+        {}
+        if _K_BlobResourceContents.issuperset(obj)
+        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     )
     return inst
 
 
-TextResourceContents._decode = _d_TextResourceContents
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class BlobResourceContents(_Wire):
+class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     """Binary resource contents."""
 
     blob: str
@@ -1842,65 +1692,61 @@ class BlobResourceContents(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mimeType", "_meta"])
+_K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "annotations", "_meta"])
 
 
-def _d_BlobResourceContents(obj: Any, path: _PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(BlobResourceContents)
-    v = obj.get("blob", _MISSING)
+def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EmbeddedResource)
+    v = obj.get("resource", _MISSING)
     if v is _MISSING:
-        _missing(path, "blob")
-    elif v.__class__ is str:
-        inst.blob = v
+        _s.missing(path, "resource")
     else:
-        _fail((path, "blob"), "string", v)
-    v = obj.get("uri", _MISSING)
+        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.annotations = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("annotations", _MISSING)
     if v is _MISSING:
-        _missing(path, "uri")
-    elif v.__class__ is str:
-        inst.uri = v
-    else:
-        _fail((path, "uri"), "string", v)
-    v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        inst.mime_type = UNSET
+        inst.annotations = UNSET
     elif v is None:
-        inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
+        inst.annotations = None
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        try:
+            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
+        except DecodeError as exc:
+            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_BlobResourceContents.issuperset(obj) else _extra(obj, _K_BlobResourceContents)
+        {}
+        if _K_EmbeddedResource.issuperset(obj)
+        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     )
     return inst
 
 
-BlobResourceContents._decode = _d_BlobResourceContents
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EmbeddedResource(_Wire):
+class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource")):
     """The contents of a resource, embedded into a prompt or tool call result."""
 
     TAG: ClassVar[Literal["resource"]] = "resource"
-    _tag = ("type", "resource")
     resource: EmbeddedResourceResource
     """Embedded resource payload, either text or binary data."""
     annotations: Annotations | None | Unset = UNSET
@@ -1921,55 +1767,52 @@ class EmbeddedResource(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "annotations", "_meta"])
+_K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
-def _d_EmbeddedResource(obj: Any, path: _PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EmbeddedResource)
-    v = obj.get("resource", _MISSING)
-    if v is _MISSING:
-        _missing(path, "resource")
+def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Content)
+    v = obj.get("content", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
+    ):
+        inst.content = d1(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    v = obj.get("annotations", _MISSING)
-    if v is _MISSING:
-        inst.annotations = UNSET
-    elif v is None:
-        inst.annotations = None
-    else:
-        try:
-            inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
-        except DecodeError as exc:
-            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EmbeddedResource.issuperset(obj) else _extra(obj, _K_EmbeddedResource)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
-EmbeddedResource._decode = _d_EmbeddedResource
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Content(_Wire):
+class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     """Standard content block (text, images, resources)."""
 
     TAG: ClassVar[Literal["content"]] = "content"
-    _tag = ("type", "content")
     content: ContentBlock
     """The actual content block."""
     meta: JsonObject | None | Unset = UNSET
@@ -1986,45 +1829,74 @@ class Content(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
+_K_DiffChangeAdd: Final[frozenset[str]] = frozenset(
+    ["operation", "path", "fileType", "mimeType", "_meta"]
+)
 
 
-def _d_Content(obj: Any, path: _PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Content)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffChangeAdd)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("fileType", _MISSING)
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
+        inst.file_type = UNSET
+    elif v is None:
+        inst.file_type = None
+    else:
+        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+    v = obj.get("mimeType", _MISSING)
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
+        inst.mime_type = UNSET
+    elif v is None:
+        inst.mime_type = None
+    else:
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _extra(obj, _K_Content)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DiffChangeAdd.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
+    )
     return inst
 
 
-Content._decode = _d_Content
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffChangeAdd(_Wire):
+class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
     """A file was added."""
 
     TAG: ClassVar[Literal["add"]] = "add"
-    _tag = ("operation", "add")
     path: AbsolutePath
     """Absolute path for the operation."""
     file_type: DiffFileType | None | Unset = UNSET
@@ -2053,67 +1925,74 @@ class DiffChangeAdd(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffChangeAdd: Final[frozenset[str]] = frozenset(
+_K_DiffChangeDelete: Final[frozenset[str]] = frozenset(
     ["operation", "path", "fileType", "mimeType", "_meta"]
 )
 
 
-def _d_DiffChangeAdd(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChangeAdd:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffChangeAdd)
+def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeDelete:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffChangeDelete)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "path"), "string", v)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
-        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_DiffChangeAdd.issuperset(obj) else _extra(obj, _K_DiffChangeAdd)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DiffChangeDelete.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
+    )
     return inst
 
 
-DiffChangeAdd._decode = _d_DiffChangeAdd
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffChangeDelete(_Wire):
+class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "delete")):
     """A file was deleted."""
 
     TAG: ClassVar[Literal["delete"]] = "delete"
-    _tag = ("operation", "delete")
     path: AbsolutePath
     """Absolute path for the operation."""
     file_type: DiffFileType | None | Unset = UNSET
@@ -2142,67 +2021,74 @@ class DiffChangeDelete(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffChangeDelete: Final[frozenset[str]] = frozenset(
+_K_DiffChangeModify: Final[frozenset[str]] = frozenset(
     ["operation", "path", "fileType", "mimeType", "_meta"]
 )
 
 
-def _d_DiffChangeDelete(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChangeDelete:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffChangeDelete)
+def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeModify:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffChangeModify)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "path"), "string", v)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 1 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
-        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_DiffChangeDelete.issuperset(obj) else _extra(obj, _K_DiffChangeDelete)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DiffChangeModify.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
+    )
     return inst
 
 
-DiffChangeDelete._decode = _d_DiffChangeDelete
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffChangeModify(_Wire):
+class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "modify")):
     """A file was modified in place."""
 
     TAG: ClassVar[Literal["modify"]] = "modify"
-    _tag = ("operation", "modify")
     path: AbsolutePath
     """Absolute path for the operation."""
     file_type: DiffFileType | None | Unset = UNSET
@@ -2231,67 +2117,81 @@ class DiffChangeModify(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffChangeModify: Final[frozenset[str]] = frozenset(
-    ["operation", "path", "fileType", "mimeType", "_meta"]
+_K_DiffChangeMove: Final[frozenset[str]] = frozenset(
+    ["operation", "oldPath", "path", "fileType", "mimeType", "_meta"]
 )
 
 
-def _d_DiffChangeModify(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChangeModify:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffChangeModify)
-    v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMove:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffChangeMove)
+    v = obj.get("oldPath", _MISSING)
+    if v.__class__ is str:
+        inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
-        _fail((path, "path"), "string", v)
+        _s.fail((path, "oldPath"), "string", v)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
+    else:
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 2 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
-        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_DiffChangeModify.issuperset(obj) else _extra(obj, _K_DiffChangeModify)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DiffChangeMove.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
+    )
     return inst
 
 
-DiffChangeModify._decode = _d_DiffChangeModify
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffChangeMove(_Wire):
+class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move")):
     """A file was moved or renamed."""
 
     TAG: ClassVar[Literal["move"]] = "move"
-    _tag = ("operation", "move")
     old_path: AbsolutePath
     """Absolute path before the operation."""
     path: AbsolutePath
@@ -2322,74 +2222,81 @@ class DiffChangeMove(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffChangeMove: Final[frozenset[str]] = frozenset(
+_K_DiffChangeCopy: Final[frozenset[str]] = frozenset(
     ["operation", "oldPath", "path", "fileType", "mimeType", "_meta"]
 )
 
 
-def _d_DiffChangeMove(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChangeMove:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffChangeMove)
+def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCopy:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffChangeCopy)
     v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _missing(path, "oldPath")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
-        _fail((path, "oldPath"), "string", v)
+        _s.fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "path"), "string", v)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 2 + ("operation" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.file_type = UNSET
+        inst.mime_type = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.file_type = v
+    elif v is _MISSING:
         inst.file_type = UNSET
     elif v is None:
         inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
     else:
-        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.mime_type = v
+    elif v is _MISSING:
         inst.mime_type = UNSET
     elif v is None:
         inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
     else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_DiffChangeMove.issuperset(obj) else _extra(obj, _K_DiffChangeMove)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DiffChangeCopy.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
+    )
     return inst
 
 
-DiffChangeMove._decode = _d_DiffChangeMove
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffChangeCopy(_Wire):
+class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy")):
     """A file was copied."""
 
     TAG: ClassVar[Literal["copy"]] = "copy"
-    _tag = ("operation", "copy")
     old_path: AbsolutePath
     """Absolute path before the operation."""
     path: AbsolutePath
@@ -2420,70 +2327,35 @@ class DiffChangeCopy(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffChangeCopy: Final[frozenset[str]] = frozenset(
-    ["operation", "oldPath", "path", "fileType", "mimeType", "_meta"]
-)
+_K_DiffPathChange: Final[frozenset[str]] = frozenset(["path"])
 
 
-def _d_DiffChangeCopy(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChangeCopy:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffChangeCopy)
-    v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _missing(path, "oldPath")
-    elif v.__class__ is str:
-        inst.old_path = v
-    else:
-        _fail((path, "oldPath"), "string", v)
+def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChange:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffPathChange)
     v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("fileType", _MISSING)
-    if v is _MISSING:
-        inst.file_type = UNSET
-    elif v is None:
-        inst.file_type = None
-    elif v.__class__ is str:
-        inst.file_type = v
-    else:
-        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
-    v = obj.get("mimeType", _MISSING)
-    if v is _MISSING:
-        inst.mime_type = UNSET
-    elif v is None:
-        inst.mime_type = None
-    elif v.__class__ is str:
-        inst.mime_type = v
-    else:
-        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_DiffChangeCopy.issuperset(obj) else _extra(obj, _K_DiffChangeCopy)
+        _s.fail((path, "path"), "string", v)
+    inst.extra = (
+        {}
+        if _K_DiffPathChange.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
+    )
     return inst
 
 
-DiffChangeCopy._decode = _d_DiffChangeCopy
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffPathChange(_Wire):
+class DiffPathChange(Wire, decoder=_d_DiffPathChange):
     """Operation metadata for add, delete, and modify changes."""
 
     path: AbsolutePath
@@ -2494,34 +2366,42 @@ class DiffPathChange(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"path": self.path}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffPathChange: Final[frozenset[str]] = frozenset(["path"])
+_K_DiffPathPairChange: Final[frozenset[str]] = frozenset(["oldPath", "path"])
 
 
-def _d_DiffPathChange(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffPathChange:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffPathChange)
-    v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathPairChange:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffPathPairChange)
+    v = obj.get("oldPath", _MISSING)
+    if v.__class__ is str:
+        inst.old_path = v
+    elif v is _MISSING:
+        _s.missing(path, "oldPath")
     else:
-        _fail((path, "path"), "string", v)
-    inst.extra = {} if _K_DiffPathChange.issuperset(obj) else _extra(obj, _K_DiffPathChange)
+        _s.fail((path, "oldPath"), "string", v)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
+    else:
+        _s.fail((path, "path"), "string", v)
+    inst.extra = (
+        {}
+        if _K_DiffPathPairChange.issuperset(obj)
+        else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+    )
     return inst
 
 
-DiffPathChange._decode = _d_DiffPathChange
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffPathPairChange(_Wire):
+class DiffPathPairChange(Wire, decoder=_d_DiffPathPairChange):
     """Operation metadata for move and copy changes."""
 
     old_path: AbsolutePath
@@ -2534,41 +2414,40 @@ class DiffPathPairChange(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"oldPath": self.old_path, "path": self.path}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffPathPairChange: Final[frozenset[str]] = frozenset(["oldPath", "path"])
+_K_DiffPatch: Final[frozenset[str]] = frozenset(["format", "text"])
 
 
-def _d_DiffPathPairChange(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffPathPairChange:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffPathPairChange)
-    v = obj.get("oldPath", _MISSING)
-    if v is _MISSING:
-        _missing(path, "oldPath")
-    elif v.__class__ is str:
-        inst.old_path = v
+def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DiffPatch)
+    v = obj.get("format", _MISSING)
+    if v.__class__ is str:
+        inst.format = v
+    elif v is _MISSING:
+        _s.missing(path, "format")
     else:
-        _fail((path, "oldPath"), "string", v)
-    v = obj.get("path", _MISSING)
-    if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+        _s.fail((path, "format"), "string", v)
+    v = obj.get("text", _MISSING)
+    if v.__class__ is str:
+        inst.text = v
+    elif v is _MISSING:
+        _s.missing(path, "text")
     else:
-        _fail((path, "path"), "string", v)
-    inst.extra = {} if _K_DiffPathPairChange.issuperset(obj) else _extra(obj, _K_DiffPathPairChange)
+        _s.fail((path, "text"), "string", v)
+    inst.extra = (
+        {} if _K_DiffPatch.issuperset(obj) else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
+    )
     return inst
 
 
-DiffPathPairChange._decode = _d_DiffPathPairChange
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DiffPatch(_Wire):
+class DiffPatch(Wire, decoder=_d_DiffPatch):
     """Renderable patch text and its format."""
 
     format: DiffPatchFormat
@@ -2581,41 +2460,54 @@ class DiffPatch(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"format": self.format, "text": self.text}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DiffPatch: Final[frozenset[str]] = frozenset(["format", "text"])
+_K_Diff: Final[frozenset[str]] = frozenset(["type", "changes", "patch", "_meta"])
 
 
-def _d_DiffPatch(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffPatch:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DiffPatch)
-    v = obj.get("format", _MISSING)
+def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Diff)
+    v = obj.get("changes", _MISSING)
     if v is _MISSING:
-        _missing(path, "format")
-    elif v.__class__ is str:
-        inst.format = v
+        _s.missing(path, "changes")
     else:
-        _fail((path, "format"), "string", v)
-    v = obj.get("text", _MISSING)
+        inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.patch = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("patch", _MISSING)
     if v is _MISSING:
-        _missing(path, "text")
-    elif v.__class__ is str:
-        inst.text = v
+        inst.patch = UNSET
+    elif v is None:
+        inst.patch = None
     else:
-        _fail((path, "text"), "string", v)
-    inst.extra = {} if _K_DiffPatch.issuperset(obj) else _extra(obj, _K_DiffPatch)
+        try:
+            inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
+        except DecodeError as exc:
+            inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
-DiffPatch._decode = _d_DiffPatch
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Diff(_Wire):
+class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     """File changes produced by a tool call.
 
     `changes` is authoritative for affected absolute paths and operations.
@@ -2626,7 +2518,6 @@ class Diff(_Wire):
     See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/tool-calls#content)"""
 
     TAG: ClassVar[Literal["diff"]] = "diff"
-    _tag = ("type", "diff")
     changes: list[DiffChange]
     """Structured file changes described by this diff.
 
@@ -2652,58 +2543,51 @@ class Diff(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Diff: Final[frozenset[str]] = frozenset(["type", "changes", "patch", "_meta"])
+_K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
-def _d_Diff(obj: Any, path: _PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Diff)
-    v = obj.get("changes", _MISSING)
-    if v is _MISSING:
-        _missing(path, "changes")
+def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Terminal)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        inst.changes = _skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
-    v = obj.get("patch", _MISSING)
-    if v is _MISSING:
-        inst.patch = UNSET
-    elif v is None:
-        inst.patch = None
-    else:
-        try:
-            inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
-        except DecodeError as exc:
-            inst.patch = _tolerated(ctx, (path, "patch"), exc, UNSET)
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _extra(obj, _K_Diff)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
-Diff._decode = _d_Diff
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Terminal(_Wire):
+class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     """A display-only reference to an agent-owned terminal.
 
     Terminal state and output are delivered separately through
     [`TerminalUpdate`] and [`TerminalOutputChunk`]."""
 
     TAG: ClassVar[Literal["terminal"]] = "terminal"
-    _tag = ("type", "terminal")
     terminal_id: TerminalId
     """The ID of the terminal to display."""
     meta: JsonObject | None | Unset = UNSET
@@ -2721,43 +2605,62 @@ class Terminal(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
+_K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"])
 
 
-def _d_Terminal(obj: Any, path: _PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Terminal)
-    v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
-        inst.terminal_id = v
+def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallLocation)
+    v = obj.get("path", _MISSING)
+    if v.__class__ is str:
+        inst.path = v
+    elif v is _MISSING:
+        _s.missing(path, "path")
     else:
-        _fail((path, "terminalId"), "string", v)
+        _s.fail((path, "path"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.line = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("line", _MISSING)
+    if v.__class__ is int:
+        inst.line = v
+    elif v is _MISSING:
+        inst.line = UNSET
+    elif v is None:
+        inst.line = None
+    else:
+        try:
+            inst.line = _s.as_int(v, (path, "line"))
+        except DecodeError as exc:
+            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _extra(obj, _K_Terminal)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ToolCallLocation.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    )
     return inst
 
 
-Terminal._decode = _d_Terminal
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallLocation(_Wire):
+class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     """A file location being accessed or modified by a tool.
 
     Enables clients to implement "follow-along" features that track
@@ -2786,59 +2689,40 @@ class ToolCallLocation(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"])
+_K_ToolCallPermissionSubject: Final[frozenset[str]] = frozenset(["type", "toolCall"])
 
 
-def _d_ToolCallLocation(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallLocation)
-    v = obj.get("path", _MISSING)
+def _d_ToolCallPermissionSubject(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ToolCallPermissionSubject:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallPermissionSubject)
+    v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
-        _missing(path, "path")
-    elif v.__class__ is str:
-        inst.path = v
+        _s.missing(path, "toolCall")
     else:
-        _fail((path, "path"), "string", v)
-    v = obj.get("line", _MISSING)
-    if v is _MISSING:
-        inst.line = UNSET
-    elif v is None:
-        inst.line = None
-    elif v.__class__ is int:
-        inst.line = v
-    else:
-        try:
-            inst.line = _int(v, (path, "line"))
-        except DecodeError as exc:
-            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCallLocation.issuperset(obj) else _extra(obj, _K_ToolCallLocation)
+        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    inst.extra = (
+        {}
+        if _K_ToolCallPermissionSubject.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
+    )
     return inst
 
 
-ToolCallLocation._decode = _d_ToolCallLocation
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallPermissionSubject(_Wire):
+class ToolCallPermissionSubject(
+    Wire, decoder=_d_ToolCallPermissionSubject, tag=("type", "tool_call")
+):
     """Permission request details for a tool call."""
 
     TAG: ClassVar[Literal["tool_call"]] = "tool_call"
-    _tag = ("type", "tool_call")
     tool_call: ToolCallUpdate
     """Details about the tool call requiring permission."""
     extra: JsonObject = field(default_factory=dict)
@@ -2847,42 +2731,83 @@ class ToolCallPermissionSubject(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "tool_call", "toolCall": self.tool_call.to_dict()}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallPermissionSubject: Final[frozenset[str]] = frozenset(["type", "toolCall"])
+_K_CommandPermissionSubject: Final[frozenset[str]] = frozenset(
+    ["type", "command", "cwd", "toolCallId", "terminalId", "_meta"]
+)
 
 
-def _d_ToolCallPermissionSubject(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ToolCallPermissionSubject:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallPermissionSubject)
-    v = obj.get("toolCall", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCall")
+def _d_CommandPermissionSubject(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CommandPermissionSubject:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CommandPermissionSubject)
+    v = obj.get("command", _MISSING)
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
     else:
-        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+        _s.fail((path, "command"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.terminal_id = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    else:
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        inst.terminal_id = UNSET
+    elif v is None:
+        inst.terminal_id = None
+    else:
+        inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ToolCallPermissionSubject.issuperset(obj)
-        else _extra(obj, _K_ToolCallPermissionSubject)
+        if _K_CommandPermissionSubject.issuperset(obj)
+        else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     )
     return inst
 
 
-ToolCallPermissionSubject._decode = _d_ToolCallPermissionSubject
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CommandPermissionSubject(_Wire):
+class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("type", "command")):
     """Permission request details for a command."""
 
     TAG: ClassVar[Literal["command"]] = "command"
-    _tag = ("type", "command")
     command: str
     """The command that would be run if permission is granted."""
     cwd: AbsolutePath
@@ -2909,76 +2834,63 @@ class CommandPermissionSubject(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CommandPermissionSubject: Final[frozenset[str]] = frozenset(
-    ["type", "command", "cwd", "toolCallId", "terminalId", "_meta"]
-)
+_K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kind", "_meta"])
 
 
-def _d_CommandPermissionSubject(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CommandPermissionSubject:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CommandPermissionSubject)
-    v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _missing(path, "command")
-    elif v.__class__ is str:
-        inst.command = v
+def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PermissionOption)
+    v = obj.get("optionId", _MISSING)
+    if v.__class__ is str:
+        inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
     else:
-        _fail((path, "command"), "string", v)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
+        _s.fail((path, "optionId"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        inst.tool_call_id = UNSET
-    elif v is None:
-        inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str:
+        inst.kind = v
+    elif v is _MISSING:
+        _s.missing(path, "kind")
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        inst.terminal_id = UNSET
-    elif v is None:
-        inst.terminal_id = None
-    elif v.__class__ is str:
-        inst.terminal_id = v
-    else:
-        inst.terminal_id = _tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
+        _s.fail((path, "kind"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CommandPermissionSubject.issuperset(obj)
-        else _extra(obj, _K_CommandPermissionSubject)
+        if _K_PermissionOption.issuperset(obj)
+        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     )
     return inst
 
 
-CommandPermissionSubject._decode = _d_CommandPermissionSubject
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PermissionOption(_Wire):
+class PermissionOption(Wire, decoder=_d_PermissionOption):
     """An option presented to the user when requesting permission."""
 
     option_id: PermissionOptionId
@@ -3001,61 +2913,81 @@ class PermissionOption(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kind", "_meta"])
+_K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
+    ["mode", "message", "requestedSchema", "_meta", "sessionId", "toolCallId", "requestId"]
+)
 
 
-def _d_PermissionOption(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PermissionOption)
-    v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "optionId")
-    elif v.__class__ is str:
-        inst.option_id = v
+def _d_CreateElicitationRequestForm(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationRequestForm:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationRequestForm)
+    v = obj.get("message", _MISSING)
+    if v.__class__ is str:
+        inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
-        _fail((path, "optionId"), "string", v)
-    v = obj.get("name", _MISSING)
+        _s.fail((path, "message"), "string", v)
+    v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+        _s.missing(path, "requestedSchema")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        _missing(path, "kind")
-    elif v.__class__ is str:
-        inst.kind = v
-    else:
-        _fail((path, "kind"), "string", v)
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PermissionOption.issuperset(obj) else _extra(obj, _K_PermissionOption)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        inst.tool_call_id = UNSET
+    elif v is None:
+        inst.tool_call_id = None
+    else:
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
+    if v is _MISSING:
+        inst.request_id = UNSET
+    else:
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
+    inst.extra = (
+        {}
+        if _K_CreateElicitationRequestForm.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
-PermissionOption._decode = _d_PermissionOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationRequestForm(_Wire):
+class CreateElicitationRequestForm(
+    Wire, decoder=_d_CreateElicitationRequestForm, tag=("mode", "form")
+):
     """Form-based elicitation where the client renders a form from the provided schema."""
 
     TAG: ClassVar[Literal["form"]] = "form"
-    _tag = ("mode", "form")
     message: str
     """A human-readable message describing what input is needed."""
     requested_schema: ElicitationSchema
@@ -3095,59 +3027,68 @@ class CreateElicitationRequestForm(_Wire):
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
-    ["mode", "message", "requestedSchema", "_meta", "sessionId", "toolCallId", "requestId"]
+_K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
+    ["mode", "message", "elicitationId", "url", "_meta", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_CreateElicitationRequestForm(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationRequestForm)
+def _d_CreateElicitationRequestUrl(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationRequestUrl:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
     else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestedSchema")
+        _s.fail((path, "message"), "string", v)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+        _s.fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -3157,21 +3098,19 @@ def _d_CreateElicitationRequestForm(
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationRequestForm)
+        if _K_CreateElicitationRequestUrl.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     )
     return inst
 
 
-CreateElicitationRequestForm._decode = _d_CreateElicitationRequestForm
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationRequestUrl(_Wire):
+class CreateElicitationRequestUrl(
+    Wire, decoder=_d_CreateElicitationRequestUrl, tag=("mode", "url")
+):
     """URL-based elicitation where the client directs the user to a URL."""
 
     TAG: ClassVar[Literal["url"]] = "url"
-    _tag = ("mode", "url")
     message: str
     """A human-readable message describing what input is needed."""
     elicitation_id: ElicitationId
@@ -3214,88 +3153,51 @@ class CreateElicitationRequestUrl(_Wire):
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
-    ["mode", "message", "elicitationId", "url", "_meta", "sessionId", "toolCallId", "requestId"]
-)
+_K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "toolCallId"])
 
 
-def _d_CreateElicitationRequestUrl(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationRequestUrl)
-    v = obj.get("message", _MISSING)
-    if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
-        inst.message = v
-    else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("elicitationId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
-    else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
-    else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+def _d_ElicitationSessionScope(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationSessionScope:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.tool_call_id = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        inst.request_id = UNSET
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if not (("sessionId" in obj) or ("requestId" in obj)):
-        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationRequestUrl)
+        if _K_ElicitationSessionScope.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     )
     return inst
 
 
-CreateElicitationRequestUrl._decode = _d_CreateElicitationRequestUrl
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationSessionScope(_Wire):
+class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
     """Session-scoped elicitation, optionally tied to a specific tool call.
 
     When `tool_call_id` is set, the elicitation is tied to a specific tool call.
@@ -3317,49 +3219,35 @@ class ElicitationSessionScope(_Wire):
         if (v1 := self.tool_call_id) is not UNSET:
             d["toolCallId"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "toolCallId"])
+_K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 
 
-def _d_ElicitationSessionScope(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationSessionScope)
-    v = obj.get("sessionId", _MISSING)
+def _d_ElicitationRequestScope(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationRequestScope:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationRequestScope)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.missing(path, "requestId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        inst.tool_call_id = UNSET
-    elif v is None:
-        inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _extra(obj, _K_ElicitationSessionScope)
+        if _K_ElicitationRequestScope.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
 
-ElicitationSessionScope._decode = _d_ElicitationSessionScope
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationRequestScope(_Wire):
+class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
     """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
     (e.g., during auth/configuration phases before any session is started)."""
 
@@ -3371,38 +3259,91 @@ class ElicitationRequestScope(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
+_K_ElicitationSchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "properties", "required", "description", "_meta"]
+)
 
 
-def _d_ElicitationRequestScope(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationRequestScope)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestId")
+def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationSchema)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.type = "object"
+        inst.title = UNSET
+        inst.properties = {}
+        inst.required = UNSET
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["type", "properties"])
+        return inst
+    v = obj.get("type", _MISSING)
+    if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
+        inst.type = _ElicitationSchemaType_VALUES[v]
+    elif v is _MISSING:
+        inst.type = "object"
+        absent.append("type")
     else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+        inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("properties", _MISSING)
+    if v is _MISSING:
+        inst.properties = {}
+        absent.append("properties")
+    else:
+        inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+    v = obj.get("required", _MISSING)
+    if v is _MISSING:
+        inst.required = UNSET
+    elif v is None:
+        inst.required = None
+    else:
+        inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _extra(obj, _K_ElicitationRequestScope)
+        if _K_ElicitationSchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-ElicitationRequestScope._decode = _d_ElicitationRequestScope
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationSchema(_Wire):
+class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     """Type-safe elicitation schema for requesting structured user input.
 
     This represents a JSON Schema object with primitive-typed properties,
@@ -3434,16 +3375,18 @@ class ElicitationSchema(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "type" not in self._absent or self.type != "object":
+        if "type" not in self.__acp_absent__ or self.type != "object":
             d["type"] = self.type
         if (v2 := self.title) is not UNSET:
             d["title"] = None if v2 is None else v2
-        if "properties" not in self._absent or self.properties != {}:
+        if "properties" not in self.__acp_absent__ or self.properties != {}:
             d["properties"] = {k: x.to_dict() for k, x in self.properties.items()}
         if (v4 := self.required) is not UNSET:
             d["required"] = None if v4 is None else v4
@@ -3452,79 +3395,64 @@ class ElicitationSchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationSchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "properties", "required", "description", "_meta"]
-)
+_K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description", "_meta"])
 
 
-def _d_ElicitationSchema(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationSchema)
-    v = obj.get("type", _MISSING)
-    if v is _MISSING:
-        inst.type = "object"
-        absent.append("type")
-    elif v.__class__ is str and v in _ElicitationSchemaType_VALUES:
-        inst.type = cast("ElicitationSchemaType", v)
+def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EnumOption)
+    v = obj.get("const", _MISSING)
+    if v.__class__ is str:
+        inst.const = v
+    elif v is _MISSING:
+        _s.missing(path, "const")
     else:
-        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+        _s.fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        _s.missing(path, "title")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("properties", _MISSING)
-    if v is _MISSING:
-        inst.properties = {}
-        absent.append("properties")
-    else:
-        inst.properties = _map(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
-    v = obj.get("required", _MISSING)
-    if v is _MISSING:
-        inst.required = UNSET
-    elif v is None:
-        inst.required = None
-    else:
-        inst.required = _list(v, (path, "required"), ctx, _d_str)
+        _s.fail((path, "title"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ElicitationSchema.issuperset(obj) else _extra(obj, _K_ElicitationSchema)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+    )
     return inst
 
 
-ElicitationSchema._decode = _d_ElicitationSchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EnumOption(_Wire):
+class EnumOption(Wire, decoder=_d_EnumOption):
     """A titled enum option with a const value, human-readable title, and optional description."""
 
     const: str
@@ -3553,66 +3481,148 @@ class EnumOption(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description", "_meta"])
+_K_StringPropertySchema: Final[frozenset[str]] = frozenset(
+    [
+        "type",
+        "title",
+        "description",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "default",
+        "enum",
+        "oneOf",
+        "_meta",
+    ]
+)
 
 
-def _d_EnumOption(obj: Any, path: _PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EnumOption)
-    v = obj.get("const", _MISSING)
-    if v is _MISSING:
-        _missing(path, "const")
-    elif v.__class__ is str:
-        inst.const = v
-    else:
-        _fail((path, "const"), "string", v)
+def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(StringPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_length = UNSET
+        inst.max_length = UNSET
+        inst.pattern = UNSET
+        inst.format = UNSET
+        inst.default = UNSET
+        inst.enum = UNSET
+        inst.one_of = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        _missing(path, "title")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
     else:
-        _fail((path, "title"), "string", v)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("_meta", _MISSING)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minLength", _MISSING)
+    if v.__class__ is int:
+        inst.min_length = v
+    elif v is _MISSING:
+        inst.min_length = UNSET
+    elif v is None:
+        inst.min_length = None
+    else:
+        inst.min_length = _s.as_int(v, (path, "minLength"))
+    v = obj.get("maxLength", _MISSING)
+    if v.__class__ is int:
+        inst.max_length = v
+    elif v is _MISSING:
+        inst.max_length = UNSET
+    elif v is None:
+        inst.max_length = None
+    else:
+        inst.max_length = _s.as_int(v, (path, "maxLength"))
+    v = obj.get("pattern", _MISSING)
+    if v.__class__ is str:
+        inst.pattern = v
+    elif v is _MISSING:
+        inst.pattern = UNSET
+    elif v is None:
+        inst.pattern = None
+    else:
+        _s.fail((path, "pattern"), "string", v)
+    v = obj.get("format", _MISSING)
+    if v.__class__ is str:
+        inst.format = v
+    elif v is _MISSING:
+        inst.format = UNSET
+    elif v is None:
+        inst.format = None
+    else:
+        _s.fail((path, "format"), "string", v)
+    v = obj.get("default", _MISSING)
+    if v.__class__ is str:
+        inst.default = v
+    elif v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    else:
+        inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
+    v = obj.get("enum", _MISSING)
     if v is _MISSING:
+        inst.enum = UNSET
+    elif v is None:
+        inst.enum = None
+    else:
+        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    v = obj.get("oneOf", _MISSING)
+    if v is _MISSING:
+        inst.one_of = UNSET
+    elif v is None:
+        inst.one_of = None
+    else:
+        inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EnumOption.issuperset(obj) else _extra(obj, _K_EnumOption)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_StringPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    )
     return inst
 
 
-EnumOption._decode = _d_EnumOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class StringPropertySchema(_Wire):
+class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "string")):
     """Schema for string properties in an elicitation form.
 
     When `enum` or `oneOf` is set, this represents a single-select enum
     with `"type": "string"`."""
 
     TAG: ClassVar[Literal["string"]] = "string"
-    _tag = ("type", "string")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3685,133 +3695,100 @@ class StringPropertySchema(_Wire):
         if (v10 := self.meta) is not UNSET:
             d["_meta"] = None if v10 is None else v10
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_StringPropertySchema: Final[frozenset[str]] = frozenset(
-    [
-        "type",
-        "title",
-        "description",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "default",
-        "enum",
-        "oneOf",
-        "_meta",
-    ]
+_K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
 
-def _d_StringPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(StringPropertySchema)
+def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NumberPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minLength", _MISSING)
-    if v is _MISSING:
-        inst.min_length = UNSET
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minimum", _MISSING)
+    if v.__class__ is float:
+        inst.minimum = v
+    elif v is _MISSING:
+        inst.minimum = UNSET
     elif v is None:
-        inst.min_length = None
-    elif v.__class__ is int:
-        inst.min_length = v
+        inst.minimum = None
     else:
-        inst.min_length = _int(v, (path, "minLength"))
-    v = obj.get("maxLength", _MISSING)
-    if v is _MISSING:
-        inst.max_length = UNSET
+        inst.minimum = _s.as_float(v, (path, "minimum"))
+    v = obj.get("maximum", _MISSING)
+    if v.__class__ is float:
+        inst.maximum = v
+    elif v is _MISSING:
+        inst.maximum = UNSET
     elif v is None:
-        inst.max_length = None
-    elif v.__class__ is int:
-        inst.max_length = v
+        inst.maximum = None
     else:
-        inst.max_length = _int(v, (path, "maxLength"))
-    v = obj.get("pattern", _MISSING)
-    if v is _MISSING:
-        inst.pattern = UNSET
-    elif v is None:
-        inst.pattern = None
-    elif v.__class__ is str:
-        inst.pattern = v
-    else:
-        _fail((path, "pattern"), "string", v)
-    v = obj.get("format", _MISSING)
-    if v is _MISSING:
-        inst.format = UNSET
-    elif v is None:
-        inst.format = None
-    elif v.__class__ is str:
-        inst.format = v
-    else:
-        _fail((path, "format"), "string", v)
+        inst.maximum = _s.as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is float:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is str:
-        inst.default = v
     else:
-        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
-    v = obj.get("enum", _MISSING)
-    if v is _MISSING:
-        inst.enum = UNSET
-    elif v is None:
-        inst.enum = None
-    else:
-        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
-    v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
-        inst.one_of = UNSET
-    elif v is None:
-        inst.one_of = None
-    else:
-        inst.one_of = _list(v, (path, "oneOf"), ctx, _d_EnumOption)
+        try:
+            inst.default = _s.as_float(v, (path, "default"))
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_StringPropertySchema.issuperset(obj) else _extra(obj, _K_StringPropertySchema)
+        {}
+        if _K_NumberPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     )
     return inst
 
 
-StringPropertySchema._decode = _d_StringPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NumberPropertySchema(_Wire):
+class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "number")):
     """Schema for number (floating-point) properties in an elicitation form."""
 
     TAG: ClassVar[Literal["number"]] = "number"
-    _tag = ("type", "number")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3858,92 +3835,100 @@ class NumberPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
+_K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
     ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
 )
 
 
-def _d_NumberPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NumberPropertySchema)
+def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(IntegerPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.minimum = UNSET
+        inst.maximum = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.minimum = v
+    elif v is _MISSING:
         inst.minimum = UNSET
     elif v is None:
         inst.minimum = None
-    elif v.__class__ is float:
-        inst.minimum = v
     else:
-        inst.minimum = _num(v, (path, "minimum"))
+        inst.minimum = _s.as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.maximum = v
+    elif v is _MISSING:
         inst.maximum = UNSET
     elif v is None:
         inst.maximum = None
-    elif v.__class__ is float:
-        inst.maximum = v
     else:
-        inst.maximum = _num(v, (path, "maximum"))
+        inst.maximum = _s.as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is int:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is float:
-        inst.default = v
     else:
         try:
-            inst.default = _num(v, (path, "default"))
+            inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_NumberPropertySchema.issuperset(obj) else _extra(obj, _K_NumberPropertySchema)
+        {}
+        if _K_IntegerPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     )
     return inst
 
 
-NumberPropertySchema._decode = _d_NumberPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class IntegerPropertySchema(_Wire):
+class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type", "integer")):
     """Schema for integer properties in an elicitation form."""
 
     TAG: ClassVar[Literal["integer"]] = "integer"
-    _tag = ("type", "integer")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -3990,92 +3975,77 @@ class IntegerPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "description", "minimum", "maximum", "default", "_meta"]
+_K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "title", "description", "default", "_meta"]
 )
 
 
-def _d_IntegerPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(IntegerPropertySchema)
+def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(BooleanPropertySchema)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("title", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
         inst.title = UNSET
     elif v is None:
         inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minimum", _MISSING)
-    if v is _MISSING:
-        inst.minimum = UNSET
-    elif v is None:
-        inst.minimum = None
-    elif v.__class__ is int:
-        inst.minimum = v
-    else:
-        inst.minimum = _int(v, (path, "minimum"))
-    v = obj.get("maximum", _MISSING)
-    if v is _MISSING:
-        inst.maximum = UNSET
-    elif v is None:
-        inst.maximum = None
-    elif v.__class__ is int:
-        inst.maximum = v
-    else:
-        inst.maximum = _int(v, (path, "maximum"))
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is bool:
+        inst.default = v
+    elif v is _MISSING:
         inst.default = UNSET
     elif v is None:
         inst.default = None
-    elif v.__class__ is int:
-        inst.default = v
     else:
-        try:
-            inst.default = _int(v, (path, "default"))
-        except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
+        inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_IntegerPropertySchema.issuperset(obj) else _extra(obj, _K_IntegerPropertySchema)
+        {}
+        if _K_BooleanPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     )
     return inst
 
 
-IntegerPropertySchema._decode = _d_IntegerPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class BooleanPropertySchema(_Wire):
+class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type", "boolean")):
     """Schema for boolean properties in an elicitation form."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     title: str | None | Unset = UNSET
     """Optional title for the property.
 
@@ -4110,71 +4080,50 @@ class BooleanPropertySchema(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "title", "description", "default", "_meta"]
-)
+_K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_meta"])
 
 
-def _d_BooleanPropertySchema(obj: Any, path: _PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(BooleanPropertySchema)
-    v = obj.get("title", _MISSING)
+def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(StringMultiSelectItems)
+    v = obj.get("enum", _MISSING)
     if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+        _s.missing(path, "enum")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("default", _MISSING)
-    if v is _MISSING:
-        inst.default = UNSET
-    elif v is None:
-        inst.default = None
-    elif v.__class__ is bool:
-        inst.default = v
-    else:
-        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_BooleanPropertySchema.issuperset(obj) else _extra(obj, _K_BooleanPropertySchema)
+        {}
+        if _K_StringMultiSelectItems.issuperset(obj)
+        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     )
     return inst
 
 
-BooleanPropertySchema._decode = _d_BooleanPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class StringMultiSelectItems(_Wire):
+class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type", "string")):
     """String item schema for multi-select enum properties."""
 
     TAG: ClassVar[Literal["string"]] = "string"
-    _tag = ("type", "string")
     enum: list[str]
     """Allowed enum values. Must contain at least one value."""
     meta: JsonObject | None | Unset = UNSET
@@ -4193,43 +4142,47 @@ class StringMultiSelectItems(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_meta"])
+_K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
-def _d_StringMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(StringMultiSelectItems)
-    v = obj.get("enum", _MISSING)
+def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TitledMultiSelectItems)
+    v = obj.get("anyOf", _MISSING)
     if v is _MISSING:
-        _missing(path, "enum")
+        _s.missing(path, "anyOf")
     else:
-        inst.enum = _list(v, (path, "enum"), ctx, _d_str)
+        inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_StringMultiSelectItems.issuperset(obj) else _extra(obj, _K_StringMultiSelectItems)
+        {}
+        if _K_TitledMultiSelectItems.issuperset(obj)
+        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     )
     return inst
 
 
-StringMultiSelectItems._decode = _d_StringMultiSelectItems
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TitledMultiSelectItems(_Wire):
+class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     """Items definition for titled multi-select enum properties."""
 
     any_of: list[EnumOption]
@@ -4250,47 +4203,111 @@ class TitledMultiSelectItems(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
+_K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
+    ["type", "items", "title", "description", "minItems", "maxItems", "default", "_meta"]
+)
 
 
-def _d_TitledMultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TitledMultiSelectItems)
-    v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
-        _missing(path, "anyOf")
+def _d_MultiSelectPropertySchema(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> MultiSelectPropertySchema:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(MultiSelectPropertySchema)
+    v = obj.get("items", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
+    ):
+        inst.items = d1(v, (path, "items"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "items")
     else:
-        inst.any_of = _list(v, (path, "anyOf"), ctx, _d_EnumOption)
-    v = obj.get("_meta", _MISSING)
+        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.description = UNSET
+        inst.min_items = UNSET
+        inst.max_items = UNSET
+        inst.default = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("minItems", _MISSING)
+    if v.__class__ is int:
+        inst.min_items = v
+    elif v is _MISSING:
+        inst.min_items = UNSET
+    elif v is None:
+        inst.min_items = None
+    else:
+        inst.min_items = _s.as_int(v, (path, "minItems"))
+    v = obj.get("maxItems", _MISSING)
+    if v.__class__ is int:
+        inst.max_items = v
+    elif v is _MISSING:
+        inst.max_items = UNSET
+    elif v is None:
+        inst.max_items = None
+    else:
+        inst.max_items = _s.as_int(v, (path, "maxItems"))
+    v = obj.get("default", _MISSING)
     if v is _MISSING:
+        inst.default = UNSET
+    elif v is None:
+        inst.default = None
+    else:
+        try:
+            inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TitledMultiSelectItems.issuperset(obj) else _extra(obj, _K_TitledMultiSelectItems)
+        {}
+        if _K_MultiSelectPropertySchema.issuperset(obj)
+        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     )
     return inst
 
 
-TitledMultiSelectItems._decode = _d_TitledMultiSelectItems
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class MultiSelectPropertySchema(_Wire):
+class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=("type", "array")):
     """Schema for multi-select (array) properties in an elicitation form."""
 
     TAG: ClassVar[Literal["array"]] = "array"
-    _tag = ("type", "array")
     items: MultiSelectItems
     """The items definition describing allowed values."""
     title: str | None | Unset = UNSET
@@ -4339,95 +4356,58 @@ class MultiSelectPropertySchema(_Wire):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
-    ["type", "items", "title", "description", "minItems", "maxItems", "default", "_meta"]
+_K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
+    ["requestedSchema", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_MultiSelectPropertySchema(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(MultiSelectPropertySchema)
-    v = obj.get("items", _MISSING)
+def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationFormMode)
+    v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _missing(path, "items")
+        _s.missing(path, "requestedSchema")
     else:
-        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
+        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        inst.tool_call_id = UNSET
     elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+        inst.tool_call_id = None
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("description", _MISSING)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        inst.request_id = UNSET
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("minItems", _MISSING)
-    if v is _MISSING:
-        inst.min_items = UNSET
-    elif v is None:
-        inst.min_items = None
-    elif v.__class__ is int:
-        inst.min_items = v
-    else:
-        inst.min_items = _int(v, (path, "minItems"))
-    v = obj.get("maxItems", _MISSING)
-    if v is _MISSING:
-        inst.max_items = UNSET
-    elif v is None:
-        inst.max_items = None
-    elif v.__class__ is int:
-        inst.max_items = v
-    else:
-        inst.max_items = _int(v, (path, "maxItems"))
-    v = obj.get("default", _MISSING)
-    if v is _MISSING:
-        inst.default = UNSET
-    elif v is None:
-        inst.default = None
-    else:
-        try:
-            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if not (("sessionId" in obj) or ("requestId" in obj)):
+        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _extra(obj, _K_MultiSelectPropertySchema)
+        if _K_ElicitationFormMode.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     )
     return inst
 
 
-MultiSelectPropertySchema._decode = _d_MultiSelectPropertySchema
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationFormMode(_Wire):
+class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     """Form-based elicitation mode where the client renders a form from the provided schema."""
 
     requested_schema: ElicitationSchema
@@ -4453,41 +4433,50 @@ class ElicitationFormMode(_Wire):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
-    ["requestedSchema", "sessionId", "toolCallId", "requestId"]
+_K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
+    ["elicitationId", "url", "sessionId", "toolCallId", "requestId"]
 )
 
 
-def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationFormMode)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestedSchema")
+def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationUrlMode)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+        _s.fail((path, "elicitationId"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        inst.session_id = UNSET
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
         inst.tool_call_id = UNSET
     elif v is None:
         inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
     else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4496,16 +4485,15 @@ def _d_ElicitationFormMode(obj: Any, path: _PathT, ctx: DecodeContext) -> Elicit
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {} if _K_ElicitationFormMode.issuperset(obj) else _extra(obj, _K_ElicitationFormMode)
+        {}
+        if _K_ElicitationUrlMode.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     )
     return inst
 
 
-ElicitationFormMode._decode = _d_ElicitationFormMode
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationUrlMode(_Wire):
+class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     """URL-based elicitation mode where the client directs the user to a URL."""
 
     elicitation_id: ElicitationId
@@ -4533,66 +4521,38 @@ class ElicitationUrlMode(_Wire):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
-    ["elicitationId", "url", "sessionId", "toolCallId", "requestId"]
-)
+_K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
-def _d_ElicitationUrlMode(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationUrlMode)
-    v = obj.get("elicitationId", _MISSING)
+def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentResponseResult)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
+        _s.missing(path, "result")
     else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        inst.session_id = UNSET
-    elif v.__class__ is str:
-        inst.session_id = v
-    else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        inst.tool_call_id = UNSET
-    elif v is None:
-        inst.tool_call_id = None
-    elif v.__class__ is str:
-        inst.tool_call_id = v
-    else:
-        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        inst.request_id = UNSET
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if not (("sessionId" in obj) or ("requestId" in obj)):
-        raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if _K_ElicitationUrlMode.issuperset(obj) else _extra(obj, _K_ElicitationUrlMode)
+        inst.result = v
+    inst.extra = (
+        {}
+        if _K_AgentResponseResult.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
-ElicitationUrlMode._decode = _d_ElicitationUrlMode
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentResponseResult(_Wire):
+class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """A successful JSON-RPC response."""
 
     id: RequestId
@@ -4605,39 +4565,38 @@ class AgentResponseResult(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
+_K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
-def _d_AgentResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentResponseResult)
+def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
+        _s.missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
+    v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _missing(path, "result")
+        _s.missing(path, "error")
     else:
-        inst.result = v
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
-        {} if _K_AgentResponseResult.issuperset(obj) else _extra(obj, _K_AgentResponseResult)
+        {}
+        if _K_AgentResponseError.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     )
     return inst
 
 
-AgentResponseResult._decode = _d_AgentResponseResult
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentResponseError(_Wire):
+class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """A failed JSON-RPC response."""
 
     id: RequestId
@@ -4650,37 +4609,64 @@ class AgentResponseError(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
+_K_AgentCapabilities: Final[frozenset[str]] = frozenset(["session", "auth", "_meta"])
 
 
-def _d_AgentResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentResponseError)
-    v = obj.get("id", _MISSING)
+def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.session = UNSET
+        inst.auth = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("session", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
+        inst.session = UNSET
+    elif v is None:
+        inst.session = None
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
+        try:
+            inst.session = _d_SessionCapabilities(v, (path, "session"), ctx)
+        except DecodeError as exc:
+            inst.session = _s.tolerated(ctx, (path, "session"), exc, UNSET)
+    v = obj.get("auth", _MISSING)
     if v is _MISSING:
-        _missing(path, "error")
+        inst.auth = UNSET
+    elif v is None:
+        inst.auth = None
     else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if _K_AgentResponseError.issuperset(obj) else _extra(obj, _K_AgentResponseError)
+        try:
+            inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AgentCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    )
     return inst
 
 
-AgentResponseError._decode = _d_AgentResponseError
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentCapabilities(_Wire):
+class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     """Capabilities supported by the agent.
 
     Advertised during initialization to inform the client about
@@ -4721,56 +4707,78 @@ class AgentCapabilities(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentCapabilities: Final[frozenset[str]] = frozenset(["session", "auth", "_meta"])
+_K_InitializeResponse: Final[frozenset[str]] = frozenset(
+    ["protocolVersion", "info", "capabilities", "authMethods", "_meta"]
+)
 
 
-def _d_AgentCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentCapabilities)
-    v = obj.get("session", _MISSING)
+def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(InitializeResponse)
+    v = obj.get("protocolVersion", _MISSING)
+    if v.__class__ is int:
+        inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
+    else:
+        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    v = obj.get("info", _MISSING)
     if v is _MISSING:
-        inst.session = UNSET
-    elif v is None:
-        inst.session = None
+        _s.missing(path, "info")
+    else:
+        inst.info = _d_Implementation(v, (path, "info"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.capabilities = AgentCapabilities()
+        inst.auth_methods = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["capabilities"])
+        return inst
+    v = obj.get("capabilities", _MISSING)
+    if v is _MISSING:
+        inst.capabilities = AgentCapabilities()
+        absent.append("capabilities")
     else:
         try:
-            inst.session = _d_SessionCapabilities(v, (path, "session"), ctx)
+            inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
-            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
-    v = obj.get("auth", _MISSING)
+            inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
+    v = obj.get("authMethods", _MISSING)
     if v is _MISSING:
-        inst.auth = UNSET
-    elif v is None:
-        inst.auth = None
+        inst.auth_methods = UNSET
     else:
         try:
-            inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
+            inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
-            inst.auth = _tolerated(ctx, (path, "auth"), exc, UNSET)
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AgentCapabilities.issuperset(obj) else _extra(obj, _K_AgentCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_InitializeResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-AgentCapabilities._decode = _d_AgentCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class InitializeResponse(_Wire):
+class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     """Response to the `initialize` method.
 
     Contains the negotiated protocol version and agent capabilities.
@@ -4801,81 +4809,80 @@ class InitializeResponse(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version, "info": self.info.to_dict()}
-        if "capabilities" not in self._absent or self.capabilities != AgentCapabilities():
+        if "capabilities" not in self.__acp_absent__ or self.capabilities != AgentCapabilities():
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.auth_methods) is not UNSET:
             d["authMethods"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_InitializeResponse: Final[frozenset[str]] = frozenset(
-    ["protocolVersion", "info", "capabilities", "authMethods", "_meta"]
-)
+_K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title", "_meta"])
 
 
-def _d_InitializeResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(InitializeResponse)
-    v = obj.get("protocolVersion", _MISSING)
-    if v is _MISSING:
-        _missing(path, "protocolVersion")
-    elif v.__class__ is int:
-        inst.protocol_version = v
+def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Implementation)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        inst.protocol_version = _int(v, (path, "protocolVersion"))
-    v = obj.get("info", _MISSING)
-    if v is _MISSING:
-        _missing(path, "info")
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("version", _MISSING)
+    if v.__class__ is str:
+        inst.version = v
+    elif v is _MISSING:
+        _s.missing(path, "version")
     else:
-        inst.info = _d_Implementation(v, (path, "info"), ctx)
-    v = obj.get("capabilities", _MISSING)
-    if v is _MISSING:
-        inst.capabilities = AgentCapabilities()
-        absent.append("capabilities")
+        _s.fail((path, "version"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
     else:
-        try:
-            inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
-        except DecodeError as exc:
-            inst.capabilities = _tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
-    v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
-        inst.auth_methods = UNSET
-    else:
-        try:
-            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
-        except DecodeError as exc:
-            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_InitializeResponse.issuperset(obj) else _extra(obj, _K_InitializeResponse)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_Implementation.issuperset(obj)
+        else _s.extra_fields(obj, _K_Implementation, path, ctx)
+    )
     return inst
 
 
-InitializeResponse._decode = _d_InitializeResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Implementation(_Wire):
+class Implementation(Wire, decoder=_d_Implementation):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation."""
@@ -4907,59 +4914,92 @@ class Implementation(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title", "_meta"])
+_K_SessionCapabilities: Final[frozenset[str]] = frozenset(
+    ["prompt", "mcp", "delete", "additionalDirectories", "_meta"]
+)
 
 
-def _d_Implementation(obj: Any, path: _PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Implementation)
-    v = obj.get("name", _MISSING)
+def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.prompt = UNSET
+        inst.mcp = UNSET
+        inst.delete = UNSET
+        inst.additional_directories = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("prompt", _MISSING)
     if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
-    else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("version", _MISSING)
-    if v is _MISSING:
-        _missing(path, "version")
-    elif v.__class__ is str:
-        inst.version = v
-    else:
-        _fail((path, "version"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
+        inst.prompt = UNSET
     elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+        inst.prompt = None
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("_meta", _MISSING)
+        try:
+            inst.prompt = _d_PromptCapabilities(v, (path, "prompt"), ctx)
+        except DecodeError as exc:
+            inst.prompt = _s.tolerated(ctx, (path, "prompt"), exc, UNSET)
+    v = obj.get("mcp", _MISSING)
     if v is _MISSING:
+        inst.mcp = UNSET
+    elif v is None:
+        inst.mcp = None
+    else:
+        try:
+            inst.mcp = _d_McpCapabilities(v, (path, "mcp"), ctx)
+        except DecodeError as exc:
+            inst.mcp = _s.tolerated(ctx, (path, "mcp"), exc, UNSET)
+    v = obj.get("delete", _MISSING)
+    if v is _MISSING:
+        inst.delete = UNSET
+    elif v is None:
+        inst.delete = None
+    else:
+        try:
+            inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
+        except DecodeError as exc:
+            inst.delete = _s.tolerated(ctx, (path, "delete"), exc, UNSET)
+    v = obj.get("additionalDirectories", _MISSING)
+    if v is _MISSING:
+        inst.additional_directories = UNSET
+    elif v is None:
+        inst.additional_directories = None
+    else:
+        try:
+            inst.additional_directories = _d_SessionAdditionalDirectoriesCapabilities(
+                v, (path, "additionalDirectories"), ctx
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Implementation.issuperset(obj) else _extra(obj, _K_Implementation)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    )
     return inst
 
 
-Implementation._decode = _d_Implementation
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionCapabilities(_Wire):
+class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     """Session capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the baseline session methods:
@@ -5020,84 +5060,79 @@ class SessionCapabilities(_Wire):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionCapabilities: Final[frozenset[str]] = frozenset(
-    ["prompt", "mcp", "delete", "additionalDirectories", "_meta"]
+_K_PromptCapabilities: Final[frozenset[str]] = frozenset(
+    ["image", "audio", "embeddedContext", "_meta"]
 )
 
 
-def _d_SessionCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionCapabilities)
-    v = obj.get("prompt", _MISSING)
+def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.image = UNSET
+        inst.audio = UNSET
+        inst.embedded_context = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("image", _MISSING)
     if v is _MISSING:
-        inst.prompt = UNSET
+        inst.image = UNSET
     elif v is None:
-        inst.prompt = None
+        inst.image = None
     else:
         try:
-            inst.prompt = _d_PromptCapabilities(v, (path, "prompt"), ctx)
+            inst.image = _d_PromptImageCapabilities(v, (path, "image"), ctx)
         except DecodeError as exc:
-            inst.prompt = _tolerated(ctx, (path, "prompt"), exc, UNSET)
-    v = obj.get("mcp", _MISSING)
+            inst.image = _s.tolerated(ctx, (path, "image"), exc, UNSET)
+    v = obj.get("audio", _MISSING)
     if v is _MISSING:
-        inst.mcp = UNSET
+        inst.audio = UNSET
     elif v is None:
-        inst.mcp = None
+        inst.audio = None
     else:
         try:
-            inst.mcp = _d_McpCapabilities(v, (path, "mcp"), ctx)
+            inst.audio = _d_PromptAudioCapabilities(v, (path, "audio"), ctx)
         except DecodeError as exc:
-            inst.mcp = _tolerated(ctx, (path, "mcp"), exc, UNSET)
-    v = obj.get("delete", _MISSING)
+            inst.audio = _s.tolerated(ctx, (path, "audio"), exc, UNSET)
+    v = obj.get("embeddedContext", _MISSING)
     if v is _MISSING:
-        inst.delete = UNSET
+        inst.embedded_context = UNSET
     elif v is None:
-        inst.delete = None
+        inst.embedded_context = None
     else:
         try:
-            inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
-        except DecodeError as exc:
-            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    elif v is None:
-        inst.additional_directories = None
-    else:
-        try:
-            inst.additional_directories = _d_SessionAdditionalDirectoriesCapabilities(
-                v, (path, "additionalDirectories"), ctx
+            inst.embedded_context = _d_PromptEmbeddedContextCapabilities(
+                v, (path, "embeddedContext"), ctx
             )
         except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
+            inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SessionCapabilities.issuperset(obj) else _extra(obj, _K_SessionCapabilities)
+        {}
+        if _K_PromptCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     )
     return inst
 
 
-SessionCapabilities._decode = _d_SessionCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptCapabilities(_Wire):
+class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     """Prompt capabilities supported by the agent in `session/prompt` requests.
 
     Baseline agent functionality requires support for [`ContentBlock::Text`]
@@ -5150,70 +5185,44 @@ class PromptCapabilities(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptCapabilities: Final[frozenset[str]] = frozenset(
-    ["image", "audio", "embeddedContext", "_meta"]
-)
+_K_PromptImageCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_PromptCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptCapabilities)
-    v = obj.get("image", _MISSING)
-    if v is _MISSING:
-        inst.image = UNSET
-    elif v is None:
-        inst.image = None
-    else:
-        try:
-            inst.image = _d_PromptImageCapabilities(v, (path, "image"), ctx)
-        except DecodeError as exc:
-            inst.image = _tolerated(ctx, (path, "image"), exc, UNSET)
-    v = obj.get("audio", _MISSING)
-    if v is _MISSING:
-        inst.audio = UNSET
-    elif v is None:
-        inst.audio = None
-    else:
-        try:
-            inst.audio = _d_PromptAudioCapabilities(v, (path, "audio"), ctx)
-        except DecodeError as exc:
-            inst.audio = _tolerated(ctx, (path, "audio"), exc, UNSET)
-    v = obj.get("embeddedContext", _MISSING)
-    if v is _MISSING:
-        inst.embedded_context = UNSET
-    elif v is None:
-        inst.embedded_context = None
-    else:
-        try:
-            inst.embedded_context = _d_PromptEmbeddedContextCapabilities(
-                v, (path, "embeddedContext"), ctx
-            )
-        except DecodeError as exc:
-            inst.embedded_context = _tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
+def _d_PromptImageCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> PromptImageCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptImageCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptCapabilities.issuperset(obj) else _extra(obj, _K_PromptCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_PromptImageCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
+    )
     return inst
 
 
-PromptCapabilities._decode = _d_PromptCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptImageCapabilities(_Wire):
+class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
     """Capabilities for image content in prompt requests.
 
     Supplying `{}` means the agent supports image content in prompts."""
@@ -5232,42 +5241,44 @@ class PromptImageCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptImageCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_PromptAudioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_PromptImageCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> PromptImageCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptImageCapabilities)
+def _d_PromptAudioCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> PromptAudioCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptAudioCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_PromptImageCapabilities.issuperset(obj)
-        else _extra(obj, _K_PromptImageCapabilities)
+        if _K_PromptAudioCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     )
     return inst
 
 
-PromptImageCapabilities._decode = _d_PromptImageCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptAudioCapabilities(_Wire):
+class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
     """Capabilities for audio content in prompt requests.
 
     Supplying `{}` means the agent supports audio content in prompts."""
@@ -5286,42 +5297,44 @@ class PromptAudioCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptAudioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_PromptEmbeddedContextCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_PromptAudioCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> PromptAudioCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptAudioCapabilities)
+def _d_PromptEmbeddedContextCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> PromptEmbeddedContextCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptEmbeddedContextCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_PromptAudioCapabilities.issuperset(obj)
-        else _extra(obj, _K_PromptAudioCapabilities)
+        if _K_PromptEmbeddedContextCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
 
-PromptAudioCapabilities._decode = _d_PromptAudioCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptEmbeddedContextCapabilities(_Wire):
+class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCapabilities):
     """Capabilities for embedded context in prompt requests.
 
     Supplying `{}` means the agent supports embedded context in prompts."""
@@ -5340,42 +5353,64 @@ class PromptEmbeddedContextCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptEmbeddedContextCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_McpCapabilities: Final[frozenset[str]] = frozenset(["stdio", "http", "_meta"])
 
 
-def _d_PromptEmbeddedContextCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> PromptEmbeddedContextCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptEmbeddedContextCapabilities)
-    v = obj.get("_meta", _MISSING)
+def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.stdio = UNSET
+        inst.http = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("stdio", _MISSING)
     if v is _MISSING:
+        inst.stdio = UNSET
+    elif v is None:
+        inst.stdio = None
+    else:
+        try:
+            inst.stdio = _d_McpStdioCapabilities(v, (path, "stdio"), ctx)
+        except DecodeError as exc:
+            inst.stdio = _s.tolerated(ctx, (path, "stdio"), exc, UNSET)
+    v = obj.get("http", _MISSING)
+    if v is _MISSING:
+        inst.http = UNSET
+    elif v is None:
+        inst.http = None
+    else:
+        try:
+            inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
+        except DecodeError as exc:
+            inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_PromptEmbeddedContextCapabilities.issuperset(obj)
-        else _extra(obj, _K_PromptEmbeddedContextCapabilities)
+        if _K_McpCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     )
     return inst
 
 
-PromptEmbeddedContextCapabilities._decode = _d_PromptEmbeddedContextCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpCapabilities(_Wire):
+class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     """MCP capabilities supported by the agent for session lifecycle requests."""
 
     stdio: McpStdioCapabilities | None | Unset = UNSET
@@ -5406,56 +5441,42 @@ class McpCapabilities(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpCapabilities: Final[frozenset[str]] = frozenset(["stdio", "http", "_meta"])
+_K_McpStdioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_McpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpCapabilities)
-    v = obj.get("stdio", _MISSING)
-    if v is _MISSING:
-        inst.stdio = UNSET
-    elif v is None:
-        inst.stdio = None
-    else:
-        try:
-            inst.stdio = _d_McpStdioCapabilities(v, (path, "stdio"), ctx)
-        except DecodeError as exc:
-            inst.stdio = _tolerated(ctx, (path, "stdio"), exc, UNSET)
-    v = obj.get("http", _MISSING)
-    if v is _MISSING:
-        inst.http = UNSET
-    elif v is None:
-        inst.http = None
-    else:
-        try:
-            inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
-        except DecodeError as exc:
-            inst.http = _tolerated(ctx, (path, "http"), exc, UNSET)
+def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStdioCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpStdioCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpCapabilities.issuperset(obj) else _extra(obj, _K_McpCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpStdioCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
+    )
     return inst
 
 
-McpCapabilities._decode = _d_McpCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpStdioCapabilities(_Wire):
+class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
     """Capabilities for stdio MCP server transports.
 
     Supplying `{}` means the agent supports stdio MCP server transports."""
@@ -5474,38 +5495,42 @@ class McpStdioCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpStdioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_McpHttpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_McpStdioCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpStdioCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpStdioCapabilities)
+def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttpCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpHttpCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_McpStdioCapabilities.issuperset(obj) else _extra(obj, _K_McpStdioCapabilities)
+        {}
+        if _K_McpHttpCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     )
     return inst
 
 
-McpStdioCapabilities._decode = _d_McpStdioCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpHttpCapabilities(_Wire):
+class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
     """Capabilities for HTTP MCP server transports.
 
     Supplying `{}` means the agent supports HTTP MCP server transports."""
@@ -5524,38 +5549,44 @@ class McpHttpCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpHttpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_McpHttpCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> McpHttpCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpHttpCapabilities)
+def _d_SessionDeleteCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionDeleteCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionDeleteCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_McpHttpCapabilities.issuperset(obj) else _extra(obj, _K_McpHttpCapabilities)
+        {}
+        if _K_SessionDeleteCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     )
     return inst
 
 
-McpHttpCapabilities._decode = _d_McpHttpCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionDeleteCapabilities(_Wire):
+class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     """Capabilities for the `session/delete` method.
 
     Supplying `{}` means the agent supports deleting sessions from `session/list`."""
@@ -5574,42 +5605,46 @@ class SessionDeleteCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionDeleteCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionDeleteCapabilities)
+def _d_SessionAdditionalDirectoriesCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionAdditionalDirectoriesCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionAdditionalDirectoriesCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionDeleteCapabilities)
+        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
 
-SessionDeleteCapabilities._decode = _d_SessionDeleteCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionAdditionalDirectoriesCapabilities(_Wire):
+class SessionAdditionalDirectoriesCapabilities(
+    Wire, decoder=_d_SessionAdditionalDirectoriesCapabilities
+):
     """Capabilities for additional session directories support.
 
     Supplying `{}` means the agent supports the `additionalDirectories` field on
@@ -5631,42 +5666,42 @@ class SessionAdditionalDirectoriesCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionAdditionalDirectoriesCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionAdditionalDirectoriesCapabilities)
+def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
-        else _extra(obj, _K_SessionAdditionalDirectoriesCapabilities)
+        if _K_AgentAuthCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     )
     return inst
 
 
-SessionAdditionalDirectoriesCapabilities._decode = _d_SessionAdditionalDirectoriesCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentAuthCapabilities(_Wire):
+class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     """Authentication-related extension capabilities supported by the agent.
 
     This object does not advertise support for `auth/login` or `auth/logout`.
@@ -5687,38 +5722,54 @@ class AgentAuthCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
-def _d_AgentAuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentAuthCapabilities)
+def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(EnvVariable)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
+    else:
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
+    else:
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_AgentAuthCapabilities.issuperset(obj) else _extra(obj, _K_AgentAuthCapabilities)
+        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     )
     return inst
 
 
-AgentAuthCapabilities._decode = _d_AgentAuthCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class EnvVariable(_Wire):
+class EnvVariable(Wire, decoder=_d_EnvVariable):
     """An environment variable to set when launching a process."""
 
     name: str
@@ -5739,50 +5790,86 @@ class EnvVariable(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
+_K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
+    ["type", "methodId", "name", "description", "args", "env", "_meta"]
+)
 
 
-def _d_EnvVariable(obj: Any, path: _PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(EnvVariable)
+def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthMethodTerminal)
+    v = obj.get("methodId", _MISSING)
+    if v.__class__ is str:
+        inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
+    else:
+        _s.fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("args", _MISSING)
     if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+        inst.args = UNSET
     else:
-        _fail((path, "value"), "string", v)
+        try:
+            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    v = obj.get("env", _MISSING)
+    if v is _MISSING:
+        inst.env = UNSET
+    else:
+        try:
+            inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_EnvVariable.issuperset(obj) else _extra(obj, _K_EnvVariable)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthMethodTerminal.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    )
     return inst
 
 
-EnvVariable._decode = _d_EnvVariable
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthMethodTerminal(_Wire):
+class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "terminal")):
     """Terminal-based authentication method.
 
     The client runs the configured agent program as a separate interactive
@@ -5792,7 +5879,6 @@ class AuthMethodTerminal(_Wire):
     The client MUST NOT pass this method to `auth/login`."""
 
     TAG: ClassVar[Literal["terminal"]] = "terminal"
-    _tag = ("type", "terminal")
     method_id: AuthMethodId
     """Unique identifier for this authentication method."""
     name: str
@@ -5825,83 +5911,73 @@ class AuthMethodTerminal(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
-    ["type", "methodId", "name", "description", "args", "env", "_meta"]
+_K_AuthMethodAgent: Final[frozenset[str]] = frozenset(
+    ["type", "methodId", "name", "description", "_meta"]
 )
 
 
-def _d_AuthMethodTerminal(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthMethodTerminal)
+def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthMethodAgent)
     v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "methodId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
     else:
-        _fail((path, "methodId"), "string", v)
+        _s.fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("args", _MISSING)
-    if v is _MISSING:
-        inst.args = UNSET
-    else:
-        try:
-            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
-        except DecodeError as exc:
-            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
-    v = obj.get("env", _MISSING)
-    if v is _MISSING:
-        inst.env = UNSET
-    else:
-        try:
-            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
-        except DecodeError as exc:
-            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthMethodTerminal.issuperset(obj) else _extra(obj, _K_AuthMethodTerminal)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthMethodAgent.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    )
     return inst
 
 
-AuthMethodTerminal._decode = _d_AuthMethodTerminal
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthMethodAgent(_Wire):
+class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
     """Agent handles authentication itself through `auth/login`.
 
     The `type` discriminator value is `agent`."""
 
     TAG: ClassVar[Literal["agent"]] = "agent"
-    _tag = ("type", "agent")
     method_id: AuthMethodId
     """Unique identifier for this authentication method."""
     name: str
@@ -5924,61 +6000,42 @@ class AuthMethodAgent(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthMethodAgent: Final[frozenset[str]] = frozenset(
-    ["type", "methodId", "name", "description", "_meta"]
-)
+_K_LoginAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_AuthMethodAgent(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthMethodAgent)
-    v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "methodId")
-    elif v.__class__ is str:
-        inst.method_id = v
-    else:
-        _fail((path, "methodId"), "string", v)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
-    else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LoginAuthResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthMethodAgent.issuperset(obj) else _extra(obj, _K_AuthMethodAgent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_LoginAuthResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
+    )
     return inst
 
 
-AuthMethodAgent._decode = _d_AuthMethodAgent
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LoginAuthResponse(_Wire):
+class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
     """Response to the `auth/login` method."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -5995,36 +6052,42 @@ class LoginAuthResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LoginAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_LogoutAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_LoginAuthResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LoginAuthResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LoginAuthResponse)
+def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LogoutAuthResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LoginAuthResponse.issuperset(obj) else _extra(obj, _K_LoginAuthResponse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_LogoutAuthResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
+    )
     return inst
 
 
-LoginAuthResponse._decode = _d_LoginAuthResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LogoutAuthResponse(_Wire):
+class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
     """Response to the `auth/logout` method."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6041,36 +6104,60 @@ class LogoutAuthResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LogoutAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_NewSessionResponse: Final[frozenset[str]] = frozenset(["sessionId", "configOptions", "_meta"])
 
 
-def _d_LogoutAuthResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutAuthResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LogoutAuthResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NewSessionResponse)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
+        inst.config_options = UNSET
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LogoutAuthResponse.issuperset(obj) else _extra(obj, _K_LogoutAuthResponse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_NewSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    )
     return inst
 
 
-LogoutAuthResponse._decode = _d_LogoutAuthResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NewSessionResponse(_Wire):
+class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     """Response from creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/session-setup#creating-a-session)
@@ -6098,57 +6185,95 @@ class NewSessionResponse(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NewSessionResponse: Final[frozenset[str]] = frozenset(["sessionId", "configOptions", "_meta"])
+_K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
+    ["type", "configId", "name", "currentValue", "options", "description", "category", "_meta"]
+)
 
 
-def _d_NewSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NewSessionResponse)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_SessionConfigOptionSelect(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigOptionSelect:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigOptionSelect)
+    v = obj.get("configId", _MISSING)
+    if v.__class__ is str:
+        inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        inst.config_options = UNSET
+        _s.fail((path, "configId"), "string", v)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("currentValue", _MISSING)
+    if v.__class__ is str:
+        inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
+    else:
+        _s.fail((path, "currentValue"), "string", v)
+    v = obj.get("options", _MISSING)
+    if v is _MISSING:
+        _s.missing(path, "options")
+    else:
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    if len(obj) == 4 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        inst.description = UNSET
+    elif v is None:
+        inst.description = None
+    else:
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    v = obj.get("category", _MISSING)
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
+        inst.category = UNSET
+    elif v is None:
+        inst.category = None
+    else:
+        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_NewSessionResponse.issuperset(obj) else _extra(obj, _K_NewSessionResponse)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionConfigOptionSelect.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
-NewSessionResponse._decode = _d_NewSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigOptionSelect(_Wire):
+class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=("type", "select")):
     """Single-value selector (dropdown)."""
 
     TAG: ClassVar[Literal["select"]] = "select"
-    _tag = ("type", "select")
     config_id: SessionConfigId
     """Unique identifier for the configuration option."""
     name: str
@@ -6185,92 +6310,92 @@ class SessionConfigOptionSelect(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
-    ["type", "configId", "name", "currentValue", "options", "description", "category", "_meta"]
+_K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
+    ["type", "configId", "name", "currentValue", "description", "category", "_meta"]
 )
 
 
-def _d_SessionConfigOptionSelect(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigOptionSelect)
+def _d_SessionConfigOptionBoolean(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigOptionBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigOptionBoolean)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
-        _fail((path, "configId"), "string", v)
+        _s.fail((path, "configId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+        _s.fail((path, "currentValue"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.category = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.category = v
+    elif v is _MISSING:
         inst.category = UNSET
     elif v is None:
         inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
     else:
-        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _extra(obj, _K_SessionConfigOptionSelect)
+        if _K_SessionConfigOptionBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     )
     return inst
 
 
-SessionConfigOptionSelect._decode = _d_SessionConfigOptionSelect
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigOptionBoolean(_Wire):
+class SessionConfigOptionBoolean(
+    Wire, decoder=_d_SessionConfigOptionBoolean, tag=("type", "boolean")
+):
     """Boolean on/off toggle."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     config_id: SessionConfigId
     """Unique identifier for the configuration option."""
     name: str
@@ -6304,83 +6429,70 @@ class SessionConfigOptionBoolean(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
-    ["type", "configId", "name", "currentValue", "description", "category", "_meta"]
+_K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
+    ["value", "name", "description", "_meta"]
 )
 
 
-def _d_SessionConfigOptionBoolean(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigOptionBoolean)
-    v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
-        inst.config_id = v
+def _d_SessionConfigSelectOption(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigSelectOption:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelectOption)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        _fail((path, "configId"), "string", v)
+        _s.fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is bool:
-        inst.current_value = v
-    else:
-        _fail((path, "currentValue"), "boolean", v)
+        _s.fail((path, "name"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.description = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("description", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
         inst.description = UNSET
     elif v is None:
         inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
-    v = obj.get("category", _MISSING)
-    if v is _MISSING:
-        inst.category = UNSET
-    elif v is None:
-        inst.category = None
-    elif v.__class__ is str:
-        inst.category = v
-    else:
-        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _extra(obj, _K_SessionConfigOptionBoolean)
+        if _K_SessionConfigSelectOption.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     )
     return inst
 
 
-SessionConfigOptionBoolean._decode = _d_SessionConfigOptionBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelectOption(_Wire):
+class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     """A possible value for a session configuration option."""
 
     value: SessionConfigValueId
@@ -6405,67 +6517,68 @@ class SessionConfigSelectOption(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
-    ["value", "name", "description", "_meta"]
+_K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
+    ["groupId", "name", "options", "_meta"]
 )
 
 
-def _d_SessionConfigSelectOption(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelectOption)
-    v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+def _d_SessionConfigSelectGroup(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionConfigSelectGroup:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelectGroup)
+    v = obj.get("groupId", _MISSING)
+    if v.__class__ is str:
+        inst.group_id = v
+    elif v is _MISSING:
+        _s.missing(path, "groupId")
     else:
-        _fail((path, "value"), "string", v)
+        _s.fail((path, "groupId"), "string", v)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("options", _MISSING)
     if v is _MISSING:
-        inst.description = UNSET
-    elif v is None:
-        inst.description = None
-    elif v.__class__ is str:
-        inst.description = v
+        _s.missing(path, "options")
     else:
-        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
+        try:
+            inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _extra(obj, _K_SessionConfigSelectOption)
+        if _K_SessionConfigSelectGroup.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     )
     return inst
 
 
-SessionConfigSelectOption._decode = _d_SessionConfigSelectOption
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelectGroup(_Wire):
+class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     """A group of possible values for a session configuration option."""
 
     group_id: SessionConfigGroupId
@@ -6492,66 +6605,40 @@ class SessionConfigSelectGroup(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
-    ["groupId", "name", "options", "_meta"]
-)
+_K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "options"])
 
 
-def _d_SessionConfigSelectGroup(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelectGroup)
-    v = obj.get("groupId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "groupId")
-    elif v.__class__ is str:
-        inst.group_id = v
+def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigSelect)
+    v = obj.get("currentValue", _MISSING)
+    if v.__class__ is str:
+        inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "groupId"), "string", v)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
-    else:
-        _fail((path, "name"), "string", v)
+        _s.fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _missing(path, "options")
+        _s.missing(path, "options")
     else:
-        try:
-            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
-        except DecodeError as exc:
-            inst.options = _tolerated(ctx, (path, "options"), exc, [])
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _extra(obj, _K_SessionConfigSelectGroup)
+        if _K_SessionConfigSelect.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     )
     return inst
 
 
-SessionConfigSelectGroup._decode = _d_SessionConfigSelectGroup
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigSelect(_Wire):
+class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """A single-value selector (dropdown) session configuration option payload."""
 
     current_value: SessionConfigValueId
@@ -6567,41 +6654,35 @@ class SessionConfigSelect(_Wire):
             "options": encode_SessionConfigSelectOptions(self.options),
         }
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "options"])
+_K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
-def _d_SessionConfigSelect(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigSelect)
+def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is str:
+    if v.__class__ is bool:
         inst.current_value = v
+    elif v is _MISSING:
+        _s.missing(path, "currentValue")
     else:
-        _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
-        _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+        _s.fail((path, "currentValue"), "boolean", v)
     inst.extra = (
-        {} if _K_SessionConfigSelect.issuperset(obj) else _extra(obj, _K_SessionConfigSelect)
+        {}
+        if _K_SessionConfigBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     )
     return inst
 
 
-SessionConfigSelect._decode = _d_SessionConfigSelect
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionConfigBoolean(_Wire):
+class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
     """A boolean on/off toggle session configuration option payload."""
 
     current_value: bool
@@ -6612,36 +6693,60 @@ class SessionConfigBoolean(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"currentValue": self.current_value}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
+_K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCursor", "_meta"])
 
 
-def _d_SessionConfigBoolean(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionConfigBoolean)
-    v = obj.get("currentValue", _MISSING)
+def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ListSessionsResponse)
+    v = obj.get("sessions", _MISSING)
     if v is _MISSING:
-        _missing(path, "currentValue")
-    elif v.__class__ is bool:
-        inst.current_value = v
+        _s.missing(path, "sessions")
     else:
-        _fail((path, "currentValue"), "boolean", v)
+        try:
+            inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.next_cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("nextCursor", _MISSING)
+    if v.__class__ is str:
+        inst.next_cursor = v
+    elif v is _MISSING:
+        inst.next_cursor = UNSET
+    elif v is None:
+        inst.next_cursor = None
+    else:
+        inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_SessionConfigBoolean.issuperset(obj) else _extra(obj, _K_SessionConfigBoolean)
+        {}
+        if _K_ListSessionsResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     )
     return inst
 
 
-SessionConfigBoolean._decode = _d_SessionConfigBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ListSessionsResponse(_Wire):
+class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     """Response from listing sessions."""
 
     sessions: list[SessionInfo]
@@ -6665,55 +6770,89 @@ class ListSessionsResponse(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCursor", "_meta"])
+_K_SessionInfo: Final[frozenset[str]] = frozenset(
+    ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
+)
 
 
-def _d_ListSessionsResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ListSessionsResponse)
-    v = obj.get("sessions", _MISSING)
+def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionInfo)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessions")
+        inst.additional_directories = UNSET
     else:
         try:
-            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
         except DecodeError as exc:
-            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
-    v = obj.get("nextCursor", _MISSING)
-    if v is _MISSING:
-        inst.next_cursor = UNSET
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
     elif v is None:
-        inst.next_cursor = None
-    elif v.__class__ is str:
-        inst.next_cursor = v
+        inst.title = None
     else:
-        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    else:
+        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ListSessionsResponse.issuperset(obj) else _extra(obj, _K_ListSessionsResponse)
+        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     )
     return inst
 
 
-ListSessionsResponse._decode = _d_ListSessionsResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionInfo(_Wire):
+class SessionInfo(Wire, decoder=_d_SessionInfo):
     """Information about a session returned by session/list"""
 
     session_id: SessionId
@@ -6750,82 +6889,42 @@ class SessionInfo(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionInfo: Final[frozenset[str]] = frozenset(
-    ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
-)
+_K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SessionInfo(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionInfo)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
-    else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
-        inst.updated_at = UNSET
-    elif v is None:
-        inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
-    else:
-        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DeleteSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionInfo.issuperset(obj) else _extra(obj, _K_SessionInfo)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_DeleteSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    )
     return inst
 
 
-SessionInfo._decode = _d_SessionInfo
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DeleteSessionResponse(_Wire):
+class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     """Response from deleting a session."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6842,38 +6941,53 @@ class DeleteSessionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
-def _d_DeleteSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DeleteSessionResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResumeSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.config_options = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
+        inst.config_options = UNSET
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_DeleteSessionResponse.issuperset(obj) else _extra(obj, _K_DeleteSessionResponse)
+        {}
+        if _K_ResumeSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     )
     return inst
 
 
-DeleteSessionResponse._decode = _d_DeleteSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResumeSessionResponse(_Wire):
+class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     """Response from resuming an existing session."""
 
     config_options: list[SessionConfigOption] | Unset = UNSET
@@ -6894,48 +7008,42 @@ class ResumeSessionResponse(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
+_K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ResumeSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResumeSessionResponse)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        inst.config_options = UNSET
-    else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
+def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CloseSessionResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ResumeSessionResponse.issuperset(obj) else _extra(obj, _K_ResumeSessionResponse)
+        {}
+        if _K_CloseSessionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     )
     return inst
 
 
-ResumeSessionResponse._decode = _d_ResumeSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CloseSessionResponse(_Wire):
+class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     """Response from closing a session."""
 
     meta: JsonObject | None | Unset = UNSET
@@ -6952,38 +7060,54 @@ class CloseSessionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
 
 
-def _d_CloseSessionResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CloseSessionResponse)
-    v = obj.get("_meta", _MISSING)
+def _d_SetSessionConfigOptionResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionResponse)
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
+        _s.missing(path, "configOptions")
+    else:
+        try:
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
+            )
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CloseSessionResponse.issuperset(obj) else _extra(obj, _K_CloseSessionResponse)
+        {}
+        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
 
-CloseSessionResponse._decode = _d_CloseSessionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionResponse(_Wire):
+class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResponse):
     """Response to `session/set_config_option` method."""
 
     config_options: list[SessionConfigOption]
@@ -7002,52 +7126,42 @@ class SetSessionConfigOptionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_meta"])
+_K_PromptResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_SetSessionConfigOptionResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionResponse)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configOptions")
-    else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptResponse)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionResponse)
+        if _K_PromptResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionResponse._decode = _d_SetSessionConfigOptionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptResponse(_Wire):
+class PromptResponse(Wire, decoder=_d_PromptResponse):
     """Response acknowledging that a user prompt was accepted.
 
     This response does not indicate that the agent has finished processing.
@@ -7070,36 +7184,48 @@ class PromptResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptResponse: Final[frozenset[str]] = frozenset(["_meta"])
+_K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
-def _d_PromptResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptResponse)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Error)
+    v = obj.get("code", _MISSING)
+    if v.__class__ is int:
+        inst.code = v
+    elif v is _MISSING:
+        _s.missing(path, "code")
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptResponse.issuperset(obj) else _extra(obj, _K_PromptResponse)
+        _s.fail((path, "code"), "integer", v)
+    v = obj.get("message", _MISSING)
+    if v.__class__ is str:
+        inst.message = v
+    elif v is _MISSING:
+        _s.missing(path, "message")
+    else:
+        _s.fail((path, "message"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.data = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("data", _MISSING)
+    if v is _MISSING:
+        inst.data = UNSET
+    else:
+        inst.data = v
+    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
-PromptResponse._decode = _d_PromptResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Error(_Wire):
+class Error(Wire, decoder=_d_Error):
     """JSON-RPC error object.
 
     Represents an error that occurred during method execution, following the
@@ -7125,46 +7251,47 @@ class Error(_Wire):
         if (v1 := self.data) is not UNSET:
             d["data"] = v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
+_K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
-def _d_Error(obj: Any, path: _PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Error)
-    v = obj.get("code", _MISSING)
-    if v is _MISSING:
-        _missing(path, "code")
-    elif v.__class__ is int:
-        inst.code = v
+def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentNotification)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
-        _fail((path, "code"), "integer", v)
-    v = obj.get("message", _MISSING)
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
     if v is _MISSING:
-        _missing(path, "message")
-    elif v.__class__ is str:
-        inst.message = v
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
     else:
-        _fail((path, "message"), "string", v)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        inst.data = UNSET
-    else:
-        inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _extra(obj, _K_Error)
+        inst.params = v
+    inst.extra = (
+        {}
+        if _K_AgentNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    )
     return inst
 
 
-Error._decode = _d_Error
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentNotification(_Wire):
+class AgentNotification(Wire, decoder=_d_AgentNotification):
     """A JSON-RPC notification object."""
 
     method: str
@@ -7179,41 +7306,62 @@ class AgentNotification(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
+_K_UpdateSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update", "_meta"])
 
 
-def _d_AgentNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentNotification)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+def _d_UpdateSessionNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> UpdateSessionNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(UpdateSessionNotification)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("update", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("sessionUpdate")).__class__ is str
+        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
+    ):
+        inst.update = d2(v, (path, "update"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "update")
+    else:
+        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_AgentNotification.issuperset(obj) else _extra(obj, _K_AgentNotification)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_UpdateSessionNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+    )
     return inst
 
 
-AgentNotification._decode = _d_AgentNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class UpdateSessionNotification(_Wire):
+class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
     """Notification containing a session update from the agent.
 
     Agents can send session updates at any point while the session exists.
@@ -7239,58 +7387,69 @@ class UpdateSessionNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_UpdateSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update", "_meta"])
+_K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "messageId", "content", "_meta"]
+)
 
 
-def _d_UpdateSessionNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> UpdateSessionNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(UpdateSessionNotification)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_SessionUpdateUserMessageChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateUserMessageChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateUserMessageChunk)
+    v = obj.get("messageId", _MISSING)
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("update", _MISSING)
-    if v is _MISSING:
-        _missing(path, "update")
+        _s.fail((path, "messageId"), "string", v)
+    v = obj.get("content", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_UpdateSessionNotification.issuperset(obj)
-        else _extra(obj, _K_UpdateSessionNotification)
+        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     )
     return inst
 
 
-UpdateSessionNotification._decode = _d_UpdateSessionNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateUserMessageChunk(_Wire):
+class SessionUpdateUserMessageChunk(
+    Wire, decoder=_d_SessionUpdateUserMessageChunk, tag=("sessionUpdate", "user_message_chunk")
+):
     """A chunk of the user's message being streamed."""
 
     TAG: ClassVar[Literal["user_message_chunk"]] = "user_message_chunk"
-    _tag = ("sessionUpdate", "user_message_chunk")
     message_id: MessageId
     """A unique identifier for the message this chunk belongs to.
 
@@ -7316,60 +7475,69 @@ class SessionUpdateUserMessageChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
+_K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "messageId", "content", "_meta"]
 )
 
 
-def _d_SessionUpdateUserMessageChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateUserMessageChunk)
+def _d_SessionUpdateAgentMessageChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateAgentMessageChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "messageId"), "string", v)
+        _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateUserMessageChunk)
+        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateUserMessageChunk._decode = _d_SessionUpdateUserMessageChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateAgentMessageChunk(_Wire):
+class SessionUpdateAgentMessageChunk(
+    Wire, decoder=_d_SessionUpdateAgentMessageChunk, tag=("sessionUpdate", "agent_message_chunk")
+):
     """A chunk of the agent's response being streamed."""
 
     TAG: ClassVar[Literal["agent_message_chunk"]] = "agent_message_chunk"
-    _tag = ("sessionUpdate", "agent_message_chunk")
     message_id: MessageId
     """A unique identifier for the message this chunk belongs to.
 
@@ -7395,60 +7563,69 @@ class SessionUpdateAgentMessageChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
+_K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "messageId", "content", "_meta"]
 )
 
 
-def _d_SessionUpdateAgentMessageChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateAgentMessageChunk)
+def _d_SessionUpdateAgentThoughtChunk(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateAgentThoughtChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "messageId"), "string", v)
+        _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateAgentMessageChunk)
+        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateAgentMessageChunk._decode = _d_SessionUpdateAgentMessageChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateAgentThoughtChunk(_Wire):
+class SessionUpdateAgentThoughtChunk(
+    Wire, decoder=_d_SessionUpdateAgentThoughtChunk, tag=("sessionUpdate", "agent_thought_chunk")
+):
     """A chunk of the agent's internal reasoning being streamed."""
 
     TAG: ClassVar[Literal["agent_thought_chunk"]] = "agent_thought_chunk"
-    _tag = ("sessionUpdate", "agent_thought_chunk")
     message_id: MessageId
     """A unique identifier for the message this chunk belongs to.
 
@@ -7474,67 +7651,7 @@ class SessionUpdateAgentThoughtChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
-        return d
-
-
-_K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "messageId", "content", "_meta"]
-)
-
-
-def _d_SessionUpdateAgentThoughtChunk(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateAgentThoughtChunk)
-    v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
-        inst.message_id = v
-    else:
-        _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateAgentThoughtChunk)
-    )
-    return inst
-
-
-SessionUpdateAgentThoughtChunk._decode = _d_SessionUpdateAgentThoughtChunk
-
-
-@dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateStateUpdate(_Wire):
-    """The state of the agent's foreground work has changed."""
-
-    TAG: ClassVar[Literal["state_update"]] = "state_update"
-    _tag = ("sessionUpdate", "state_update")
-    extra: JsonObject = field(default_factory=dict)
-    """Wire fields this schema does not know; re-encoded unchanged."""
-
-    def to_dict(self) -> JsonObject:
-        d: JsonObject = {"sessionUpdate": "state_update"}
-        if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
@@ -7542,29 +7659,160 @@ _K_SessionUpdateStateUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate"]
 
 
 def _d_SessionUpdateStateUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateStateUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
         if _K_SessionUpdateStateUpdate.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateStateUpdate)
+        else _s.extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
     return inst
 
 
-SessionUpdateStateUpdate._decode = _d_SessionUpdateStateUpdate
+@dataclass(kw_only=True, slots=True, repr=False, eq=False)
+class SessionUpdateStateUpdate(
+    Wire, decoder=_d_SessionUpdateStateUpdate, tag=("sessionUpdate", "state_update")
+):
+    """The state of the agent's foreground work has changed."""
+
+    TAG: ClassVar[Literal["state_update"]] = "state_update"
+    extra: JsonObject = field(default_factory=dict)
+    """Wire fields this schema does not know; re-encoded unchanged."""
+
+    def to_dict(self) -> JsonObject:
+        d: JsonObject = {"sessionUpdate": "state_update"}
+        if self.extra:
+            _s.merge_extra(d, self.extra)
+        return d
+
+
+_K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
+    [
+        "sessionUpdate",
+        "toolCallId",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "_meta",
+    ]
+)
+
+
+def _d_SessionUpdateToolCallUpdate(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SessionUpdateToolCallUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionUpdateToolCallUpdate)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
+    else:
+        _s.fail((path, "toolCallId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.kind = UNSET
+        inst.status = UNSET
+        inst.content = UNSET
+        inst.locations = UNSET
+        inst.raw_input = UNSET
+        inst.raw_output = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
+    else:
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("kind", _MISSING)
+    if v.__class__ is str:
+        inst.kind = v
+    elif v is _MISSING:
+        inst.kind = UNSET
+    elif v is None:
+        inst.kind = None
+    else:
+        inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str:
+        inst.status = v
+    elif v is _MISSING:
+        inst.status = UNSET
+    elif v is None:
+        inst.status = None
+    else:
+        inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    v = obj.get("locations", _MISSING)
+    if v is _MISSING:
+        inst.locations = UNSET
+    elif v is None:
+        inst.locations = None
+    else:
+        try:
+            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    v = obj.get("rawInput", _MISSING)
+    if v is _MISSING:
+        inst.raw_input = UNSET
+    else:
+        inst.raw_input = v
+    v = obj.get("rawOutput", _MISSING)
+    if v is _MISSING:
+        inst.raw_output = UNSET
+    else:
+        inst.raw_output = v
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
+    return inst
 
 
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionUpdateToolCallUpdate(_Wire):
+class SessionUpdateToolCallUpdate(
+    Wire, decoder=_d_SessionUpdateToolCallUpdate, tag=("sessionUpdate", "tool_call_update")
+):
     """A tool call has been created or updated."""
 
     TAG: ClassVar[Literal["tool_call_update"]] = "tool_call_update"
-    _tag = ("sessionUpdate", "tool_call_update")
     tool_call_id: ToolCallId
     """Unique identifier for this tool call within the session."""
     title: str | None | Unset = UNSET
@@ -7611,119 +7859,58 @@ class SessionUpdateToolCallUpdate(_Wire):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
-    [
-        "sessionUpdate",
-        "toolCallId",
-        "title",
-        "kind",
-        "status",
-        "content",
-        "locations",
-        "rawInput",
-        "rawOutput",
-        "_meta",
-    ]
-)
+_K_ContentChunk: Final[frozenset[str]] = frozenset(["messageId", "content", "_meta"])
 
 
-def _d_SessionUpdateToolCallUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionUpdateToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
+def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ContentChunk)
+    v = obj.get("messageId", _MISSING)
+    if v.__class__ is str:
+        inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
-    else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("kind", _MISSING)
-    if v is _MISSING:
-        inst.kind = UNSET
-    elif v is None:
-        inst.kind = None
-    elif v.__class__ is str:
-        inst.kind = v
-    else:
-        inst.kind = _tolerate(ctx, (path, "kind"), "string", v, UNSET)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        inst.status = UNSET
-    elif v is None:
-        inst.status = None
-    elif v.__class__ is str:
-        inst.status = v
-    else:
-        inst.status = _tolerate(ctx, (path, "status"), "string", v, UNSET)
+        _s.fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
-        except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
-    v = obj.get("locations", _MISSING)
-    if v is _MISSING:
-        inst.locations = UNSET
-    elif v is None:
-        inst.locations = None
-    else:
-        try:
-            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
-        except DecodeError as exc:
-            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
-    v = obj.get("rawInput", _MISSING)
-    if v is _MISSING:
-        inst.raw_input = UNSET
-    else:
-        inst.raw_input = v
-    v = obj.get("rawOutput", _MISSING)
-    if v is _MISSING:
-        inst.raw_output = UNSET
-    else:
-        inst.raw_output = v
+        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _extra(obj, _K_SessionUpdateToolCallUpdate)
+        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     )
     return inst
 
 
-SessionUpdateToolCallUpdate._decode = _d_SessionUpdateToolCallUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ContentChunk(_Wire):
+class ContentChunk(Wire, decoder=_d_ContentChunk):
     """A streamed item of message content."""
 
     message_id: MessageId
@@ -7747,48 +7934,60 @@ class ContentChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ContentChunk: Final[frozenset[str]] = frozenset(["messageId", "content", "_meta"])
+_K_UserMessage: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "messageId", "content", "_meta"]
+)
 
 
-def _d_ContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ContentChunk)
+def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(UserMessage)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "messageId"), "string", v)
+        _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
-        _missing(path, "content")
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
     else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+        try:
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ContentChunk.issuperset(obj) else _extra(obj, _K_ContentChunk)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_UserMessage.issuperset(obj) else _s.extra_fields(obj, _K_UserMessage, path, ctx)
+    )
     return inst
 
 
-ContentChunk._decode = _d_ContentChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class UserMessage(_Wire):
+class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_message")):
     """A user message upsert.
 
     Only [`UserMessage::message_id`] is required. `content` has patch semantics:
@@ -7804,7 +8003,6 @@ class UserMessage(_Wire):
     content."""
 
     TAG: ClassVar[Literal["user_message"]] = "user_message"
-    _tag = ("sessionUpdate", "user_message")
     message_id: MessageId
     """A unique identifier for the message."""
     content: list[ContentBlock] | None | Unset = UNSET
@@ -7825,27 +8023,33 @@ class UserMessage(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_UserMessage: Final[frozenset[str]] = frozenset(
+_K_AgentMessage: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "messageId", "content", "_meta"]
 )
 
 
-def _d_UserMessage(obj: Any, path: _PathT, ctx: DecodeContext) -> UserMessage:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(UserMessage)
+def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentMessage)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "messageId"), "string", v)
+        _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -7853,27 +8057,26 @@ def _d_UserMessage(obj: Any, path: _PathT, ctx: DecodeContext) -> UserMessage:
         inst.content = None
     else:
         try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_UserMessage.issuperset(obj) else _extra(obj, _K_UserMessage)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_AgentMessage.issuperset(obj) else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
+    )
     return inst
 
 
-UserMessage._decode = _d_UserMessage
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentMessage(_Wire):
+class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_message")):
     """An agent message upsert.
 
     Only [`AgentMessage::message_id`] is required. `content` has patch semantics:
@@ -7889,7 +8092,6 @@ class AgentMessage(_Wire):
     content."""
 
     TAG: ClassVar[Literal["agent_message"]] = "agent_message"
-    _tag = ("sessionUpdate", "agent_message")
     message_id: MessageId
     """A unique identifier for the message."""
     content: list[ContentBlock] | None | Unset = UNSET
@@ -7910,27 +8112,33 @@ class AgentMessage(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentMessage: Final[frozenset[str]] = frozenset(
+_K_AgentThought: Final[frozenset[str]] = frozenset(
     ["sessionUpdate", "messageId", "content", "_meta"]
 )
 
 
-def _d_AgentMessage(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentMessage:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentMessage)
+def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AgentThought)
     v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.message_id = v
+    elif v is _MISSING:
+        _s.missing(path, "messageId")
     else:
-        _fail((path, "messageId"), "string", v)
+        _s.fail((path, "messageId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -7938,27 +8146,26 @@ def _d_AgentMessage(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentMessage:
         inst.content = None
     else:
         try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AgentMessage.issuperset(obj) else _extra(obj, _K_AgentMessage)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_AgentThought.issuperset(obj) else _s.extra_fields(obj, _K_AgentThought, path, ctx)
+    )
     return inst
 
 
-AgentMessage._decode = _d_AgentMessage
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AgentThought(_Wire):
+class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_thought")):
     """An agent thought or reasoning message upsert.
 
     Only [`AgentThought::message_id`] is required. `content` has patch semantics:
@@ -7974,7 +8181,6 @@ class AgentThought(_Wire):
     content."""
 
     TAG: ClassVar[Literal["agent_thought"]] = "agent_thought"
-    _tag = ("sessionUpdate", "agent_thought")
     message_id: MessageId
     """A unique identifier for the thought message."""
     content: list[ContentBlock] | None | Unset = UNSET
@@ -7995,59 +8201,45 @@ class AgentThought(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AgentThought: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "messageId", "content", "_meta"]
-)
+_K_RunningStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
 
 
-def _d_AgentThought(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentThought:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AgentThought)
-    v = obj.get("messageId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "messageId")
-    elif v.__class__ is str:
-        inst.message_id = v
-    else:
-        _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
-    else:
-        try:
-            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
-        except DecodeError as exc:
-            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
+def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningStateUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RunningStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AgentThought.issuperset(obj) else _extra(obj, _K_AgentThought)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_RunningStateUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
+    )
     return inst
 
 
-AgentThought._decode = _d_AgentThought
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RunningStateUpdate(_Wire):
+class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "running")):
     """Foreground work is in progress."""
 
     TAG: ClassVar[Literal["running"]] = "running"
-    _tag = ("state", "running")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8062,40 +8254,55 @@ class RunningStateUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RunningStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
+_K_IdleStateUpdate: Final[frozenset[str]] = frozenset(["state", "stopReason", "_meta"])
 
 
-def _d_RunningStateUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> RunningStateUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RunningStateUpdate)
+def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(IdleStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.stop_reason = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("stopReason", _MISSING)
+    if v.__class__ is str:
+        inst.stop_reason = v
+    elif v is _MISSING:
+        inst.stop_reason = UNSET
+    elif v is None:
+        inst.stop_reason = None
+    else:
+        inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_RunningStateUpdate.issuperset(obj) else _extra(obj, _K_RunningStateUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_IdleStateUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
+    )
     return inst
 
 
-RunningStateUpdate._decode = _d_RunningStateUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class IdleStateUpdate(_Wire):
+class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
     """The agent is ready to process a new prompt."""
 
     TAG: ClassVar[Literal["idle"]] = "idle"
-    _tag = ("state", "idle")
     stop_reason: StopReason | None | Unset = UNSET
     """Indicates why foreground work stopped.
 
@@ -8117,49 +8324,49 @@ class IdleStateUpdate(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_IdleStateUpdate: Final[frozenset[str]] = frozenset(["state", "stopReason", "_meta"])
+_K_RequiresActionStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
 
 
-def _d_IdleStateUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> IdleStateUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(IdleStateUpdate)
-    v = obj.get("stopReason", _MISSING)
-    if v is _MISSING:
-        inst.stop_reason = UNSET
-    elif v is None:
-        inst.stop_reason = None
-    elif v.__class__ is str:
-        inst.stop_reason = v
-    else:
-        inst.stop_reason = _tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
+def _d_RequiresActionStateUpdate(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequiresActionStateUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequiresActionStateUpdate)
+    if len(obj) == 0 + ("state" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_IdleStateUpdate.issuperset(obj) else _extra(obj, _K_IdleStateUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_RequiresActionStateUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+    )
     return inst
 
 
-IdleStateUpdate._decode = _d_IdleStateUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequiresActionStateUpdate(_Wire):
+class RequiresActionStateUpdate(
+    Wire, decoder=_d_RequiresActionStateUpdate, tag=("state", "requires_action")
+):
     """Foreground work is blocked on user action."""
 
     TAG: ClassVar[Literal["requires_action"]] = "requires_action"
-    _tag = ("state", "requires_action")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -8174,42 +8381,64 @@ class RequiresActionStateUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequiresActionStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
+_K_ToolCallContentChunk: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "toolCallId", "content", "_meta"]
+)
 
 
-def _d_RequiresActionStateUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequiresActionStateUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequiresActionStateUpdate)
+def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContentChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ToolCallContentChunk)
+    v = obj.get("toolCallId", _MISSING)
+    if v.__class__ is str:
+        inst.tool_call_id = v
+    elif v is _MISSING:
+        _s.missing(path, "toolCallId")
+    else:
+        _s.fail((path, "toolCallId"), "string", v)
+    v = obj.get("content", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t2 := v.get("type")).__class__ is str
+        and (d2 := _ToolCallContent_TAGS.get(t2)) is not None
+    ):
+        inst.content = d2(v, (path, "content"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "content")
+    else:
+        inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_RequiresActionStateUpdate.issuperset(obj)
-        else _extra(obj, _K_RequiresActionStateUpdate)
+        if _K_ToolCallContentChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     )
     return inst
 
 
-RequiresActionStateUpdate._decode = _d_RequiresActionStateUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ToolCallContentChunk(_Wire):
+class ToolCallContentChunk(
+    Wire, decoder=_d_ToolCallContentChunk, tag=("sessionUpdate", "tool_call_content_chunk")
+):
     """A streamed item of tool-call content.
 
     Tool-call content chunks append one [`ToolCallContent`] item to the current
@@ -8218,7 +8447,6 @@ class ToolCallContentChunk(_Wire):
     collection instead."""
 
     TAG: ClassVar[Literal["tool_call_content_chunk"]] = "tool_call_content_chunk"
-    _tag = ("sessionUpdate", "tool_call_content_chunk")
     tool_call_id: ToolCallId
     """The ID of the tool call this content belongs to."""
     content: ToolCallContent
@@ -8241,52 +8469,49 @@ class ToolCallContentChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ToolCallContentChunk: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "toolCallId", "content", "_meta"]
-)
+_K_TerminalOutput: Final[frozenset[str]] = frozenset(["data", "_meta"])
 
 
-def _d_ToolCallContentChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallContentChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ToolCallContentChunk)
-    v = obj.get("toolCallId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "toolCallId")
-    elif v.__class__ is str:
-        inst.tool_call_id = v
+def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutput:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalOutput)
+    v = obj.get("data", _MISSING)
+    if v.__class__ is str:
+        inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        _fail((path, "toolCallId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
-    else:
-        inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
+        _s.fail((path, "data"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ToolCallContentChunk.issuperset(obj) else _extra(obj, _K_ToolCallContentChunk)
+        {}
+        if _K_TerminalOutput.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
     )
     return inst
 
 
-ToolCallContentChunk._decode = _d_ToolCallContentChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalOutput(_Wire):
+class TerminalOutput(Wire, decoder=_d_TerminalOutput):
     """An authoritative replacement snapshot of terminal output bytes."""
 
     data: str
@@ -8306,43 +8531,65 @@ class TerminalOutput(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalOutput: Final[frozenset[str]] = frozenset(["data", "_meta"])
+_K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
 
 
-def _d_TerminalOutput(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutput:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalOutput)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
-        inst.data = v
+def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalExitStatus)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.exit_code = UNSET
+        inst.signal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("exitCode", _MISSING)
+    if v.__class__ is int:
+        inst.exit_code = v
+    elif v is _MISSING:
+        inst.exit_code = UNSET
+    elif v is None:
+        inst.exit_code = None
     else:
-        _fail((path, "data"), "string", v)
+        try:
+            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+        except DecodeError as exc:
+            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+    v = obj.get("signal", _MISSING)
+    if v.__class__ is str:
+        inst.signal = v
+    elif v is _MISSING:
+        inst.signal = UNSET
+    elif v is None:
+        inst.signal = None
+    else:
+        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TerminalOutput.issuperset(obj) else _extra(obj, _K_TerminalOutput)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TerminalExitStatus.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    )
     return inst
 
 
-TerminalOutput._decode = _d_TerminalOutput
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalExitStatus(_Wire):
+class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     """Exit information for an agent-owned terminal.
 
     The presence of this object marks the terminal as exited, even when neither
@@ -8375,57 +8622,93 @@ class TerminalExitStatus(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", "_meta"])
+_K_TerminalUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "terminalId", "command", "cwd", "output", "exitStatus", "_meta"]
+)
 
 
-def _d_TerminalExitStatus(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalExitStatus)
-    v = obj.get("exitCode", _MISSING)
-    if v is _MISSING:
-        inst.exit_code = UNSET
+def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalUpdate)
+    v = obj.get("terminalId", _MISSING)
+    if v.__class__ is str:
+        inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
+    else:
+        _s.fail((path, "terminalId"), "string", v)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.command = UNSET
+        inst.cwd = UNSET
+        inst.output = UNSET
+        inst.exit_status = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("command", _MISSING)
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
+        inst.command = UNSET
     elif v is None:
-        inst.exit_code = None
-    elif v.__class__ is int:
-        inst.exit_code = v
+        inst.command = None
+    else:
+        inst.command = _s.tolerate(ctx, (path, "command"), "string", v, UNSET)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
+    else:
+        inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+    v = obj.get("output", _MISSING)
+    if v is _MISSING:
+        inst.output = UNSET
+    elif v is None:
+        inst.output = None
     else:
         try:
-            inst.exit_code = _int(v, (path, "exitCode"))
+            inst.output = _d_TerminalOutput(v, (path, "output"), ctx)
         except DecodeError as exc:
-            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
-    v = obj.get("signal", _MISSING)
+            inst.output = _s.tolerated(ctx, (path, "output"), exc, UNSET)
+    v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
-        inst.signal = UNSET
+        inst.exit_status = UNSET
     elif v is None:
-        inst.signal = None
-    elif v.__class__ is str:
-        inst.signal = v
+        inst.exit_status = None
     else:
-        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        try:
+            inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
+        except DecodeError as exc:
+            inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TerminalExitStatus.issuperset(obj) else _extra(obj, _K_TerminalExitStatus)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TerminalUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
+    )
     return inst
 
 
-TerminalExitStatus._decode = _d_TerminalExitStatus
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalUpdate(_Wire):
+class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "terminal_update")):
     """An upsert for the stored state of an agent-owned terminal.
 
     Only [`TerminalUpdate::terminal_id`] is required. Other fields have patch
@@ -8434,7 +8717,6 @@ class TerminalUpdate(_Wire):
     fields start unknown."""
 
     TAG: ClassVar[Literal["terminal_update"]] = "terminal_update"
-    _tag = ("sessionUpdate", "terminal_update")
     terminal_id: TerminalId
     """Unique identifier for this terminal within the session."""
     command: str | None | Unset = UNSET
@@ -8467,87 +8749,63 @@ class TerminalUpdate(_Wire):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "terminalId", "command", "cwd", "output", "exitStatus", "_meta"]
+_K_TerminalOutputChunk: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "terminalId", "data", "_meta"]
 )
 
 
-def _d_TerminalUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalUpdate)
+def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputChunk:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalOutputChunk)
     v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.terminal_id = v
+    elif v is _MISSING:
+        _s.missing(path, "terminalId")
     else:
-        _fail((path, "terminalId"), "string", v)
-    v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        inst.command = UNSET
-    elif v is None:
-        inst.command = None
-    elif v.__class__ is str:
-        inst.command = v
+        _s.fail((path, "terminalId"), "string", v)
+    v = obj.get("data", _MISSING)
+    if v.__class__ is str:
+        inst.data = v
+    elif v is _MISSING:
+        _s.missing(path, "data")
     else:
-        inst.command = _tolerate(ctx, (path, "command"), "string", v, UNSET)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        inst.cwd = UNSET
-    elif v is None:
-        inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
-    v = obj.get("output", _MISSING)
-    if v is _MISSING:
-        inst.output = UNSET
-    elif v is None:
-        inst.output = None
-    else:
-        try:
-            inst.output = _d_TerminalOutput(v, (path, "output"), ctx)
-        except DecodeError as exc:
-            inst.output = _tolerated(ctx, (path, "output"), exc, UNSET)
-    v = obj.get("exitStatus", _MISSING)
-    if v is _MISSING:
-        inst.exit_status = UNSET
-    elif v is None:
-        inst.exit_status = None
-    else:
-        try:
-            inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
-        except DecodeError as exc:
-            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+        _s.fail((path, "data"), "string", v)
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TerminalUpdate.issuperset(obj) else _extra(obj, _K_TerminalUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TerminalOutputChunk.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
+    )
     return inst
 
 
-TerminalUpdate._decode = _d_TerminalUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalOutputChunk(_Wire):
+class TerminalOutputChunk(
+    Wire, decoder=_d_TerminalOutputChunk, tag=("sessionUpdate", "terminal_output_chunk")
+):
     """A chunk of bytes appended to an agent-owned terminal's output."""
 
     TAG: ClassVar[Literal["terminal_output_chunk"]] = "terminal_output_chunk"
-    _tag = ("sessionUpdate", "terminal_output_chunk")
     terminal_id: TerminalId
     """The terminal receiving these bytes."""
     data: str
@@ -8571,54 +8829,61 @@ class TerminalOutputChunk(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalOutputChunk: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "terminalId", "data", "_meta"]
-)
+_K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status", "_meta"])
 
 
-def _d_TerminalOutputChunk(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalOutputChunk:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalOutputChunk)
-    v = obj.get("terminalId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "terminalId")
-    elif v.__class__ is str:
-        inst.terminal_id = v
+def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PlanEntry)
+    v = obj.get("content", _MISSING)
+    if v.__class__ is str:
+        inst.content = v
+    elif v is _MISSING:
+        _s.missing(path, "content")
     else:
-        _fail((path, "terminalId"), "string", v)
-    v = obj.get("data", _MISSING)
-    if v is _MISSING:
-        _missing(path, "data")
-    elif v.__class__ is str:
-        inst.data = v
+        _s.fail((path, "content"), "string", v)
+    v = obj.get("priority", _MISSING)
+    if v.__class__ is str:
+        inst.priority = v
+    elif v is _MISSING:
+        _s.missing(path, "priority")
     else:
-        _fail((path, "data"), "string", v)
+        _s.fail((path, "priority"), "string", v)
+    v = obj.get("status", _MISSING)
+    if v.__class__ is str:
+        inst.status = v
+    elif v is _MISSING:
+        _s.missing(path, "status")
+    else:
+        _s.fail((path, "status"), "string", v)
+    if len(obj) == 3:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_TerminalOutputChunk.issuperset(obj) else _extra(obj, _K_TerminalOutputChunk)
+        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     )
     return inst
 
 
-TerminalOutputChunk._decode = _d_TerminalOutputChunk
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PlanEntry(_Wire):
+class PlanEntry(Wire, decoder=_d_PlanEntry):
     """A single entry in the execution plan.
 
     Represents a task or goal that the assistant intends to accomplish
@@ -8647,61 +8912,58 @@ class PlanEntry(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status", "_meta"])
+_K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_meta"])
 
 
-def _d_PlanEntry(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PlanEntry)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        _missing(path, "content")
-    elif v.__class__ is str:
-        inst.content = v
+def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PlanItems)
+    v = obj.get("planId", _MISSING)
+    if v.__class__ is str:
+        inst.plan_id = v
+    elif v is _MISSING:
+        _s.missing(path, "planId")
     else:
-        _fail((path, "content"), "string", v)
-    v = obj.get("priority", _MISSING)
+        _s.fail((path, "planId"), "string", v)
+    v = obj.get("entries", _MISSING)
     if v is _MISSING:
-        _missing(path, "priority")
-    elif v.__class__ is str:
-        inst.priority = v
+        _s.missing(path, "entries")
     else:
-        _fail((path, "priority"), "string", v)
-    v = obj.get("status", _MISSING)
-    if v is _MISSING:
-        _missing(path, "status")
-    elif v.__class__ is str:
-        inst.status = v
-    else:
-        _fail((path, "status"), "string", v)
+        try:
+            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanEntry.issuperset(obj) else _extra(obj, _K_PlanEntry)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_PlanItems.issuperset(obj) else _s.extra_fields(obj, _K_PlanItems, path, ctx)
+    )
     return inst
 
 
-PlanEntry._decode = _d_PlanEntry
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PlanItems(_Wire):
+class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
     """A plan represented as structured entries."""
 
     TAG: ClassVar[Literal["items"]] = "items"
-    _tag = ("type", "items")
     plan_id: PlanId
     """The plan ID to update."""
     entries: list[PlanEntry]
@@ -8727,55 +8989,54 @@ class PlanItems(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_meta"])
+_K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_meta"])
 
 
-def _d_PlanItems(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanItems:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PlanItems)
-    v = obj.get("planId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "planId")
-    elif v.__class__ is str:
-        inst.plan_id = v
+def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PlanUpdate)
+    v = obj.get("plan", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("type")).__class__ is str
+        and (d1 := _PlanUpdateContent_TAGS.get(t1)) is not None
+    ):
+        inst.plan = d1(v, (path, "plan"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "plan")
     else:
-        _fail((path, "planId"), "string", v)
-    v = obj.get("entries", _MISSING)
-    if v is _MISSING:
-        _missing(path, "entries")
-    else:
-        try:
-            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
-        except DecodeError as exc:
-            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
+        inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanItems.issuperset(obj) else _extra(obj, _K_PlanItems)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_PlanUpdate.issuperset(obj) else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
+    )
     return inst
 
 
-PlanItems._decode = _d_PlanItems
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PlanUpdate(_Wire):
+class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update")):
     """A content update for a plan identified by ID."""
 
     TAG: ClassVar[Literal["plan_update"]] = "plan_update"
-    _tag = ("sessionUpdate", "plan_update")
     plan: PlanUpdateContent
     """The updated plan content."""
     meta: JsonObject | None | Unset = UNSET
@@ -8792,41 +9053,67 @@ class PlanUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_meta"])
+_K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "input", "_meta"])
 
 
-def _d_PlanUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PlanUpdate)
-    v = obj.get("plan", _MISSING)
-    if v is _MISSING:
-        _missing(path, "plan")
+def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AvailableCommand)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
-    v = obj.get("_meta", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("description", _MISSING)
+    if v.__class__ is str:
+        inst.description = v
+    elif v is _MISSING:
+        _s.missing(path, "description")
+    else:
+        _s.fail((path, "description"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.input = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("input", _MISSING)
     if v is _MISSING:
+        inst.input = UNSET
+    elif v is None:
+        inst.input = None
+    else:
+        try:
+            inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
+        except DecodeError as exc:
+            inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanUpdate.issuperset(obj) else _extra(obj, _K_PlanUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AvailableCommand.issuperset(obj)
+        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+    )
     return inst
 
 
-PlanUpdate._decode = _d_PlanUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AvailableCommand(_Wire):
+class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     """Information about a command."""
 
     name: str
@@ -8851,64 +9138,52 @@ class AvailableCommand(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "input", "_meta"])
+_K_TextCommandInput: Final[frozenset[str]] = frozenset(["type", "hint", "_meta"])
 
 
-def _d_AvailableCommand(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AvailableCommand)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextCommandInput:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TextCommandInput)
+    v = obj.get("hint", _MISSING)
+    if v.__class__ is str:
+        inst.hint = v
+    elif v is _MISSING:
+        _s.missing(path, "hint")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
-    if v is _MISSING:
-        _missing(path, "description")
-    elif v.__class__ is str:
-        inst.description = v
-    else:
-        _fail((path, "description"), "string", v)
-    v = obj.get("input", _MISSING)
-    if v is _MISSING:
-        inst.input = UNSET
-    elif v is None:
-        inst.input = None
-    else:
-        try:
-            inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
-        except DecodeError as exc:
-            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
+        _s.fail((path, "hint"), "string", v)
+    if len(obj) == 1 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AvailableCommand.issuperset(obj) else _extra(obj, _K_AvailableCommand)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TextCommandInput.issuperset(obj)
+        else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
+    )
     return inst
 
 
-AvailableCommand._decode = _d_AvailableCommand
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TextCommandInput(_Wire):
+class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
     """All text that was typed after the command name is provided as input."""
 
     TAG: ClassVar[Literal["text"]] = "text"
-    _tag = ("type", "text")
     hint: str
     """A hint to display when the input hasn't been provided yet"""
     meta: JsonObject | None | Unset = UNSET
@@ -8925,47 +9200,61 @@ class TextCommandInput(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TextCommandInput: Final[frozenset[str]] = frozenset(["type", "hint", "_meta"])
+_K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "availableCommands", "_meta"]
+)
 
 
-def _d_TextCommandInput(obj: Any, path: _PathT, ctx: DecodeContext) -> TextCommandInput:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TextCommandInput)
-    v = obj.get("hint", _MISSING)
+def _d_AvailableCommandsUpdate(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> AvailableCommandsUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AvailableCommandsUpdate)
+    v = obj.get("availableCommands", _MISSING)
     if v is _MISSING:
-        _missing(path, "hint")
-    elif v.__class__ is str:
-        inst.hint = v
+        _s.missing(path, "availableCommands")
     else:
-        _fail((path, "hint"), "string", v)
+        try:
+            inst.available_commands = _s.skip_invalid(
+                v, (path, "availableCommands"), ctx, _d_AvailableCommand
+            )
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_TextCommandInput.issuperset(obj) else _extra(obj, _K_TextCommandInput)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AvailableCommandsUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    )
     return inst
 
 
-TextCommandInput._decode = _d_TextCommandInput
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AvailableCommandsUpdate(_Wire):
+class AvailableCommandsUpdate(
+    Wire, decoder=_d_AvailableCommandsUpdate, tag=("sessionUpdate", "available_commands_update")
+):
     """Available commands are ready or have changed"""
 
     TAG: ClassVar[Literal["available_commands_update"]] = "available_commands_update"
-    _tag = ("sessionUpdate", "available_commands_update")
     available_commands: list[AvailableCommand]
     """Commands the agent can execute."""
     meta: JsonObject | None | Unset = UNSET
@@ -8985,58 +9274,59 @@ class AvailableCommandsUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "availableCommands", "_meta"]
+_K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "configOptions", "_meta"]
 )
 
 
-def _d_AvailableCommandsUpdate(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AvailableCommandsUpdate)
-    v = obj.get("availableCommands", _MISSING)
+def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ConfigOptionUpdate)
+    v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
-        _missing(path, "availableCommands")
+        _s.missing(path, "configOptions")
     else:
         try:
-            inst.available_commands = _skip_invalid(
-                v, (path, "availableCommands"), ctx, _d_AvailableCommand
+            inst.config_options = _s.skip_invalid(
+                v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    if len(obj) == 1 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _extra(obj, _K_AvailableCommandsUpdate)
+        if _K_ConfigOptionUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     )
     return inst
 
 
-AvailableCommandsUpdate._decode = _d_AvailableCommandsUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ConfigOptionUpdate(_Wire):
+class ConfigOptionUpdate(
+    Wire, decoder=_d_ConfigOptionUpdate, tag=("sessionUpdate", "config_option_update")
+):
     """Session configuration options have been updated."""
 
     TAG: ClassVar[Literal["config_option_update"]] = "config_option_update"
-    _tag = ("sessionUpdate", "config_option_update")
     config_options: list[SessionConfigOption]
     """The full set of configuration options and their current values."""
     meta: JsonObject | None | Unset = UNSET
@@ -9056,48 +9346,66 @@ class ConfigOptionUpdate(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "configOptions", "_meta"]
+_K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "title", "updatedAt", "_meta"]
 )
 
 
-def _d_ConfigOptionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ConfigOptionUpdate)
-    v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configOptions")
+def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SessionInfoUpdate)
+    if len(obj) == 0 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.title = UNSET
+        inst.updated_at = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("title", _MISSING)
+    if v.__class__ is str:
+        inst.title = v
+    elif v is _MISSING:
+        inst.title = UNSET
+    elif v is None:
+        inst.title = None
     else:
-        try:
-            inst.config_options = _skip_invalid(
-                v, (path, "configOptions"), ctx, _d_SessionConfigOption
-            )
-        except DecodeError as exc:
-            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
+        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    v = obj.get("updatedAt", _MISSING)
+    if v.__class__ is str:
+        inst.updated_at = v
+    elif v is _MISSING:
+        inst.updated_at = UNSET
+    elif v is None:
+        inst.updated_at = None
+    else:
+        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ConfigOptionUpdate.issuperset(obj) else _extra(obj, _K_ConfigOptionUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_SessionInfoUpdate.issuperset(obj)
+        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    )
     return inst
 
 
-ConfigOptionUpdate._decode = _d_ConfigOptionUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SessionInfoUpdate(_Wire):
+class SessionInfoUpdate(
+    Wire, decoder=_d_SessionInfoUpdate, tag=("sessionUpdate", "session_info_update")
+):
     """Update to session metadata. All fields are optional to support partial updates.
 
     Agents send this notification to update session information like title or custom metadata.
@@ -9107,7 +9415,6 @@ class SessionInfoUpdate(_Wire):
     corresponding value."""
 
     TAG: ClassVar[Literal["session_info_update"]] = "session_info_update"
-    _tag = ("sessionUpdate", "session_info_update")
     title: str | None | Unset = UNSET
     """Human-readable title for the session. Set to null to clear."""
     updated_at: str | None | Unset = UNSET
@@ -9130,56 +9437,52 @@ class SessionInfoUpdate(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "title", "updatedAt", "_meta"]
-)
+_K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
-def _d_SessionInfoUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SessionInfoUpdate)
-    v = obj.get("title", _MISSING)
-    if v is _MISSING:
-        inst.title = UNSET
-    elif v is None:
-        inst.title = None
-    elif v.__class__ is str:
-        inst.title = v
+def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(Cost)
+    v = obj.get("amount", _MISSING)
+    if v.__class__ is float:
+        inst.amount = v
+    elif v is _MISSING:
+        _s.missing(path, "amount")
     else:
-        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
-    v = obj.get("updatedAt", _MISSING)
-    if v is _MISSING:
-        inst.updated_at = UNSET
-    elif v is None:
-        inst.updated_at = None
-    elif v.__class__ is str:
-        inst.updated_at = v
+        inst.amount = _s.as_float(v, (path, "amount"))
+    v = obj.get("currency", _MISSING)
+    if v.__class__ is str:
+        inst.currency = v
+    elif v is _MISSING:
+        _s.missing(path, "currency")
     else:
-        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        _s.fail((path, "currency"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_SessionInfoUpdate.issuperset(obj) else _extra(obj, _K_SessionInfoUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
-SessionInfoUpdate._decode = _d_SessionInfoUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class Cost(_Wire):
+class Cost(Wire, decoder=_d_Cost):
     """Cost information for a session."""
 
     amount: float
@@ -9200,54 +9503,70 @@ class Cost(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
+_K_UsageUpdate: Final[frozenset[str]] = frozenset(
+    ["sessionUpdate", "used", "size", "cost", "_meta"]
+)
 
 
-def _d_Cost(obj: Any, path: _PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(Cost)
-    v = obj.get("amount", _MISSING)
-    if v is _MISSING:
-        _missing(path, "amount")
-    elif v.__class__ is float:
-        inst.amount = v
+def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(UsageUpdate)
+    v = obj.get("used", _MISSING)
+    if v.__class__ is int:
+        inst.used = v
+    elif v is _MISSING:
+        _s.missing(path, "used")
     else:
-        inst.amount = _num(v, (path, "amount"))
-    v = obj.get("currency", _MISSING)
-    if v is _MISSING:
-        _missing(path, "currency")
-    elif v.__class__ is str:
-        inst.currency = v
+        inst.used = _s.as_int(v, (path, "used"))
+    v = obj.get("size", _MISSING)
+    if v.__class__ is int:
+        inst.size = v
+    elif v is _MISSING:
+        _s.missing(path, "size")
     else:
-        _fail((path, "currency"), "string", v)
+        inst.size = _s.as_int(v, (path, "size"))
+    if len(obj) == 2 + ("sessionUpdate" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cost = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("cost", _MISSING)
+    if v is _MISSING:
+        inst.cost = UNSET
+    elif v is None:
+        inst.cost = None
+    else:
+        try:
+            inst.cost = _d_Cost(v, (path, "cost"), ctx)
+        except DecodeError as exc:
+            inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _extra(obj, _K_Cost)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+    )
     return inst
 
 
-Cost._decode = _d_Cost
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class UsageUpdate(_Wire):
+class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_update")):
     """Context window and cost update for a session."""
 
     TAG: ClassVar[Literal["usage_update"]] = "usage_update"
-    _tag = ("sessionUpdate", "usage_update")
     used: int
     """Tokens currently in context."""
     size: int
@@ -9270,62 +9589,51 @@ class UsageUpdate(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_UsageUpdate: Final[frozenset[str]] = frozenset(
-    ["sessionUpdate", "used", "size", "cost", "_meta"]
-)
+_K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitationId", "_meta"])
 
 
-def _d_UsageUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(UsageUpdate)
-    v = obj.get("used", _MISSING)
-    if v is _MISSING:
-        _missing(path, "used")
-    elif v.__class__ is int:
-        inst.used = v
+def _d_CompleteElicitationNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CompleteElicitationNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CompleteElicitationNotification)
+    v = obj.get("elicitationId", _MISSING)
+    if v.__class__ is str:
+        inst.elicitation_id = v
+    elif v is _MISSING:
+        _s.missing(path, "elicitationId")
     else:
-        inst.used = _int(v, (path, "used"))
-    v = obj.get("size", _MISSING)
-    if v is _MISSING:
-        _missing(path, "size")
-    elif v.__class__ is int:
-        inst.size = v
-    else:
-        inst.size = _int(v, (path, "size"))
-    v = obj.get("cost", _MISSING)
-    if v is _MISSING:
-        inst.cost = UNSET
-    elif v is None:
-        inst.cost = None
-    else:
-        try:
-            inst.cost = _d_Cost(v, (path, "cost"), ctx)
-        except DecodeError as exc:
-            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
+        _s.fail((path, "elicitationId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_UsageUpdate.issuperset(obj) else _extra(obj, _K_UsageUpdate)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CompleteElicitationNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
-UsageUpdate._decode = _d_UsageUpdate
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CompleteElicitationNotification(_Wire):
+class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotification):
     """Notification sent by the agent when a URL-based elicitation is complete."""
 
     elicitation_id: ElicitationId
@@ -9346,49 +9654,52 @@ class CompleteElicitationNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitationId", "_meta"])
+_K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
-def _d_CompleteElicitationNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CompleteElicitationNotification)
-    v = obj.get("elicitationId", _MISSING)
+def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientRequest)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "elicitationId")
-    elif v.__class__ is str:
-        inst.elicitation_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "elicitationId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
+    else:
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
     if v is _MISSING:
-        inst.meta = UNSET
+        inst.params = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.params = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.params = v
     inst.extra = (
         {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
-        else _extra(obj, _K_CompleteElicitationNotification)
+        if _K_ClientRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     )
     return inst
 
 
-CompleteElicitationNotification._decode = _d_CompleteElicitationNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientRequest(_Wire):
+class ClientRequest(Wire, decoder=_d_ClientRequest):
     """A JSON-RPC request object."""
 
     id: RequestId
@@ -9405,46 +9716,64 @@ class ClientRequest(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
+_K_ClientCapabilities: Final[frozenset[str]] = frozenset(["auth", "elicitation", "_meta"])
 
 
-def _d_ClientRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientRequest)
-    v = obj.get("id", _MISSING)
+def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.auth = UNSET
+        inst.elicitation = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("auth", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
-    else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        inst.auth = UNSET
     elif v is None:
-        inst.params = None
+        inst.auth = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_ClientRequest.issuperset(obj) else _extra(obj, _K_ClientRequest)
+        try:
+            inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
+        except DecodeError as exc:
+            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+    v = obj.get("elicitation", _MISSING)
+    if v is _MISSING:
+        inst.elicitation = UNSET
+    elif v is None:
+        inst.elicitation = None
+    else:
+        try:
+            inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
+        except DecodeError as exc:
+            inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ClientCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    )
     return inst
 
 
-ClientRequest._decode = _d_ClientRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientCapabilities(_Wire):
+class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     """Capabilities supported by the client.
 
     Advertised during initialization to inform the agent about
@@ -9484,56 +9813,69 @@ class ClientCapabilities(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientCapabilities: Final[frozenset[str]] = frozenset(["auth", "elicitation", "_meta"])
+_K_InitializeRequest: Final[frozenset[str]] = frozenset(
+    ["protocolVersion", "info", "capabilities", "_meta"]
+)
 
 
-def _d_ClientCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientCapabilities)
-    v = obj.get("auth", _MISSING)
+def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    absent: list[str] = []
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(InitializeRequest)
+    v = obj.get("protocolVersion", _MISSING)
+    if v.__class__ is int:
+        inst.protocol_version = v
+    elif v is _MISSING:
+        _s.missing(path, "protocolVersion")
+    else:
+        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+    v = obj.get("info", _MISSING)
     if v is _MISSING:
-        inst.auth = UNSET
-    elif v is None:
-        inst.auth = None
+        _s.missing(path, "info")
+    else:
+        inst.info = _d_Implementation(v, (path, "info"), ctx)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.capabilities = ClientCapabilities()
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(["capabilities"])
+        return inst
+    v = obj.get("capabilities", _MISSING)
+    if v is _MISSING:
+        inst.capabilities = ClientCapabilities()
+        absent.append("capabilities")
     else:
         try:
-            inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
+            inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
-            inst.auth = _tolerated(ctx, (path, "auth"), exc, UNSET)
-    v = obj.get("elicitation", _MISSING)
-    if v is _MISSING:
-        inst.elicitation = UNSET
-    elif v is None:
-        inst.elicitation = None
-    else:
-        try:
-            inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
-        except DecodeError as exc:
-            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
+            inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ClientCapabilities.issuperset(obj) else _extra(obj, _K_ClientCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_InitializeRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+    )
+    inst.__acp_absent__ = frozenset(absent)
     return inst
 
 
-ClientCapabilities._decode = _d_ClientCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class InitializeRequest(_Wire):
+class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     """Request parameters for the initialize method.
 
     Sent by the client to establish connection and negotiate capabilities.
@@ -9555,71 +9897,65 @@ class InitializeRequest(_Wire):
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
-    _absent: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    __acp_absent__: frozenset[str] = field(
+        default=frozenset(), init=False, repr=False, compare=False
+    )
     """Wire names of defaulted fields that were absent when decoded (so they stay absent)."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version, "info": self.info.to_dict()}
-        if "capabilities" not in self._absent or self.capabilities != ClientCapabilities():
+        if "capabilities" not in self.__acp_absent__ or self.capabilities != ClientCapabilities():
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_InitializeRequest: Final[frozenset[str]] = frozenset(
-    ["protocolVersion", "info", "capabilities", "_meta"]
-)
+_K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
-def _d_InitializeRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    absent: list[str] = []
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(InitializeRequest)
-    v = obj.get("protocolVersion", _MISSING)
+def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(AuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.terminal = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("terminal", _MISSING)
     if v is _MISSING:
-        _missing(path, "protocolVersion")
-    elif v.__class__ is int:
-        inst.protocol_version = v
-    else:
-        inst.protocol_version = _int(v, (path, "protocolVersion"))
-    v = obj.get("info", _MISSING)
-    if v is _MISSING:
-        _missing(path, "info")
-    else:
-        inst.info = _d_Implementation(v, (path, "info"), ctx)
-    v = obj.get("capabilities", _MISSING)
-    if v is _MISSING:
-        inst.capabilities = ClientCapabilities()
-        absent.append("capabilities")
+        inst.terminal = UNSET
+    elif v is None:
+        inst.terminal = None
     else:
         try:
-            inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
+            inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
         except DecodeError as exc:
-            inst.capabilities = _tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
+            inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_InitializeRequest.issuperset(obj) else _extra(obj, _K_InitializeRequest)
-    inst._absent = frozenset(absent)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_AuthCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    )
     return inst
 
 
-InitializeRequest._decode = _d_InitializeRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class AuthCapabilities(_Wire):
+class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     """Authentication capabilities supported by the client.
 
     Advertised during initialization to inform the agent which authentication
@@ -9649,46 +9985,44 @@ class AuthCapabilities(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
+_K_TerminalAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_AuthCapabilities(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(AuthCapabilities)
-    v = obj.get("terminal", _MISSING)
-    if v is _MISSING:
-        inst.terminal = UNSET
-    elif v is None:
-        inst.terminal = None
-    else:
-        try:
-            inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
-        except DecodeError as exc:
-            inst.terminal = _tolerated(ctx, (path, "terminal"), exc, UNSET)
+def _d_TerminalAuthCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> TerminalAuthCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(TerminalAuthCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_AuthCapabilities.issuperset(obj) else _extra(obj, _K_AuthCapabilities)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_TerminalAuthCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
+    )
     return inst
 
 
-AuthCapabilities._decode = _d_AuthCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class TerminalAuthCapabilities(_Wire):
+class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
     """Capabilities for terminal authentication methods.
 
     Supplying `{}` means the client can reproduce the configured agent
@@ -9709,42 +10043,66 @@ class TerminalAuthCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_TerminalAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_meta"])
 
 
-def _d_TerminalAuthCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> TerminalAuthCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(TerminalAuthCapabilities)
-    v = obj.get("_meta", _MISSING)
+def _d_ElicitationCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.form = UNSET
+        inst.url = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("form", _MISSING)
     if v is _MISSING:
+        inst.form = UNSET
+    elif v is None:
+        inst.form = None
+    else:
+        try:
+            inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
+        except DecodeError as exc:
+            inst.form = _s.tolerated(ctx, (path, "form"), exc, UNSET)
+    v = obj.get("url", _MISSING)
+    if v is _MISSING:
+        inst.url = UNSET
+    elif v is None:
+        inst.url = None
+    else:
+        try:
+            inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
+        except DecodeError as exc:
+            inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_TerminalAuthCapabilities.issuperset(obj)
-        else _extra(obj, _K_TerminalAuthCapabilities)
+        if _K_ElicitationCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     )
     return inst
 
 
-TerminalAuthCapabilities._decode = _d_TerminalAuthCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationCapabilities(_Wire):
+class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     """Elicitation capabilities supported by the client."""
 
     form: ElicitationFormCapabilities | None | Unset = UNSET
@@ -9777,62 +10135,44 @@ class ElicitationCapabilities(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_meta"])
+_K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ElicitationCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationCapabilities)
-    v = obj.get("form", _MISSING)
-    if v is _MISSING:
-        inst.form = UNSET
-    elif v is None:
-        inst.form = None
-    else:
-        try:
-            inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
-        except DecodeError as exc:
-            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
-    v = obj.get("url", _MISSING)
-    if v is _MISSING:
-        inst.url = UNSET
-    elif v is None:
-        inst.url = None
-    else:
-        try:
-            inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
-        except DecodeError as exc:
-            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
+def _d_ElicitationFormCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationFormCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationFormCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationCapabilities)
+        if _K_ElicitationFormCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     )
     return inst
 
 
-ElicitationCapabilities._decode = _d_ElicitationCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationFormCapabilities(_Wire):
+class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     """Form-based elicitation capabilities.
 
     Supplying `{}` means the client supports form-based elicitation."""
@@ -9853,42 +10193,44 @@ class ElicitationFormCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_ElicitationFormCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationFormCapabilities)
+def _d_ElicitationUrlCapabilities(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationUrlCapabilities:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationUrlCapabilities)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationFormCapabilities)
+        if _K_ElicitationUrlCapabilities.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     )
     return inst
 
 
-ElicitationFormCapabilities._decode = _d_ElicitationFormCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationUrlCapabilities(_Wire):
+class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     """URL-based elicitation capabilities.
 
     Supplying `{}` means the client supports URL-based elicitation."""
@@ -9909,42 +10251,49 @@ class ElicitationUrlCapabilities(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
+_K_LoginAuthRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
-def _d_ElicitationUrlCapabilities(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationUrlCapabilities)
+def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LoginAuthRequest)
+    v = obj.get("methodId", _MISSING)
+    if v.__class__ is str:
+        inst.method_id = v
+    elif v is _MISSING:
+        _s.missing(path, "methodId")
+    else:
+        _s.fail((path, "methodId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _extra(obj, _K_ElicitationUrlCapabilities)
+        if _K_LoginAuthRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     )
     return inst
 
 
-ElicitationUrlCapabilities._decode = _d_ElicitationUrlCapabilities
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LoginAuthRequest(_Wire):
+class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
     """Request parameters for the `auth/login` method.
 
     Specifies which authentication method to use.
@@ -9970,43 +10319,42 @@ class LoginAuthRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LoginAuthRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
+_K_LogoutAuthRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
-def _d_LoginAuthRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LoginAuthRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LoginAuthRequest)
-    v = obj.get("methodId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "methodId")
-    elif v.__class__ is str:
-        inst.method_id = v
-    else:
-        _fail((path, "methodId"), "string", v)
+def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(LogoutAuthRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LoginAuthRequest.issuperset(obj) else _extra(obj, _K_LoginAuthRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_LogoutAuthRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
+    )
     return inst
 
 
-LoginAuthRequest._decode = _d_LoginAuthRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class LogoutAuthRequest(_Wire):
+class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
     """Request parameters for the `auth/logout` method.
 
     Terminates the current authenticated session.
@@ -10029,36 +10377,73 @@ class LogoutAuthRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_LogoutAuthRequest: Final[frozenset[str]] = frozenset(["_meta"])
+_K_NewSessionRequest: Final[frozenset[str]] = frozenset(
+    ["cwd", "additionalDirectories", "mcpServers", "_meta"]
+)
 
 
-def _d_LogoutAuthRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> LogoutAuthRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(LogoutAuthRequest)
-    v = obj.get("_meta", _MISSING)
+def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(NewSessionRequest)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
+        inst.mcp_servers = UNSET
+    else:
+        try:
+            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_LogoutAuthRequest.issuperset(obj) else _extra(obj, _K_LogoutAuthRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_NewSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    )
     return inst
 
 
-LogoutAuthRequest._decode = _d_LogoutAuthRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class NewSessionRequest(_Wire):
+class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     """Request parameters for creating a new session.
 
     See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/session-setup#creating-a-session)
@@ -10092,65 +10477,54 @@ class NewSessionRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_NewSessionRequest: Final[frozenset[str]] = frozenset(
-    ["cwd", "additionalDirectories", "mcpServers", "_meta"]
-)
+_K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
-def _d_NewSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(NewSessionRequest)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
+def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(HttpHeader)
+    v = obj.get("name", _MISSING)
+    if v.__class__ is str:
+        inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
-        inst.mcp_servers = UNSET
-    else:
-        try:
-            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-        except DecodeError as exc:
-            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_NewSessionRequest.issuperset(obj) else _extra(obj, _K_NewSessionRequest)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+    )
     return inst
 
 
-NewSessionRequest._decode = _d_NewSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class HttpHeader(_Wire):
+class HttpHeader(Wire, decoder=_d_HttpHeader):
     """An HTTP header to set when making requests to the MCP server."""
 
     name: str
@@ -10171,54 +10545,65 @@ class HttpHeader(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
+_K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
 
 
-def _d_HttpHeader(obj: Any, path: _PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(HttpHeader)
+def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("url", _MISSING)
+    if v.__class__ is str:
+        inst.url = v
+    elif v is _MISSING:
+        _s.missing(path, "url")
+    else:
+        _s.fail((path, "url"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.headers = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("headers", _MISSING)
     if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
-        inst.value = v
+        inst.headers = UNSET
     else:
-        _fail((path, "value"), "string", v)
+        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_HttpHeader.issuperset(obj) else _extra(obj, _K_HttpHeader)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpServerHttp.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+    )
     return inst
 
 
-HttpHeader._decode = _d_HttpHeader
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpServerHttp(_Wire):
+class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     """HTTP transport configuration for MCP."""
 
     TAG: ClassVar[Literal["http"]] = "http"
-    _tag = ("type", "http")
     name: str
     """Human-readable name identifying this MCP server."""
     url: str
@@ -10241,59 +10626,73 @@ class McpServerHttp(_Wire):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "headers", "_meta"])
+_K_McpServerStdio: Final[frozenset[str]] = frozenset(
+    ["type", "name", "command", "args", "env", "_meta"]
+)
 
 
-def _d_McpServerHttp(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpServerHttp)
+def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.name = v
+    elif v is _MISSING:
+        _s.missing(path, "name")
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+        _s.fail((path, "name"), "string", v)
+    v = obj.get("command", _MISSING)
+    if v.__class__ is str:
+        inst.command = v
+    elif v is _MISSING:
+        _s.missing(path, "command")
+    else:
+        _s.fail((path, "command"), "string", v)
+    if len(obj) == 2 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.args = UNSET
+        inst.env = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("args", _MISSING)
     if v is _MISSING:
-        _missing(path, "url")
-    elif v.__class__ is str:
-        inst.url = v
+        inst.args = UNSET
     else:
-        _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+        inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
+    v = obj.get("env", _MISSING)
     if v is _MISSING:
-        inst.headers = UNSET
+        inst.env = UNSET
     else:
-        inst.headers = _list(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpServerHttp.issuperset(obj) else _extra(obj, _K_McpServerHttp)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_McpServerStdio.issuperset(obj)
+        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+    )
     return inst
 
 
-McpServerHttp._decode = _d_McpServerHttp
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class McpServerStdio(_Wire):
+class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
     """Stdio transport configuration for MCP."""
 
     TAG: ClassVar[Literal["stdio"]] = "stdio"
-    _tag = ("type", "stdio")
     name: str
     """Human-readable name identifying this MCP server."""
     command: AbsolutePath
@@ -10320,62 +10719,62 @@ class McpServerStdio(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_McpServerStdio: Final[frozenset[str]] = frozenset(
-    ["type", "name", "command", "args", "env", "_meta"]
-)
+_K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_meta"])
 
 
-def _d_McpServerStdio(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(McpServerStdio)
-    v = obj.get("name", _MISSING)
-    if v is _MISSING:
-        _missing(path, "name")
-    elif v.__class__ is str:
-        inst.name = v
+def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ListSessionsRequest)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.cwd = UNSET
+        inst.cursor = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        inst.cwd = UNSET
+    elif v is None:
+        inst.cwd = None
     else:
-        _fail((path, "name"), "string", v)
-    v = obj.get("command", _MISSING)
-    if v is _MISSING:
-        _missing(path, "command")
-    elif v.__class__ is str:
-        inst.command = v
+        _s.fail((path, "cwd"), "string", v)
+    v = obj.get("cursor", _MISSING)
+    if v.__class__ is str:
+        inst.cursor = v
+    elif v is _MISSING:
+        inst.cursor = UNSET
+    elif v is None:
+        inst.cursor = None
     else:
-        _fail((path, "command"), "string", v)
-    v = obj.get("args", _MISSING)
-    if v is _MISSING:
-        inst.args = UNSET
-    else:
-        inst.args = _list(v, (path, "args"), ctx, _d_str)
-    v = obj.get("env", _MISSING)
-    if v is _MISSING:
-        inst.env = UNSET
-    else:
-        inst.env = _list(v, (path, "env"), ctx, _d_EnvVariable)
+        _s.fail((path, "cursor"), "string", v)
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_McpServerStdio.issuperset(obj) else _extra(obj, _K_McpServerStdio)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_ListSessionsRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    )
     return inst
 
 
-McpServerStdio._decode = _d_McpServerStdio
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ListSessionsRequest(_Wire):
+class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     """Request parameters for listing existing sessions."""
 
     cwd: AbsolutePath | None | Unset = UNSET
@@ -10400,56 +10799,49 @@ class ListSessionsRequest(_Wire):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_meta"])
+_K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ListSessionsRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ListSessionsRequest)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        inst.cwd = UNSET
-    elif v is None:
-        inst.cwd = None
-    elif v.__class__ is str:
-        inst.cwd = v
+def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(DeleteSessionRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("cursor", _MISSING)
-    if v is _MISSING:
-        inst.cursor = UNSET
-    elif v is None:
-        inst.cursor = None
-    elif v.__class__ is str:
-        inst.cursor = v
-    else:
-        _fail((path, "cursor"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ListSessionsRequest.issuperset(obj) else _extra(obj, _K_ListSessionsRequest)
+        {}
+        if _K_DeleteSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     )
     return inst
 
 
-ListSessionsRequest._decode = _d_ListSessionsRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class DeleteSessionRequest(_Wire):
+class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     """Request parameters for deleting an existing session from `session/list`.
 
     Only available if the Agent supports the `session.delete` capability."""
@@ -10470,45 +10862,91 @@ class DeleteSessionRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
+    ["sessionId", "cwd", "additionalDirectories", "mcpServers", "replayFrom", "_meta"]
+)
 
 
-def _d_DeleteSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(DeleteSessionRequest)
+def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("cwd", _MISSING)
+    if v.__class__ is str:
+        inst.cwd = v
+    elif v is _MISSING:
+        _s.missing(path, "cwd")
+    else:
+        _s.fail((path, "cwd"), "string", v)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.additional_directories = UNSET
+        inst.mcp_servers = UNSET
+        inst.replay_from = UNSET
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
+        inst.additional_directories = UNSET
+    else:
+        try:
+            inst.additional_directories = _s.skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _s.d_str
+            )
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    v = obj.get("mcpServers", _MISSING)
+    if v is _MISSING:
+        inst.mcp_servers = UNSET
+    else:
+        try:
+            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    v = obj.get("replayFrom", _MISSING)
+    if v is _MISSING:
+        inst.replay_from = UNSET
+    elif v is None:
+        inst.replay_from = None
+    else:
+        try:
+            inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
+        except DecodeError as exc:
+            inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_DeleteSessionRequest.issuperset(obj) else _extra(obj, _K_DeleteSessionRequest)
+        {}
+        if _K_ResumeSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     )
     return inst
 
 
-DeleteSessionRequest._decode = _d_DeleteSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ResumeSessionRequest(_Wire):
+class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     """Request parameters for resuming an existing session.
 
     Resumes an existing session and optionally replays prior conversation
@@ -10555,88 +10993,45 @@ class ResumeSessionRequest(_Wire):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
-    ["sessionId", "cwd", "additionalDirectories", "mcpServers", "replayFrom", "_meta"]
-)
+_K_ReplayFromStart: Final[frozenset[str]] = frozenset(["type", "_meta"])
 
 
-def _d_ResumeSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ResumeSessionRequest)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
-    else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
-    if v is _MISSING:
-        _missing(path, "cwd")
-    elif v.__class__ is str:
-        inst.cwd = v
-    else:
-        _fail((path, "cwd"), "string", v)
-    v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
-        inst.additional_directories = UNSET
-    else:
-        try:
-            inst.additional_directories = _skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _d_str
-            )
-        except DecodeError as exc:
-            inst.additional_directories = _tolerated(
-                ctx, (path, "additionalDirectories"), exc, UNSET
-            )
-    v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
-        inst.mcp_servers = UNSET
-    else:
-        try:
-            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
-        except DecodeError as exc:
-            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
-    v = obj.get("replayFrom", _MISSING)
-    if v is _MISSING:
-        inst.replay_from = UNSET
-    elif v is None:
-        inst.replay_from = None
-    else:
-        try:
-            inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
-        except DecodeError as exc:
-            inst.replay_from = _tolerated(ctx, (path, "replayFrom"), exc, UNSET)
+def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromStart:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ReplayFromStart)
+    if len(obj) == 0 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ResumeSessionRequest.issuperset(obj) else _extra(obj, _K_ResumeSessionRequest)
+        {}
+        if _K_ReplayFromStart.issuperset(obj)
+        else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
     )
     return inst
 
 
-ResumeSessionRequest._decode = _d_ResumeSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ReplayFromStart(_Wire):
+class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
     """Inclusive replay cursor requesting replay from the start of the conversation."""
 
     TAG: ClassVar[Literal["start"]] = "start"
-    _tag = ("type", "start")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -10651,36 +11046,49 @@ class ReplayFromStart(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ReplayFromStart: Final[frozenset[str]] = frozenset(["type", "_meta"])
+_K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ReplayFromStart(obj: Any, path: _PathT, ctx: DecodeContext) -> ReplayFromStart:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ReplayFromStart)
+def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CloseSessionRequest)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
+    else:
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ReplayFromStart.issuperset(obj) else _extra(obj, _K_ReplayFromStart)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CloseSessionRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    )
     return inst
 
 
-ReplayFromStart._decode = _d_ReplayFromStart
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CloseSessionRequest(_Wire):
+class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     """Request parameters for closing an active session.
 
     The agent **must** cancel any ongoing work related to the session (treat it
@@ -10703,49 +11111,72 @@ class CloseSessionRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_SetSessionConfigOptionRequestId: Final[frozenset[str]] = frozenset(
+    ["type", "sessionId", "configId", "value", "_meta"]
+)
 
 
-def _d_CloseSessionRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CloseSessionRequest)
+def _d_SetSessionConfigOptionRequestId(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionRequestId:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionRequestId)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("configId", _MISSING)
+    if v.__class__ is str:
+        inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
+    else:
+        _s.fail((path, "configId"), "string", v)
+    v = obj.get("value", _MISSING)
+    if v.__class__ is str:
+        inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
+    else:
+        _s.fail((path, "value"), "string", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_CloseSessionRequest.issuperset(obj) else _extra(obj, _K_CloseSessionRequest)
+        {}
+        if _K_SetSessionConfigOptionRequestId.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
     )
     return inst
 
 
-CloseSessionRequest._decode = _d_CloseSessionRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionRequestId(_Wire):
+class SetSessionConfigOptionRequestId(
+    Wire, decoder=_d_SetSessionConfigOptionRequestId, tag=("type", "id")
+):
     """A [`SessionConfigValueId`] string value (`type: "id"`)."""
 
     TAG: ClassVar[Literal["id"]] = "id"
-    _tag = ("type", "id")
     session_id: SessionId
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId
@@ -10771,69 +11202,72 @@ class SetSessionConfigOptionRequestId(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionRequestId: Final[frozenset[str]] = frozenset(
+_K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
     ["type", "sessionId", "configId", "value", "_meta"]
 )
 
 
-def _d_SetSessionConfigOptionRequestId(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionRequestId:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionRequestId)
+def _d_SetSessionConfigOptionRequestBoolean(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SetSessionConfigOptionRequestBoolean:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
+        _s.fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.config_id = v
+    elif v is _MISSING:
+        _s.missing(path, "configId")
     else:
-        _fail((path, "configId"), "string", v)
+        _s.fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is str:
+    if v.__class__ is bool:
         inst.value = v
+    elif v is _MISSING:
+        _s.missing(path, "value")
     else:
-        _fail((path, "value"), "string", v)
+        _s.fail((path, "value"), "boolean", v)
+    if len(obj) == 3 + ("type" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestId.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionRequestId)
+        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionRequestId._decode = _d_SetSessionConfigOptionRequestId
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SetSessionConfigOptionRequestBoolean(_Wire):
+class SetSessionConfigOptionRequestBoolean(
+    Wire, decoder=_d_SetSessionConfigOptionRequestBoolean, tag=("type", "boolean")
+):
     """A boolean value (`type: "boolean"`)."""
 
     TAG: ClassVar[Literal["boolean"]] = "boolean"
-    _tag = ("type", "boolean")
     session_id: SessionId
     """The ID of the session to set the configuration option for."""
     config_id: SessionConfigId
@@ -10859,65 +11293,54 @@ class SetSessionConfigOptionRequestBoolean(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
-    ["type", "sessionId", "configId", "value", "_meta"]
-)
+_K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_meta"])
 
 
-def _d_SetSessionConfigOptionRequestBoolean(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SetSessionConfigOptionRequestBoolean)
+def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
+    if v.__class__ is str:
         inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+        _s.fail((path, "sessionId"), "string", v)
+    v = obj.get("prompt", _MISSING)
     if v is _MISSING:
-        _missing(path, "configId")
-    elif v.__class__ is str:
-        inst.config_id = v
+        _s.missing(path, "prompt")
     else:
-        _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
-    if v is _MISSING:
-        _missing(path, "value")
-    elif v.__class__ is bool:
-        inst.value = v
-    else:
-        _fail((path, "value"), "boolean", v)
+        inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+    if len(obj) == 2:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
-        else _extra(obj, _K_SetSessionConfigOptionRequestBoolean)
+        if _K_PromptRequest.issuperset(obj)
+        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     )
     return inst
 
 
-SetSessionConfigOptionRequestBoolean._decode = _d_SetSessionConfigOptionRequestBoolean
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class PromptRequest(_Wire):
+class PromptRequest(Wire, decoder=_d_PromptRequest):
     """Request parameters for sending a user prompt to the agent.
 
     Contains the user's message and any additional context.
@@ -10955,48 +11378,38 @@ class PromptRequest(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_meta"])
+_K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
-def _d_PromptRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(PromptRequest)
-    v = obj.get("sessionId", _MISSING)
+def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientResponseResult)
+    v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+        _s.missing(path, "id")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("prompt", _MISSING)
+        inst.id = _d_RequestId(v, (path, "id"), ctx)
+    v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _missing(path, "prompt")
+        _s.missing(path, "result")
     else:
-        inst.prompt = _list(v, (path, "prompt"), ctx, _d_ContentBlock)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PromptRequest.issuperset(obj) else _extra(obj, _K_PromptRequest)
+        inst.result = v
+    inst.extra = (
+        {}
+        if _K_ClientResponseResult.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
-PromptRequest._decode = _d_PromptRequest
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientResponseResult(_Wire):
+class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """A successful JSON-RPC response."""
 
     id: RequestId
@@ -11009,39 +11422,38 @@ class ClientResponseResult(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
+_K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
-def _d_ClientResponseResult(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientResponseResult)
+def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _missing(path, "id")
+        _s.missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
+    v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _missing(path, "result")
+        _s.missing(path, "error")
     else:
-        inst.result = v
+        inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
-        {} if _K_ClientResponseResult.issuperset(obj) else _extra(obj, _K_ClientResponseResult)
+        {}
+        if _K_ClientResponseError.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     )
     return inst
 
 
-ClientResponseResult._decode = _d_ClientResponseResult
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientResponseError(_Wire):
+class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """A failed JSON-RPC response."""
 
     id: RequestId
@@ -11054,39 +11466,55 @@ class ClientResponseError(_Wire):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
+_K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_meta"])
 
 
-def _d_ClientResponseError(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
-        _missing(path, "id")
+def _d_RequestPermissionResponse(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionResponse:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionResponse)
+    v = obj.get("outcome", _MISSING)
+    if (
+        v.__class__ is dict
+        and (t1 := v.get("outcome")).__class__ is str
+        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
+    ):
+        inst.outcome = d1(v, (path, "outcome"), ctx)
+    elif v is _MISSING:
+        _s.missing(path, "outcome")
     else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
-        _missing(path, "error")
+        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
     else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if _K_ClientResponseError.issuperset(obj) else _extra(obj, _K_ClientResponseError)
+        {}
+        if _K_RequestPermissionResponse.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     )
     return inst
 
 
-ClientResponseError._decode = _d_ClientResponseError
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionResponse(_Wire):
+class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     """Response to a permission request."""
 
     outcome: RequestPermissionOutcome
@@ -11105,47 +11533,32 @@ class RequestPermissionResponse(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_meta"])
+_K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcome"])
 
 
-def _d_RequestPermissionResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionResponse)
-    v = obj.get("outcome", _MISSING)
-    if v is _MISSING:
-        _missing(path, "outcome")
-    else:
-        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+def _d_RequestPermissionOutcomeCancelled(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> RequestPermissionOutcomeCancelled:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionResponse)
+        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
 
 
-RequestPermissionResponse._decode = _d_RequestPermissionResponse
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class RequestPermissionOutcomeCancelled(_Wire):
+class RequestPermissionOutcomeCancelled(
+    Wire, decoder=_d_RequestPermissionOutcomeCancelled, tag=("outcome", "cancelled")
+):
     """Active session work was cancelled before the user responded.
 
     When a client sends a `session/cancel` notification to cancel active
@@ -11156,44 +11569,62 @@ class RequestPermissionOutcomeCancelled(_Wire):
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    _tag = ("outcome", "cancelled")
     extra: JsonObject = field(default_factory=dict)
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "cancelled"}
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcome"])
+_K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "optionId", "_meta"])
 
 
-def _d_RequestPermissionOutcomeCancelled(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(RequestPermissionOutcomeCancelled)
+def _d_SelectedPermissionOutcome(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> SelectedPermissionOutcome:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(SelectedPermissionOutcome)
+    v = obj.get("optionId", _MISSING)
+    if v.__class__ is str:
+        inst.option_id = v
+    elif v is _MISSING:
+        _s.missing(path, "optionId")
+    else:
+        _s.fail((path, "optionId"), "string", v)
+    if len(obj) == 1 + ("outcome" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
+    elif v is None:
+        inst.meta = None
+    else:
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
-        else _extra(obj, _K_RequestPermissionOutcomeCancelled)
+        if _K_SelectedPermissionOutcome.issuperset(obj)
+        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     )
     return inst
 
 
-RequestPermissionOutcomeCancelled._decode = _d_RequestPermissionOutcomeCancelled
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class SelectedPermissionOutcome(_Wire):
+class SelectedPermissionOutcome(
+    Wire, decoder=_d_SelectedPermissionOutcome, tag=("outcome", "selected")
+):
     """The user selected one of the provided options."""
 
     TAG: ClassVar[Literal["selected"]] = "selected"
-    _tag = ("outcome", "selected")
     option_id: PermissionOptionId
     """The ID of the option the user selected."""
     meta: JsonObject | None | Unset = UNSET
@@ -11210,53 +11641,59 @@ class SelectedPermissionOutcome(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "optionId", "_meta"])
+_K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
+    ["action", "_meta", "content"]
+)
 
 
-def _d_SelectedPermissionOutcome(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(SelectedPermissionOutcome)
-    v = obj.get("optionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "optionId")
-    elif v.__class__ is str:
-        inst.option_id = v
-    else:
-        _fail((path, "optionId"), "string", v)
+def _d_CreateElicitationResponseAccept(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseAccept:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseAccept)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    v = obj.get("content", _MISSING)
+    if v is _MISSING:
+        inst.content = UNSET
+    elif v is None:
+        inst.content = None
+    else:
+        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _extra(obj, _K_SelectedPermissionOutcome)
+        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
 
-SelectedPermissionOutcome._decode = _d_SelectedPermissionOutcome
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseAccept(_Wire):
+class CreateElicitationResponseAccept(
+    Wire, decoder=_d_CreateElicitationResponseAccept, tag=("action", "accept")
+):
     """The user accepted and provided content."""
 
     TAG: ClassVar[Literal["accept"]] = "accept"
-    _tag = ("action", "accept")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11281,55 +11718,49 @@ class CreateElicitationResponseAccept(_Wire):
                 else {k: encode_ElicitationContentValue(x) for k, x in v2.items()}
             )
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
-    ["action", "_meta", "content"]
-)
+_K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
-def _d_CreateElicitationResponseAccept(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseAccept)
+def _d_CreateElicitationResponseDecline(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseDecline:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseDecline)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
-    else:
-        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseAccept)
+        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseAccept._decode = _d_CreateElicitationResponseAccept
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseDecline(_Wire):
+class CreateElicitationResponseDecline(
+    Wire, decoder=_d_CreateElicitationResponseDecline, tag=("action", "decline")
+):
     """The user declined the elicitation."""
 
     TAG: ClassVar[Literal["decline"]] = "decline"
-    _tag = ("action", "decline")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11346,46 +11777,49 @@ class CreateElicitationResponseDecline(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action", "_meta"])
+_K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action", "_meta"])
 
 
-def _d_CreateElicitationResponseDecline(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseDecline)
+def _d_CreateElicitationResponseCancel(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CreateElicitationResponseCancel:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CreateElicitationResponseCancel)
+    if len(obj) == 0 + ("action" in obj):
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
         inst.meta = UNSET
     elif v is None:
         inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseDecline)
+        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseDecline._decode = _d_CreateElicitationResponseDecline
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CreateElicitationResponseCancel(_Wire):
+class CreateElicitationResponseCancel(
+    Wire, decoder=_d_CreateElicitationResponseCancel, tag=("action", "cancel")
+):
     """The elicitation was cancelled."""
 
     TAG: ClassVar[Literal["cancel"]] = "cancel"
-    _tag = ("action", "cancel")
     meta: JsonObject | None | Unset = UNSET
     """The _meta property is reserved by ACP to allow clients and agents to attach additional
     metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -11402,42 +11836,42 @@ class CreateElicitationResponseCancel(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action", "_meta"])
+_K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 
 
-def _d_CreateElicitationResponseCancel(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CreateElicitationResponseCancel)
-    v = obj.get("_meta", _MISSING)
+def _d_ElicitationAcceptAction(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ElicitationAcceptAction:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ElicitationAcceptAction)
+    if len(obj) == 0:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("content", _MISSING)
     if v is _MISSING:
-        inst.meta = UNSET
+        inst.content = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.content = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
-        else _extra(obj, _K_CreateElicitationResponseCancel)
+        if _K_ElicitationAcceptAction.issuperset(obj)
+        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     )
     return inst
 
 
-CreateElicitationResponseCancel._decode = _d_CreateElicitationResponseCancel
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ElicitationAcceptAction(_Wire):
+class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
     """The user accepted the elicitation and provided content."""
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
@@ -11454,40 +11888,47 @@ class ElicitationAcceptAction(_Wire):
                 else {k: encode_ElicitationContentValue(x) for k, x in v1.items()}
             )
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
+_K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
-def _d_ElicitationAcceptAction(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ElicitationAcceptAction)
-    v = obj.get("content", _MISSING)
-    if v is _MISSING:
-        inst.content = UNSET
-    elif v is None:
-        inst.content = None
+def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ClientNotification)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
-        inst.content = _map(v, (path, "content"), ctx, _d_ElicitationContentValue)
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
+    if v is _MISSING:
+        inst.params = UNSET
+    elif v is None:
+        inst.params = None
+    else:
+        inst.params = v
     inst.extra = (
         {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _extra(obj, _K_ElicitationAcceptAction)
+        if _K_ClientNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     )
     return inst
 
 
-ElicitationAcceptAction._decode = _d_ElicitationAcceptAction
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ClientNotification(_Wire):
+class ClientNotification(Wire, decoder=_d_ClientNotification):
     """A JSON-RPC notification object."""
 
     method: str
@@ -11502,41 +11943,51 @@ class ClientNotification(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
+_K_CancelSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
-def _d_ClientNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ClientNotification)
-    v = obj.get("method", _MISSING)
-    if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+def _d_CancelSessionNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CancelSessionNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CancelSessionNotification)
+    v = obj.get("sessionId", _MISSING)
+    if v.__class__ is str:
+        inst.session_id = v
+    elif v is _MISSING:
+        _s.missing(path, "sessionId")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        _s.fail((path, "sessionId"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = v
-    inst.extra = {} if _K_ClientNotification.issuperset(obj) else _extra(obj, _K_ClientNotification)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = (
+        {}
+        if _K_CancelSessionNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+    )
     return inst
 
 
-ClientNotification._decode = _d_ClientNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CancelSessionNotification(_Wire):
+class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
     """Notification to cancel ongoing operations for a session.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#cancellation)
@@ -11558,49 +12009,49 @@ class CancelSessionNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_CancelSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
+_K_ProtocolLevelNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
-def _d_CancelSessionNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CancelSessionNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CancelSessionNotification)
-    v = obj.get("sessionId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "sessionId")
-    elif v.__class__ is str:
-        inst.session_id = v
+def _d_ProtocolLevelNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> ProtocolLevelNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(ProtocolLevelNotification)
+    v = obj.get("method", _MISSING)
+    if v.__class__ is str:
+        inst.method = v
+    elif v is _MISSING:
+        _s.missing(path, "method")
     else:
-        _fail((path, "sessionId"), "string", v)
-    v = obj.get("_meta", _MISSING)
+        _s.fail((path, "method"), "string", v)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.params = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("params", _MISSING)
     if v is _MISSING:
-        inst.meta = UNSET
+        inst.params = UNSET
     elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
+        inst.params = None
     else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
     inst.extra = (
         {}
-        if _K_CancelSessionNotification.issuperset(obj)
-        else _extra(obj, _K_CancelSessionNotification)
+        if _K_ProtocolLevelNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
     )
     return inst
 
 
-CancelSessionNotification._decode = _d_CancelSessionNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class ProtocolLevelNotification(_Wire):
+class ProtocolLevelNotification(Wire, decoder=_d_ProtocolLevelNotification):
     """A JSON-RPC notification object."""
 
     method: str
@@ -11615,47 +12066,49 @@ class ProtocolLevelNotification(_Wire):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1.to_dict()
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
 
 
-_K_ProtocolLevelNotification: Final[frozenset[str]] = frozenset(["method", "params"])
+_K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_meta"])
 
 
-def _d_ProtocolLevelNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> ProtocolLevelNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(ProtocolLevelNotification)
-    v = obj.get("method", _MISSING)
+def _d_CancelRequestNotification(
+    obj: Any, path: PathT, ctx: DecodeContext
+) -> CancelRequestNotification:
+    if obj.__class__ is not dict and not _s.is_object(obj):
+        _s.fail(path, "object", obj)
+    # Built without calling __init__: every field is set below (required fields first).
+    inst = _new(CancelRequestNotification)
+    v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _missing(path, "method")
-    elif v.__class__ is str:
-        inst.method = v
+        _s.missing(path, "requestId")
     else:
-        _fail((path, "method"), "string", v)
-    v = obj.get("params", _MISSING)
-    if v is _MISSING:
-        inst.params = UNSET
+        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    if len(obj) == 1:
+        # Only the required fields: every optional field is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
+    v = obj.get("_meta", _MISSING)
+    if v.__class__ is dict:
+        inst.meta = v
+    elif v is _MISSING:
+        inst.meta = UNSET
     elif v is None:
-        inst.params = None
+        inst.meta = None
     else:
-        inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
+        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_ProtocolLevelNotification.issuperset(obj)
-        else _extra(obj, _K_ProtocolLevelNotification)
+        if _K_CancelRequestNotification.issuperset(obj)
+        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     )
     return inst
 
 
-ProtocolLevelNotification._decode = _d_ProtocolLevelNotification
-
-
 @dataclass(kw_only=True, slots=True, repr=False, eq=False)
-class CancelRequestNotification(_Wire):
+class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     """Notification to cancel an ongoing request.
 
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/cancellation)"""
@@ -11676,43 +12129,8 @@ class CancelRequestNotification(_Wire):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _merge_extra(d, self.extra)
+            _s.merge_extra(d, self.extra)
         return d
-
-
-_K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_meta"])
-
-
-def _d_CancelRequestNotification(
-    obj: Any, path: _PathT, ctx: DecodeContext
-) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not isinstance(obj, dict):
-        _fail(path, "object", obj)
-    # Built without calling __init__: every field is set below, in declaration order.
-    inst = _new(CancelRequestNotification)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
-        _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    v = obj.get("_meta", _MISSING)
-    if v is _MISSING:
-        inst.meta = UNSET
-    elif v is None:
-        inst.meta = None
-    elif v.__class__ is dict:
-        inst.meta = v
-    else:
-        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _extra(obj, _K_CancelRequestNotification)
-    )
-    return inst
-
-
-CancelRequestNotification._decode = _d_CancelRequestNotification
 
 
 # -- unknown union variants ---------------------------------------------------------------
@@ -12314,13 +12732,13 @@ ElicitationContentValue: TypeAlias = str | int | float | bool | list[str]
 # -- union and alias decoders -------------------------------------------------------------
 
 
-def _d_ExtRequest(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtRequest:
+def _d_ExtRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ExtRequest:
     return obj
 
 
 def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
     """Decode a `ExtRequest` from its JSON value."""
-    return _d_ExtRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
@@ -12328,33 +12746,33 @@ def encode_ExtRequest(value: ExtRequest) -> Any:
     return value
 
 
-def _d_RequestId(obj: Any, path: _PathT, ctx: DecodeContext) -> RequestId:
+def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
     if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
-        return obj if obj.__class__ is int else _int(obj, path)
+        return obj if obj.__class__ is int else _s.as_int(obj, path)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _fail(path, "string", obj)
-    _fail(path, "null | integer | string", obj)
+        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    _s.fail(path, "null | integer | string", obj)
 
 
 def decode_RequestId(obj: Any, ctx: DecodeContext | None = None) -> RequestId:
     """Decode a `RequestId` from its JSON value."""
-    return _d_RequestId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_RequestId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_RequestId(value: RequestId) -> Any:
     """Encode a `RequestId` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)
 
 
-def _d_SessionId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionId(obj: Any, ctx: DecodeContext | None = None) -> SessionId:
     """Decode a `SessionId` from its JSON value."""
-    return _d_SessionId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionId(value: SessionId) -> Any:
@@ -12363,22 +12781,23 @@ def encode_SessionId(value: SessionId) -> Any:
 
 
 def _d_RequestPermissionSubject(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionSubject:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionSubject_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "RequestPermissionSubject", "type", tag, False)
             return UnknownRequestPermissionSubject(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_RequestPermissionSubject_TAGS: Final[dict[str, _Decoder]] = {
+_RequestPermissionSubject_TAGS: Final[dict[str, _s.Decodes[RequestPermissionSubject]]] = {
     "tool_call": _d_ToolCallPermissionSubject,
     "command": _d_CommandPermissionSubject,
 }
@@ -12388,7 +12807,7 @@ def decode_RequestPermissionSubject(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionSubject:
     """Decode a `RequestPermissionSubject` from its JSON value."""
-    return _d_RequestPermissionSubject(obj, None, ctx or _DEFAULT_CTX)
+    return _d_RequestPermissionSubject(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_RequestPermissionSubject(value: RequestPermissionSubject) -> Any:
@@ -12396,13 +12815,13 @@ def encode_RequestPermissionSubject(value: RequestPermissionSubject) -> Any:
     return value.to_dict()
 
 
-def _d_ToolCallId(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_ToolCallId(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_ToolCallId(obj: Any, ctx: DecodeContext | None = None) -> ToolCallId:
     """Decode a `ToolCallId` from its JSON value."""
-    return _d_ToolCallId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ToolCallId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ToolCallId(value: ToolCallId) -> Any:
@@ -12410,21 +12829,22 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
     return value
 
 
-def _d_ToolCallContent(obj: Any, path: _PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ToolCallContent", "type", tag, False)
             return UnknownToolCallContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ToolCallContent_TAGS: Final[dict[str, _Decoder]] = {
+_ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
     "content": _d_Content,
     "diff": _d_Diff,
     "terminal": _d_Terminal,
@@ -12433,7 +12853,7 @@ _ToolCallContent_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_ToolCallContent(obj: Any, ctx: DecodeContext | None = None) -> ToolCallContent:
     """Decode a `ToolCallContent` from its JSON value."""
-    return _d_ToolCallContent(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ToolCallContent(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ToolCallContent(value: ToolCallContent) -> Any:
@@ -12441,21 +12861,22 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
     return value.to_dict()
 
 
-def _d_ContentBlock(obj: Any, path: _PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ContentBlock", "type", tag, False)
             return UnknownContentBlock(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ContentBlock_TAGS: Final[dict[str, _Decoder]] = {
+_ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
     "text": _d_TextContent,
     "image": _d_ImageContent,
     "audio": _d_AudioContent,
@@ -12466,7 +12887,7 @@ _ContentBlock_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_ContentBlock(obj: Any, ctx: DecodeContext | None = None) -> ContentBlock:
     """Decode a `ContentBlock` from its JSON value."""
-    return _d_ContentBlock(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ContentBlock(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ContentBlock(value: ContentBlock) -> Any:
@@ -12474,13 +12895,13 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
     return value.to_dict()
 
 
-def _d_MediaType(obj: Any, path: _PathT, ctx: DecodeContext) -> MediaType:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_MediaType(obj: Any, path: PathT, ctx: DecodeContext) -> MediaType:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_MediaType(obj: Any, ctx: DecodeContext | None = None) -> MediaType:
     """Decode a `MediaType` from its JSON value."""
-    return _d_MediaType(obj, None, ctx or _DEFAULT_CTX)
+    return _d_MediaType(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_MediaType(value: MediaType) -> Any:
@@ -12489,22 +12910,22 @@ def encode_MediaType(value: MediaType) -> Any:
 
 
 def _d_EmbeddedResourceResource(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
             return _d_BlobResourceContents(obj, path, ctx)
         raise DecodeError(path, "matches no variant of EmbeddedResourceResource")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_EmbeddedResourceResource(
     obj: Any, ctx: DecodeContext | None = None
 ) -> EmbeddedResourceResource:
     """Decode a `EmbeddedResourceResource` from its JSON value."""
-    return _d_EmbeddedResourceResource(obj, None, ctx or _DEFAULT_CTX)
+    return _d_EmbeddedResourceResource(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
@@ -12512,21 +12933,22 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
     return value.to_dict()
 
 
-def _d_DiffChange(obj: Any, path: _PathT, ctx: DecodeContext) -> DiffChange:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_DiffChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("operation", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "operation"), "string", tag)
+        if tag.__class__ is str:
             decode = _DiffChange_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "DiffChange", "operation", tag, False)
             return UnknownDiffChange(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "operation"), "string", tag)
         raise DecodeError((path, "operation"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_DiffChange_TAGS: Final[dict[str, _Decoder]] = {
+_DiffChange_TAGS: Final[dict[str, _s.Decodes[DiffChange]]] = {
     "add": _d_DiffChangeAdd,
     "delete": _d_DiffChangeDelete,
     "modify": _d_DiffChangeModify,
@@ -12537,7 +12959,7 @@ _DiffChange_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_DiffChange(obj: Any, ctx: DecodeContext | None = None) -> DiffChange:
     """Decode a `DiffChange` from its JSON value."""
-    return _d_DiffChange(obj, None, ctx or _DEFAULT_CTX)
+    return _d_DiffChange(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_DiffChange(value: DiffChange) -> Any:
@@ -12545,13 +12967,13 @@ def encode_DiffChange(value: DiffChange) -> Any:
     return value.to_dict()
 
 
-def _d_AbsolutePath(obj: Any, path: _PathT, ctx: DecodeContext) -> AbsolutePath:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_AbsolutePath(obj: Any, path: PathT, ctx: DecodeContext) -> AbsolutePath:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_AbsolutePath(obj: Any, ctx: DecodeContext | None = None) -> AbsolutePath:
     """Decode a `AbsolutePath` from its JSON value."""
-    return _d_AbsolutePath(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AbsolutePath(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AbsolutePath(value: AbsolutePath) -> Any:
@@ -12559,13 +12981,13 @@ def encode_AbsolutePath(value: AbsolutePath) -> Any:
     return value
 
 
-def _d_TerminalId(obj: Any, path: _PathT, ctx: DecodeContext) -> TerminalId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_TerminalId(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_TerminalId(obj: Any, ctx: DecodeContext | None = None) -> TerminalId:
     """Decode a `TerminalId` from its JSON value."""
-    return _d_TerminalId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_TerminalId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_TerminalId(value: TerminalId) -> Any:
@@ -12573,13 +12995,13 @@ def encode_TerminalId(value: TerminalId) -> Any:
     return value
 
 
-def _d_PermissionOptionId(obj: Any, path: _PathT, ctx: DecodeContext) -> PermissionOptionId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_PermissionOptionId(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOptionId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_PermissionOptionId(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionId:
     """Decode a `PermissionOptionId` from its JSON value."""
-    return _d_PermissionOptionId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_PermissionOptionId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
@@ -12588,22 +13010,23 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 
 
 def _d_CreateElicitationRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("mode", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "mode"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_CreateElicitationRequest_TAGS: Final[dict[str, _Decoder]] = {
+_CreateElicitationRequest_TAGS: Final[dict[str, _s.Decodes[CreateElicitationRequest]]] = {
     "form": _d_CreateElicitationRequestForm,
     "url": _d_CreateElicitationRequestUrl,
 }
@@ -12613,7 +13036,7 @@ def decode_CreateElicitationRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationRequest:
     """Decode a `CreateElicitationRequest` from its JSON value."""
-    return _d_CreateElicitationRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_CreateElicitationRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
@@ -12622,22 +13045,23 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 
 
 def _d_ElicitationPropertySchema(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ElicitationPropertySchema_TAGS: Final[dict[str, _Decoder]] = {
+_ElicitationPropertySchema_TAGS: Final[dict[str, _s.Decodes[ElicitationPropertySchema]]] = {
     "string": _d_StringPropertySchema,
     "number": _d_NumberPropertySchema,
     "integer": _d_IntegerPropertySchema,
@@ -12650,7 +13074,7 @@ def decode_ElicitationPropertySchema(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationPropertySchema:
     """Decode a `ElicitationPropertySchema` from its JSON value."""
-    return _d_ElicitationPropertySchema(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationPropertySchema(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
@@ -12658,28 +13082,29 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
     return value.to_dict()
 
 
-def _d_MultiSelectItems(obj: Any, path: _PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_MultiSelectItems_TAGS: Final[dict[str, _Decoder]] = {
+_MultiSelectItems_TAGS: Final[dict[str, _s.Decodes[MultiSelectItems]]] = {
     "string": _d_StringMultiSelectItems,
 }
 
 
 def decode_MultiSelectItems(obj: Any, ctx: DecodeContext | None = None) -> MultiSelectItems:
     """Decode a `MultiSelectItems` from its JSON value."""
-    return _d_MultiSelectItems(obj, None, ctx or _DEFAULT_CTX)
+    return _d_MultiSelectItems(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
@@ -12687,13 +13112,13 @@ def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
     return value.to_dict()
 
 
-def _d_ElicitationId(obj: Any, path: _PathT, ctx: DecodeContext) -> ElicitationId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_ElicitationId(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_ElicitationId(obj: Any, ctx: DecodeContext | None = None) -> ElicitationId:
     """Decode a `ElicitationId` from its JSON value."""
-    return _d_ElicitationId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationId(value: ElicitationId) -> Any:
@@ -12701,13 +13126,13 @@ def encode_ElicitationId(value: ElicitationId) -> Any:
     return value
 
 
-def _d_ExtResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtResponse:
+def _d_ExtResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ExtResponse:
     return obj
 
 
 def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtResponse:
     """Decode a `ExtResponse` from its JSON value."""
-    return _d_ExtResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
@@ -12715,19 +13140,19 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
     return value
 
 
-def _d_AgentResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
+    if obj.__class__ is dict or _s.is_object(obj):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_AgentResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of AgentResponse")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_AgentResponse(obj: Any, ctx: DecodeContext | None = None) -> AgentResponse:
     """Decode a `AgentResponse` from its JSON value."""
-    return _d_AgentResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AgentResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AgentResponse(value: AgentResponse) -> Any:
@@ -12735,13 +13160,13 @@ def encode_AgentResponse(value: AgentResponse) -> Any:
     return value.to_dict()
 
 
-def _d_ProtocolVersion(obj: Any, path: _PathT, ctx: DecodeContext) -> ProtocolVersion:
-    return obj if obj.__class__ is int else _int(obj, path)
+def _d_ProtocolVersion(obj: Any, path: PathT, ctx: DecodeContext) -> ProtocolVersion:
+    return obj if obj.__class__ is int else _s.as_int(obj, path)
 
 
 def decode_ProtocolVersion(obj: Any, ctx: DecodeContext | None = None) -> ProtocolVersion:
     """Decode a `ProtocolVersion` from its JSON value."""
-    return _d_ProtocolVersion(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ProtocolVersion(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
@@ -12749,21 +13174,22 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
     return value
 
 
-def _d_AuthMethod(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_AuthMethod_TAGS: Final[dict[str, _Decoder]] = {
+_AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
     "terminal": _d_AuthMethodTerminal,
     "agent": _d_AuthMethodAgent,
 }
@@ -12771,7 +13197,7 @@ _AuthMethod_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_AuthMethod(obj: Any, ctx: DecodeContext | None = None) -> AuthMethod:
     """Decode a `AuthMethod` from its JSON value."""
-    return _d_AuthMethod(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AuthMethod(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AuthMethod(value: AuthMethod) -> Any:
@@ -12779,13 +13205,13 @@ def encode_AuthMethod(value: AuthMethod) -> Any:
     return value.to_dict()
 
 
-def _d_AuthMethodId(obj: Any, path: _PathT, ctx: DecodeContext) -> AuthMethodId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_AuthMethodId(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_AuthMethodId(obj: Any, ctx: DecodeContext | None = None) -> AuthMethodId:
     """Decode a `AuthMethodId` from its JSON value."""
-    return _d_AuthMethodId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AuthMethodId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AuthMethodId(value: AuthMethodId) -> Any:
@@ -12793,21 +13219,22 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
     return value
 
 
-def _d_SessionConfigOption(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "SessionConfigOption", "type", tag, False)
             return UnknownSessionConfigOption(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SessionConfigOption_TAGS: Final[dict[str, _Decoder]] = {
+_SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
     "select": _d_SessionConfigOptionSelect,
     "boolean": _d_SessionConfigOptionBoolean,
 }
@@ -12815,7 +13242,7 @@ _SessionConfigOption_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_SessionConfigOption(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigOption:
     """Decode a `SessionConfigOption` from its JSON value."""
-    return _d_SessionConfigOption(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigOption(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
@@ -12823,13 +13250,13 @@ def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
     return value.to_dict()
 
 
-def _d_SessionConfigId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigId:
     """Decode a `SessionConfigId` from its JSON value."""
-    return _d_SessionConfigId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigId(value: SessionConfigId) -> Any:
@@ -12837,13 +13264,13 @@ def encode_SessionConfigId(value: SessionConfigId) -> Any:
     return value
 
 
-def _d_SessionConfigValueId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigValueId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigValueId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigValueId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigValueId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigValueId:
     """Decode a `SessionConfigValueId` from its JSON value."""
-    return _d_SessionConfigValueId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigValueId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
@@ -12852,36 +13279,36 @@ def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
 
 
 def _d_SessionConfigSelectOptions(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return _list(obj, path, ctx, _d_SessionConfigSelectOption)
+            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "groupId" in obj[0]:
-            return _list(obj, path, ctx, _d_SessionConfigSelectGroup)
-        return _list(obj, path, ctx, _d_SessionConfigSelectOption)
-    _fail(path, "array", obj)
+            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+    _s.fail(path, "array", obj)
 
 
 def decode_SessionConfigSelectOptions(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigSelectOptions:
     """Decode a `SessionConfigSelectOptions` from its JSON value."""
-    return _d_SessionConfigSelectOptions(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigSelectOptions(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigSelectOptions(value: SessionConfigSelectOptions) -> Any:
     """Encode a `SessionConfigSelectOptions` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)
 
 
-def _d_SessionConfigGroupId(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionConfigGroupId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionConfigGroupId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigGroupId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionConfigGroupId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigGroupId:
     """Decode a `SessionConfigGroupId` from its JSON value."""
-    return _d_SessionConfigGroupId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionConfigGroupId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
@@ -12889,13 +13316,13 @@ def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
     return value
 
 
-def _d_SessionListCursor(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionListCursor:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_SessionListCursor(obj: Any, path: PathT, ctx: DecodeContext) -> SessionListCursor:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_SessionListCursor(obj: Any, ctx: DecodeContext | None = None) -> SessionListCursor:
     """Decode a `SessionListCursor` from its JSON value."""
-    return _d_SessionListCursor(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionListCursor(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionListCursor(value: SessionListCursor) -> Any:
@@ -12903,13 +13330,13 @@ def encode_SessionListCursor(value: SessionListCursor) -> Any:
     return value
 
 
-def _d_ExtNotification(obj: Any, path: _PathT, ctx: DecodeContext) -> ExtNotification:
+def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotification:
     return obj
 
 
 def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNotification:
     """Decode a `ExtNotification` from its JSON value."""
-    return _d_ExtNotification(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ExtNotification(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
@@ -12917,21 +13344,22 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
     return value
 
 
-def _d_SessionUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "sessionUpdate"), "string", tag)
+        if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, False)
             return UnknownSessionUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SessionUpdate_TAGS: Final[dict[str, _Decoder]] = {
+_SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
     "user_message_chunk": _d_SessionUpdateUserMessageChunk,
     "user_message": _d_UserMessage,
     "agent_message_chunk": _d_SessionUpdateAgentMessageChunk,
@@ -12953,7 +13381,7 @@ _SessionUpdate_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_SessionUpdate(obj: Any, ctx: DecodeContext | None = None) -> SessionUpdate:
     """Decode a `SessionUpdate` from its JSON value."""
-    return _d_SessionUpdate(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SessionUpdate(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SessionUpdate(value: SessionUpdate) -> Any:
@@ -12961,13 +13389,13 @@ def encode_SessionUpdate(value: SessionUpdate) -> Any:
     return value.to_dict()
 
 
-def _d_MessageId(obj: Any, path: _PathT, ctx: DecodeContext) -> MessageId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_MessageId(obj: Any, path: PathT, ctx: DecodeContext) -> MessageId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_MessageId(obj: Any, ctx: DecodeContext | None = None) -> MessageId:
     """Decode a `MessageId` from its JSON value."""
-    return _d_MessageId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_MessageId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_MessageId(value: MessageId) -> Any:
@@ -12975,21 +13403,22 @@ def encode_MessageId(value: MessageId) -> Any:
     return value
 
 
-def _d_StateUpdate(obj: Any, path: _PathT, ctx: DecodeContext) -> StateUpdate:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_StateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> StateUpdate:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("state", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "state"), "string", tag)
+        if tag.__class__ is str:
             decode = _StateUpdate_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "StateUpdate", "state", tag, False)
             return UnknownStateUpdate(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "state"), "string", tag)
         raise DecodeError((path, "state"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_StateUpdate_TAGS: Final[dict[str, _Decoder]] = {
+_StateUpdate_TAGS: Final[dict[str, _s.Decodes[StateUpdate]]] = {
     "running": _d_RunningStateUpdate,
     "idle": _d_IdleStateUpdate,
     "requires_action": _d_RequiresActionStateUpdate,
@@ -12998,7 +13427,7 @@ _StateUpdate_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_StateUpdate(obj: Any, ctx: DecodeContext | None = None) -> StateUpdate:
     """Decode a `StateUpdate` from its JSON value."""
-    return _d_StateUpdate(obj, None, ctx or _DEFAULT_CTX)
+    return _d_StateUpdate(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_StateUpdate(value: StateUpdate) -> Any:
@@ -13006,28 +13435,29 @@ def encode_StateUpdate(value: StateUpdate) -> Any:
     return value.to_dict()
 
 
-def _d_PlanUpdateContent(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanUpdateContent:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdateContent:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _PlanUpdateContent_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "PlanUpdateContent", "type", tag, False)
             return UnknownPlanUpdateContent(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_PlanUpdateContent_TAGS: Final[dict[str, _Decoder]] = {
+_PlanUpdateContent_TAGS: Final[dict[str, _s.Decodes[PlanUpdateContent]]] = {
     "items": _d_PlanItems,
 }
 
 
 def decode_PlanUpdateContent(obj: Any, ctx: DecodeContext | None = None) -> PlanUpdateContent:
     """Decode a `PlanUpdateContent` from its JSON value."""
-    return _d_PlanUpdateContent(obj, None, ctx or _DEFAULT_CTX)
+    return _d_PlanUpdateContent(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
@@ -13035,13 +13465,13 @@ def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
     return value.to_dict()
 
 
-def _d_PlanId(obj: Any, path: _PathT, ctx: DecodeContext) -> PlanId:
-    return obj if obj.__class__ is str else _fail(path, "string", obj)
+def _d_PlanId(obj: Any, path: PathT, ctx: DecodeContext) -> PlanId:
+    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
 
 
 def decode_PlanId(obj: Any, ctx: DecodeContext | None = None) -> PlanId:
     """Decode a `PlanId` from its JSON value."""
-    return _d_PlanId(obj, None, ctx or _DEFAULT_CTX)
+    return _d_PlanId(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_PlanId(value: PlanId) -> Any:
@@ -13049,21 +13479,22 @@ def encode_PlanId(value: PlanId) -> Any:
     return value
 
 
-def _d_AvailableCommandInput(obj: Any, path: _PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _AvailableCommandInput_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "AvailableCommandInput", "type", tag, False)
             return UnknownAvailableCommandInput(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_AvailableCommandInput_TAGS: Final[dict[str, _Decoder]] = {
+_AvailableCommandInput_TAGS: Final[dict[str, _s.Decodes[AvailableCommandInput]]] = {
     "text": _d_TextCommandInput,
 }
 
@@ -13072,7 +13503,7 @@ def decode_AvailableCommandInput(
     obj: Any, ctx: DecodeContext | None = None
 ) -> AvailableCommandInput:
     """Decode a `AvailableCommandInput` from its JSON value."""
-    return _d_AvailableCommandInput(obj, None, ctx or _DEFAULT_CTX)
+    return _d_AvailableCommandInput(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
@@ -13080,21 +13511,22 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
     return value.to_dict()
 
 
-def _d_McpServer(obj: Any, path: _PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_McpServer_TAGS: Final[dict[str, _Decoder]] = {
+_McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
     "http": _d_McpServerHttp,
     "stdio": _d_McpServerStdio,
 }
@@ -13102,7 +13534,7 @@ _McpServer_TAGS: Final[dict[str, _Decoder]] = {
 
 def decode_McpServer(obj: Any, ctx: DecodeContext | None = None) -> McpServer:
     """Decode a `McpServer` from its JSON value."""
-    return _d_McpServer(obj, None, ctx or _DEFAULT_CTX)
+    return _d_McpServer(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_McpServer(value: McpServer) -> Any:
@@ -13110,28 +13542,29 @@ def encode_McpServer(value: McpServer) -> Any:
     return value.to_dict()
 
 
-def _d_ReplayFrom(obj: Any, path: _PathT, ctx: DecodeContext) -> ReplayFrom:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ReplayFrom(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFrom:
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _ReplayFrom_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "ReplayFrom", "type", tag, False)
             return UnknownReplayFrom(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_ReplayFrom_TAGS: Final[dict[str, _Decoder]] = {
+_ReplayFrom_TAGS: Final[dict[str, _s.Decodes[ReplayFrom]]] = {
     "start": _d_ReplayFromStart,
 }
 
 
 def decode_ReplayFrom(obj: Any, ctx: DecodeContext | None = None) -> ReplayFrom:
     """Decode a `ReplayFrom` from its JSON value."""
-    return _d_ReplayFrom(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ReplayFrom(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ReplayFrom(value: ReplayFrom) -> Any:
@@ -13140,22 +13573,23 @@ def encode_ReplayFrom(value: ReplayFrom) -> Any:
 
 
 def _d_SetSessionConfigOptionRequest(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("type", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "type"), "string", tag)
+        if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, False)
             return UnknownSetSessionConfigOptionRequest(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _Decoder]] = {
+_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _s.Decodes[SetSessionConfigOptionRequest]]] = {
     "id": _d_SetSessionConfigOptionRequestId,
     "boolean": _d_SetSessionConfigOptionRequestBoolean,
 }
@@ -13165,7 +13599,7 @@ def decode_SetSessionConfigOptionRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SetSessionConfigOptionRequest:
     """Decode a `SetSessionConfigOptionRequest` from its JSON value."""
-    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _DEFAULT_CTX)
+    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -> Any:
@@ -13173,19 +13607,19 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
     return value.to_dict()
 
 
-def _d_ClientResponse(obj: Any, path: _PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+def _d_ClientResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponse:
+    if obj.__class__ is dict or _s.is_object(obj):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_ClientResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of ClientResponse")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
 def decode_ClientResponse(obj: Any, ctx: DecodeContext | None = None) -> ClientResponse:
     """Decode a `ClientResponse` from its JSON value."""
-    return _d_ClientResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ClientResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ClientResponse(value: ClientResponse) -> Any:
@@ -13194,22 +13628,23 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 
 
 def _d_RequestPermissionOutcome(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("outcome", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "outcome"), "string", tag)
+        if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, False)
             return UnknownRequestPermissionOutcome(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_RequestPermissionOutcome_TAGS: Final[dict[str, _Decoder]] = {
+_RequestPermissionOutcome_TAGS: Final[dict[str, _s.Decodes[RequestPermissionOutcome]]] = {
     "cancelled": _d_RequestPermissionOutcomeCancelled,
     "selected": _d_SelectedPermissionOutcome,
 }
@@ -13219,7 +13654,7 @@ def decode_RequestPermissionOutcome(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionOutcome:
     """Decode a `RequestPermissionOutcome` from its JSON value."""
-    return _d_RequestPermissionOutcome(obj, None, ctx or _DEFAULT_CTX)
+    return _d_RequestPermissionOutcome(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
@@ -13228,22 +13663,23 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 
 
 def _d_CreateElicitationResponse(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict or isinstance(obj, dict):
+    if obj.__class__ is dict or _s.is_object(obj):
         tag = obj.get("action", _MISSING)
-        if tag is not _MISSING:
-            if tag.__class__ is not str:
-                _fail((path, "action"), "string", tag)
+        if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
             if decode is not None:
-                return decode(obj, path, ctx)  # type: ignore[no-any-return]
+                return decode(obj, path, ctx)
+            ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
+        if tag is not _MISSING:
+            _s.fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
-    _fail(path, "object", obj)
+    _s.fail(path, "object", obj)
 
 
-_CreateElicitationResponse_TAGS: Final[dict[str, _Decoder]] = {
+_CreateElicitationResponse_TAGS: Final[dict[str, _s.Decodes[CreateElicitationResponse]]] = {
     "accept": _d_CreateElicitationResponseAccept,
     "decline": _d_CreateElicitationResponseDecline,
     "cancel": _d_CreateElicitationResponseCancel,
@@ -13254,7 +13690,7 @@ def decode_CreateElicitationResponse(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationResponse:
     """Decode a `CreateElicitationResponse` from its JSON value."""
-    return _d_CreateElicitationResponse(obj, None, ctx or _DEFAULT_CTX)
+    return _d_CreateElicitationResponse(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
@@ -13263,28 +13699,28 @@ def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
 
 
 def _d_ElicitationContentValue(
-    obj: Any, path: _PathT, ctx: DecodeContext
+    obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return _list(obj, path, ctx, _d_str)
+        return _s.list_of(obj, path, ctx, _s.d_str)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _fail(path, "string", obj)
+        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
     if obj.__class__ is int:
-        return obj if obj.__class__ is int else _int(obj, path)
+        return obj if obj.__class__ is int else _s.as_int(obj, path)
     if obj.__class__ is float:
-        return obj if obj.__class__ is float else _num(obj, path)
+        return obj if obj.__class__ is float else _s.as_float(obj, path)
     if obj.__class__ is bool:
-        return obj if obj.__class__ is bool else _fail(path, "boolean", obj)
-    _fail(path, "string | integer | number | boolean | array", obj)
+        return obj if obj.__class__ is bool else _s.fail(path, "boolean", obj)
+    _s.fail(path, "string | integer | number | boolean | array", obj)
 
 
 def decode_ElicitationContentValue(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationContentValue:
     """Decode a `ElicitationContentValue` from its JSON value."""
-    return _d_ElicitationContentValue(obj, None, ctx or _DEFAULT_CTX)
+    return _d_ElicitationContentValue(obj, None, ctx or _s.DEFAULT_CTX)
 
 
 def encode_ElicitationContentValue(value: ElicitationContentValue) -> Any:
     """Encode a `ElicitationContentValue` to its JSON value."""
-    return _encode_any(value)
+    return _s.encode_any(value)

@@ -1,0 +1,135 @@
+"""Render helpers for decoding: how a value of each IR type is checked and decoded.
+
+`DecodePlanner._plan` is the one place that decides it; field decoders (`plan`, `failure`),
+decode expressions (`dec`) and item/variant decoders (`fn`) are all laid out from its plan.
+Helpers that are the same for every schema live in runtime/serde.py (`_s.` in types.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import EnumDef, Field, ListOf, LiteralOf, MapOf, Named, ObjectDef, Scalar, TypeExpr, UnionDef
+from .render_types import TypeView
+
+_CHECKS = {"str": "str", "bool": "bool", "object": "dict"}
+_NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "object": "object", "null": "null"}
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """The decode of one field value `v`, as the decoder template lays it out.
+
+    `cond` is an inline check (`value` when it holds, else a failure naming `expected`);
+    `call` an expression that decodes `v` and may raise DecodeError; neither: `v` as is.
+    """
+
+    cond: str | None
+    value: str
+    expected: str
+    call: str | None
+    enum: str | None = None
+
+
+class DecodePlanner(TypeView):
+    def dec(self, t: TypeExpr, v: str, p: str) -> str:
+        """An expression decoding JSON value `v` at path `p` (raises DecodeError)."""
+        plan = self._plan(t, v, p)
+        if plan.cond is None:
+            return plan.call or plan.value
+        otherwise = plan.call or (
+            f"_s.enum_fail({p}, {plan.enum!r}, {v})" if plan.enum else f"_s.fail({p}, {plan.expected!r}, {v})"
+        )
+        return f"{plan.value} if {plan.cond} else {otherwise}"
+
+    def plan(self, f: Field, index: int = 0) -> DecodePlan:
+        """How the decoder checks a present, non-null field value `v` (see DecodePlan).
+
+        A field holding a tagged union looks its variant decoder up inline (one call less on
+        the hot path); anything unusual (no tag, an unknown one) goes through the union's
+        decoder. `index` keeps the names this binds distinct per field (mypy fixes a local's
+        type at its first assignment).
+        """
+        p = f"(path, {f.wire!r})"
+        plan = self._plan(f.type, "v", p)
+        t = self.alias_target(f.type)
+        target = self.defs.get(t.name) if isinstance(t, Named) else None
+        if f.lenient or not isinstance(target, UnionDef) or target.objects is None or target.objects.tag is None:
+            return plan
+        tag, d = f"t{index}", f"d{index}"
+        cond = (
+            f"v.__class__ is dict and ({tag} := v.get({target.objects.tag!r})).__class__ is str"
+            f" and ({d} := _{target.name}_TAGS.get({tag})) is not None"
+        )
+        return DecodePlan(cond, f"{d}(v, {p}, ctx)", plan.expected, plan.call)
+
+    def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:
+        """The one place that decides how a value of type `t` is checked and decoded."""
+        t = self.alias_target(t)
+        if isinstance(t, Scalar):
+            if t.kind == "json":
+                return DecodePlan(None, v, "", None)
+            if t.kind == "null":
+                return DecodePlan(f"{v} is None", "None", "null", None)
+            if t.kind in _CHECKS:
+                return DecodePlan(f"{v}.__class__ is {_CHECKS[t.kind]}", v, _NAMES[t.kind], None)
+            fn = "_s.as_int" if t.kind == "int" else "_s.as_float"
+            return DecodePlan(f"{v}.__class__ is {t.kind}", v, _NAMES[t.kind], f"{fn}({v}, {p})")
+        if isinstance(t, LiteralOf):
+            expected = " | ".join(t.values)
+            if len(t.values) == 1:
+                # Only a string equals the one value; the literal itself is the decoded value,
+                # so type checkers see `Literal[...]` without a cast.
+                return DecodePlan(f"{v} == {t.values[0]!r}", repr(t.values[0]), expected, None)
+            # Tuple membership compares with ==, so any JSON value may be tested; `v` stays
+            # un-narrowed (Any) for mypy, pyright narrows it to the Literal: both accept it.
+            return DecodePlan(f"{v} in {t.values!r}", v, expected, None)
+        if isinstance(t, ListOf):
+            # skip_invalid drops invalid items and raises only for a non-list.
+            helper = "_s.skip_invalid" if t.skip_invalid else "_s.list_of"
+            return DecodePlan(None, v, "array", f"{helper}({v}, {p}, ctx, {self.fn(t.item)})")
+        if isinstance(t, MapOf):
+            return DecodePlan(None, v, "object", f"_s.map_of({v}, {p}, ctx, {self.fn(t.value)})")
+        target = self.defs.get(t.name)
+        if isinstance(target, EnumDef):
+            cls = "str" if target.base == "str" else "int"
+            if target.open:
+                return DecodePlan(f"{v}.__class__ is {cls}", v, _NAMES[target.base], None)
+            # _VALUES maps each value to itself, typed as the Literal (no cast call to pay).
+            cond = f"{v}.__class__ is {cls} and {v} in _{t.name}_VALUES"
+            return DecodePlan(cond, f"_{t.name}_VALUES[{v}]", f"a known {t.name}", None, enum=t.name)
+        return DecodePlan(None, v, t.name, f"_d_{t.name}({v}, {p}, ctx)")
+
+    def failure(self, f: Field) -> str:
+        """The statement for a value that failed its inline check."""
+        plan = self.plan(f)
+        p = f"(path, {f.wire!r})"
+        if f.lenient:
+            return f"inst.{f.py} = _s.tolerate(ctx, {p}, {plan.expected!r}, v, {self.fallback(f)})"
+        if plan.enum is not None:
+            return f"_s.enum_fail({p}, {plan.enum!r}, v)"
+        return f"_s.fail({p}, {plan.expected!r}, v)"
+
+    def only_required(self, o: ObjectDef) -> str:
+        """A check that an object holds only its required fields (and its tag), so the decoder
+        can set every optional field absent at once; "" where there is nothing to gain."""
+        if o.one_of_keys or all(f.required for f in o.fields):
+            return ""
+        required = sum(f.required for f in o.fields)
+        return f"len(obj) == {required}" + (f" + ({o.tag.wire!r} in obj)" if o.tag else "")
+
+    def fallback(self, f: Field) -> str:
+        """What a malformed lenient value becomes."""
+        return self.default(f.on_error) if f.on_error is not None else "UNSET"
+
+    def enum_dec(self, e: EnumDef) -> str:
+        return self.dec(Named(e.name, "enum"), "obj", "None")
+
+    def fn(self, t: TypeExpr) -> str:
+        """A decoder function `(value, path, ctx)` for list items and union variants."""
+        t = self.alias_target(t)
+        if isinstance(t, Named) and not isinstance(self.defs.get(t.name), EnumDef):
+            return f"_d_{t.name}"
+        if isinstance(t, Scalar):
+            return f"_s.d_{t.kind}"
+        return f"lambda x, p, ctx: {self.dec(t, 'x', 'p')}"

@@ -1,0 +1,178 @@
+"""Render helpers shared by every template: type hints, typed defaults, the order aliases are
+written in, and which `typing` names `types.py` needs (so no import is ever unused)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .ir import (
+    AliasDef,
+    Default,
+    DefaultList,
+    DefaultMap,
+    DefaultScalar,
+    Definition,
+    EnumDef,
+    ListOf,
+    LiteralOf,
+    MapOf,
+    Named,
+    ObjectDef,
+    Package,
+    Scalar,
+    TypeExpr,
+    UnionDef,
+)
+
+_HINTS = {"str": "str", "int": "int", "float": "float", "bool": "bool", "json": "Any", "object": "JsonObject"}
+_HINTS["null"] = "None"
+
+
+class TypeView:
+    """The package's definitions by name, so filters can see through aliases."""
+
+    def __init__(self, package: Package) -> None:
+        self.pkg = package
+        self.defs: dict[str, Definition] = {d.name: d for d in package.definitions}
+
+    def alias_target(self, t: TypeExpr) -> TypeExpr:
+        while isinstance(t, Named):
+            target = self.defs.get(t.name)
+            if not isinstance(target, AliasDef):
+                break
+            t = target.target
+        return t
+
+    # -- type hints ----------------------------------------------------------------
+    def hint(self, t: TypeExpr) -> str:
+        if isinstance(t, Scalar):
+            return _HINTS[t.kind]
+        if isinstance(t, Named):
+            return t.name
+        if isinstance(t, ListOf):
+            return f"list[{self.hint(t.item)}]"
+        if isinstance(t, MapOf):
+            return f"dict[str, {self.hint(t.value)}]"
+        return "Literal[" + ", ".join(repr(v) for v in t.values) + "]"
+
+    def field_hint(self, f: Any) -> str:
+        h = self.hint(f.type)
+        if f.nullable:
+            h += " | None"
+        if not f.required and f.default is None:
+            h += " | Unset"
+        return h
+
+    # -- defaults ------------------------------------------------------------------
+    def default(self, d: Default) -> str:
+        if isinstance(d, DefaultScalar):
+            return repr(d.value)
+        if isinstance(d, DefaultList):
+            return "[" + ", ".join(self.default(i) for i in d.items) + "]"
+        if isinstance(d, DefaultMap):
+            return "{" + ", ".join(f"{k!r}: {self.default(i)}" for k, i in d.items) + "}"
+        return f"{d.cls}(" + ", ".join(f"{k}={self.default(i)}" for k, i in d.args) + ")"
+
+    def is_mutable_default(self, d: Default) -> bool:
+        return not isinstance(d, DefaultScalar)
+
+    # -- ordering ------------------------------------------------------------------
+    def aliases_in_order(self) -> list[Definition]:
+        """Type aliases and unions after the classes, each after the aliases it names."""
+        pending = [d for d in self.pkg.definitions if isinstance(d, (AliasDef, UnionDef))]
+        names = {d.name for d in pending}
+        done: set[str] = set()
+        out: list[Definition] = []
+        while pending:
+            progressed = False
+            for d in list(pending):
+                deps = {t.name for t in _types_of(d) if isinstance(t, Named)} & names
+                if deps <= done:
+                    out.append(d)
+                    done.add(d.name)
+                    pending.remove(d)
+                    progressed = True
+            if not progressed:  # a cycle through aliases; the IR rejects these earlier
+                out.extend(pending)
+                break
+        return out
+
+    # -- imports -------------------------------------------------------------------
+    def typing_names(self) -> list[str]:
+        """The `typing` names types.py uses, decided from the IR (the template only prints)."""
+        defs = self.pkg.definitions
+        literals = [t for d in defs for t in _types_of(d) if isinstance(t, LiteralOf)]
+        needs = {
+            "Any": True,
+            "Final": True,
+            "ClassVar": any(isinstance(d, ObjectDef) and d.tag for d in defs),
+            "Literal": bool(literals) or any(isinstance(d, (EnumDef, ObjectDef)) and _literal(d) for d in defs),
+            "TypeAlias": any(isinstance(d, (EnumDef, AliasDef, UnionDef)) for d in defs),
+        }
+        return sorted((name for name, needed in needs.items() if needed), key=lambda n: (n[0].islower(), n))
+
+
+def _literal(d: EnumDef | ObjectDef) -> bool:
+    return isinstance(d, EnumDef) or d.tag is not None
+
+
+def _walk(t: TypeExpr) -> Iterator[TypeExpr]:
+    yield t
+    if isinstance(t, ListOf):
+        yield from _walk(t.item)
+    elif isinstance(t, MapOf):
+        yield from _walk(t.value)
+
+
+def _types_of(d: Definition) -> Iterator[TypeExpr]:
+    """Every type expression a definition holds, nested ones included."""
+    if isinstance(d, AliasDef):
+        yield from _walk(d.target)
+    elif isinstance(d, UnionDef):
+        for v in d.variants:
+            yield from _walk(v.type)
+    elif isinstance(d, ObjectDef):
+        for f in d.fields:
+            yield from _walk(f.type)
+
+
+@dataclass(frozen=True)
+class KeywordParam:
+    """One keyword argument of a proxy method's keyword form: a field of its params object."""
+
+    name: str
+    hint: str  # as spelled in a role module (`types.`-qualified)
+    default: str | None  # None: required; `...` for a mutable default (the dataclass builds it)
+
+
+def keyword_params(renderer: TypeView, params: str) -> list[KeywordParam] | None:
+    """The keyword form of a proxy method taking `params`; None when params is not one object
+    (a union: the caller passes one of its variant objects)."""
+    d = renderer.defs.get(params)
+    if not isinstance(d, ObjectDef):
+        return None
+    out: list[KeywordParam] = []
+    for f in d.fields:
+        hint = _qualified_hint(f.type) + (" | None" if f.nullable else "")
+        default: str | None = None
+        if f.default is not None:
+            default = "..." if renderer.is_mutable_default(f.default) else renderer.default(f.default)
+        elif not f.required:
+            hint, default = hint + " | types.Unset", "types.UNSET"
+        out.append(KeywordParam(f.py, hint, default))
+    return out
+
+
+def _qualified_hint(t: TypeExpr) -> str:
+    """A type hint as a role module spells it: protocol names through `types.`."""
+    if isinstance(t, Scalar):
+        return "types.JsonObject" if t.kind == "object" else _HINTS[t.kind]
+    if isinstance(t, Named):
+        return f"types.{t.name}"
+    if isinstance(t, ListOf):
+        return f"list[{_qualified_hint(t.item)}]"
+    if isinstance(t, MapOf):
+        return f"dict[str, {_qualified_hint(t.value)}]"
+    return "typing.Literal[" + ", ".join(repr(v) for v in t.values) + "]"

@@ -1,0 +1,407 @@
+"""What every generated `types.py` shares: the decode context, errors, JSON helpers and the
+small checks its generated decoders call.
+
+This module is the same for every schema; `types` re-exports what users need (`UNSET`,
+`Unset`, `DecodeContext`, `DecodeError`, `LenientWarning`, `JsonObject`, `loads`, `dumps`,
+`format_path`). The other names are the generated decoders' building blocks: public here so
+`types` can import them, but not part of the package's documented API.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
+
+_orjson: Any
+try:  # an optional speed-up; never required
+    _orjson = importlib.import_module("orjson")
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+_log = logging.getLogger(__name__)
+
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object as decoded by `json.loads`."""
+PathT: TypeAlias = "tuple[PathT, str | int] | None"
+"""A JSON path as a linked list, innermost key last: `((None, "params"), "prompt")`."""
+Decoder: TypeAlias = "Callable[[Any, PathT, DecodeContext], Any]"
+"""A generated decoder: `(value, path, ctx)` -> the decoded value, or raises DecodeError."""
+
+_T = TypeVar("_T")
+Decodes: TypeAlias = "Callable[[Any, PathT, DecodeContext], _T]"
+"""A decoder of a `_T` (the variant decoders of a union's tag table)."""
+
+
+class Unset(enum.Enum):
+    """The type of `UNSET`: a field absent from the wire (JSON `null` is `None`)."""
+
+    UNSET = "UNSET"
+
+    def __bool__(self) -> Literal[False]:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = Unset.UNSET
+MISSING: Final[Any] = object()
+"""What `dict.get` returns for an absent key in the decoders (never seen by users)."""
+new: Final = object.__new__
+"""Builds an instance without calling `__init__`; the decoder then sets every field."""
+
+
+def format_path(path: PathT) -> str:
+    """`((None, "params"), "prompt"), 0)` -> `params.prompt[0]`."""
+    keys: list[str | int] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    out = ""
+    for key in reversed(keys):
+        if isinstance(key, int):
+            out += f"[{key}]"
+        else:
+            out += f".{key}" if out else key
+    return out
+
+
+class DecodeError(ValueError):
+    """Input that does not fit the schema; `path` is the JSON path (`prompt[0].type`)."""
+
+    def __init__(self, path: PathT, message: str) -> None:
+        self.path = format_path(path)
+        self.message = message
+        super().__init__(f"{self.path or '<root>'}: {message}")
+
+
+WarningKind: TypeAlias = Literal["tolerated", "unknown_field", "unknown_variant"]
+
+
+@dataclass(frozen=True)
+class LenientWarning:
+    """Something decoding accepted that a context reports.
+
+    `kind` is "tolerated" for a malformed value the schema says to tolerate (replaced by its
+    default or dropped), and, with `DecodeContext(report_unknown=True)`, "unknown_field" for a
+    wire field the schema does not know (kept in `extra`) or "unknown_variant" for a union tag
+    it does not know (kept as `Unknown<Union>`). `strict_rejects`: strict mode raises instead.
+    """
+
+    path: str
+    message: str
+    kind: WarningKind = "tolerated"
+    strict_rejects: bool = True
+
+
+class DecodeContext:
+    """How to decode: `strict=True` turns tolerated values (and unknown tags of closed unions)
+    into errors; `report_unknown=True` also reports every unknown field and union variant.
+    Warnings are collected in `warnings` (the latest `max_kept`) and passed to `on_warning`."""
+
+    __slots__ = ("strict", "warnings", "on_warning", "max_kept", "report_unknown")
+
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        on_warning: Callable[[LenientWarning], None] | None = None,
+        max_kept: int = 1000,
+        report_unknown: bool = False,
+    ) -> None:
+        self.strict = strict
+        self.warnings: list[LenientWarning] = []
+        self.on_warning = on_warning
+        # A context can live as long as a connection: keep only the latest warnings.
+        self.max_kept = max_kept
+        self.report_unknown = report_unknown
+
+    def lenient(self, path: PathT, problem: str, action: str = "using the default") -> None:
+        """Report a tolerated value; in strict mode it is an error instead."""
+        if self.strict:
+            raise DecodeError(path, problem)
+        self.warn(LenientWarning(format_path(path), f"{problem}; {action}"))
+
+    def tolerated(self, path: PathT, exc: DecodeError, action: str = "using the default") -> None:
+        """Report a tolerated nested failure; strict mode raises `exc` (with its inner path)."""
+        if self.strict:
+            raise exc
+        self.warn(
+            LenientWarning(
+                format_path(path), f"{exc.message} (at {exc.path or '<root>'}); {action}"
+            )
+        )
+
+    def unknown_fields(self, path: PathT, extra: JsonObject) -> None:
+        """Report wire fields kept in `extra` (with `report_unknown`)."""
+        if self.report_unknown:
+            for key in extra:
+                where = format_path((path, key))
+                self.warn(
+                    LenientWarning(where, "unknown field, kept in extra", "unknown_field", False)
+                )
+
+    def unknown_variant(self, path: PathT, union: str, wire: str, tag: str, closed: bool) -> None:
+        """An unknown tag of `union`: an error in strict mode where the schema closes the union,
+        else kept raw and (with `report_unknown`) reported."""
+        if closed and self.strict:
+            raise DecodeError((path, wire), f"{tag!r} is not a known {union} variant")
+        if self.report_unknown:
+            message = f"unknown {union} variant {wire}={tag!r}, kept as Unknown{union}"
+            self.warn(LenientWarning(format_path(path), message, "unknown_variant", closed))
+
+    def warn(self, warning: LenientWarning) -> None:
+        self.warnings.append(warning)
+        if len(self.warnings) > self.max_kept:
+            del self.warnings[: len(self.warnings) - self.max_kept]
+        if self.on_warning is not None:
+            self.on_warning(warning)
+
+
+class _LoggingContext(DecodeContext):
+    """The default context: tolerated values are logged, never kept (no unbounded growth)."""
+
+    __slots__ = ()
+
+    def warn(self, warning: LenientWarning) -> None:
+        _log.warning("tolerated invalid value at %s: %s", warning.path or "<root>", warning.message)
+
+
+DEFAULT_CTX: Final[DecodeContext] = _LoggingContext()
+
+
+def describe(value: object) -> str:
+    """The JSON type of a decoded value, for error messages."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def fail(path: PathT, expected: str, value: object) -> NoReturn:
+    raise DecodeError(path, f"expected {expected}, got {describe(value)}")
+
+
+def enum_fail(path: PathT, name: str, value: object) -> NoReturn:
+    if isinstance(value, str):
+        raise DecodeError(path, f"{value!r} is not a known {name}")
+    fail(path, name, value)
+
+
+def is_object(value: object) -> bool:
+    """A JSON object: a dict (or a dict subclass a caller built)."""
+    return isinstance(value, dict)
+
+
+def as_int(value: Any, path: PathT) -> int:
+    """A non-int JSON number that is an integer (`2.0`)."""
+    if value.__class__ is float and value.is_integer():
+        return int(value)
+    fail(path, "integer", value)
+
+
+def as_float(value: Any, path: PathT) -> float:
+    """A non-float JSON number: an int is a number too."""
+    if value.__class__ is int:
+        return value
+    fail(path, "number", value)
+
+
+def skip_invalid(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> list[Any]:
+    """x-deserialize-skip-invalid-items: invalid items are dropped (and reported)."""
+    if value.__class__ is not list:
+        fail(path, "array", value)
+    out: list[Any] = []
+    for i, x in enumerate(value):
+        try:
+            out.append(item(x, (path, i), ctx))
+        except DecodeError as exc:
+            ctx.tolerated((path, i), exc, "item dropped")
+    return out
+
+
+def missing(path: PathT, wire: str) -> NoReturn:
+    raise DecodeError((path, wire), "missing required field")
+
+
+def tolerate(ctx: DecodeContext, path: PathT, expected: str, value: object, fallback: _T) -> _T:
+    """x-deserialize-default-on-error: report the malformed value, use the default."""
+    ctx.lenient(path, f"expected {expected}, got {describe(value)}")
+    return fallback
+
+
+def tolerated(ctx: DecodeContext, path: PathT, exc: DecodeError, fallback: _T) -> _T:
+    """x-deserialize-default-on-error for a nested value: report where it broke, use the default."""
+    ctx.tolerated(path, exc)
+    return fallback
+
+
+def list_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> list[Any]:
+    if value.__class__ is not list:
+        fail(path, "array", value)
+    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
+
+
+def map_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> dict[str, Any]:
+    if value.__class__ is not dict:
+        fail(path, "object", value)
+    return {k: item(x, (path, k), ctx) for k, x in cast(JsonObject, value).items()}
+
+
+def d_str(value: Any, path: PathT, ctx: DecodeContext) -> str:
+    return value if value.__class__ is str else fail(path, "string", value)
+
+
+def d_bool(value: Any, path: PathT, ctx: DecodeContext) -> bool:
+    return value if value.__class__ is bool else fail(path, "boolean", value)
+
+
+def d_int(value: Any, path: PathT, ctx: DecodeContext) -> int:
+    return value if value.__class__ is int else as_int(value, path)
+
+
+def d_float(value: Any, path: PathT, ctx: DecodeContext) -> float:
+    return value if value.__class__ is float else as_float(value, path)
+
+
+def d_object(value: Any, path: PathT, ctx: DecodeContext) -> JsonObject:
+    return cast(JsonObject, value) if value.__class__ is dict else fail(path, "object", value)
+
+
+def d_null(value: Any, path: PathT, ctx: DecodeContext) -> None:
+    return None if value is None else fail(path, "null", value)
+
+
+def d_json(value: Any, path: PathT, ctx: DecodeContext) -> Any:
+    return value
+
+
+def extra_fields(
+    obj: JsonObject, known: frozenset[str], path: PathT, ctx: DecodeContext
+) -> JsonObject:
+    """The wire fields a class does not know (kept in its `extra`); reported if asked."""
+    extra = {k: x for k, x in obj.items() if k not in known}
+    if ctx.report_unknown:
+        ctx.unknown_fields(path, extra)
+    return extra
+
+
+def merge_extra(d: JsonObject, extra: JsonObject) -> None:
+    for k, x in extra.items():
+        d.setdefault(k, x)
+
+
+def check_tag(obj: Any, wire: str, value: str) -> None:
+    """A variant class decoded on its own: a tag, if present, must be its own."""
+    if obj.__class__ is dict and wire in obj and obj[wire] != value:
+        raise DecodeError((None, wire), f"expected {value!r}, got {obj[wire]!r}")
+
+
+def encode_any(value: object) -> Any:
+    """Encode a union value: a generated class, a list of them, or a JSON scalar."""
+    to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    if isinstance(value, list):
+        return [encode_any(x) for x in cast("list[object]", value)]
+    return value
+
+
+def loads(data: str | bytes) -> Any:
+    """Parse JSON text; a syntax error is a `DecodeError` at the root.
+
+    Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
+    and spotting those first costs more than it saves.
+    """
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(None, f"invalid JSON: {exc}") from None
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
+    if _orjson is not None:
+        try:
+            text: str = _orjson.dumps(value).decode()
+            return text
+        except TypeError:
+            pass  # a big integer or a lone surrogate: the standard library writes both
+    return _ENCODER.encode(value)
+
+
+_W = TypeVar("_W", bound="Wire")
+
+
+class Wire:
+    """What every generated class shares: JSON helpers around its generated codec.
+
+    A generated class names its decoder (and its union tag) in its class statement:
+    `class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text"))`.
+    """
+
+    __slots__ = ()
+    _decode: ClassVar[Decoder]
+    _tag: ClassVar[tuple[str, str] | None] = None
+
+    def __init_subclass__(
+        cls, *, decoder: Decoder | None = None, tag: tuple[str, str] | None = None
+    ) -> None:
+        super().__init_subclass__()
+        # dataclass(slots=True) rebuilds the class without these arguments: keep what is set.
+        if decoder is not None:
+            cls._decode = decoder
+            cls._tag = tag
+
+    @classmethod
+    def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
+        """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
+        if cls._tag is not None:
+            check_tag(obj, *cls._tag)
+        value: _W = cls._decode(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
+        return value
+
+    @classmethod
+    def from_json(cls: type[_W], data: str | bytes, ctx: DecodeContext | None = None) -> _W:
+        return cls.from_dict(loads(data), ctx)
+
+    def to_dict(self) -> JsonObject:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict())
+
+    # repr and == are shared here instead of generated per class by @dataclass: that keeps
+    # importing the package fast (one exec'd method less per class).
+    def __repr__(self) -> str:
+        fields = dataclasses.fields(cast(Any, self))
+        args = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields if f.repr)
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        fields = dataclasses.fields(cast(Any, self))
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields if f.compare)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq

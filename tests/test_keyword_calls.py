@@ -1,0 +1,472 @@
+"""Proxy methods take their params object or its fields as keywords, and requests a timeout.
+
+Static: mypy --strict and basedpyright (strict) see the keyword form's names and types, on a
+snippet whose wrong lines are marked; both checkers must flag exactly those lines. Runtime:
+both forms put the same bytes on the wire, mixing them is a TypeError, and a request that
+times out raises TimeoutError after sending `$/cancel_request`. A hand-made schema whose
+params fields are named `self`, `timeout`, `class`, `params` and `fields` still generates a
+working, type-clean keyword form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Awaitable
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import client
+import pytest
+from client import types as ct
+
+from codegen.generate import Target, generate_files
+from codegen.write import write_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+TIMEOUT = 5.0
+
+# Every line marked `# error` must be flagged by both checkers; no other line may be.
+SNIPPET = """
+from __future__ import annotations
+
+from client import AgentProxy, types
+
+
+async def calls(agent: AgentProxy) -> list[object]:
+    text = types.TextContent(text="hi")
+    out: list[object] = []
+    out.append(await agent.session_prompt(session_id="s", prompt=[text]))
+    out.append(await agent.session_prompt(types.PromptRequest(session_id="s", prompt=[text]), timeout=1.5))
+    out.append(await agent.session_prompt(session_id="s", prompt=[], meta={"k": 1}, timeout=None))
+    out.append(await agent.initialize(protocol_version=1))
+    out.append(await agent.initialize(protocol_version=1, client_capabilities=types.ClientCapabilities()))
+    out.append(await agent.logout())
+    out.append(await agent.session_new(cwd="/", mcp_servers=[], timeout=3))
+    option = types.SetSessionConfigOptionRequestBoolean(session_id="s", config_id="c", value=True)
+    out.append(await agent.session_set_config_option(option, timeout=2.0))
+    await agent.session_cancel(session_id="s")
+    await agent.session_cancel(types.CancelNotification(session_id="s"))
+    reply: types.PromptResponse = await agent.session_prompt(session_id="s", prompt=[])
+    out.append(reply)
+    out.append(await agent.session_prompt(session_id="s", promt=[text]))  # error: wrong keyword
+    out.append(await agent.session_prompt(session_id=1, prompt=[text]))  # error: wrong type
+    out.append(await agent.session_prompt(session_id="s", prompt=["hi"]))  # error: wrong item type
+    out.append(await agent.session_prompt(session_id="s"))  # error: a required field missing
+    out.append(await agent.session_prompt(types.PromptRequest(session_id="s", prompt=[]), session_id="s"))  # error
+    out.append(await agent.session_prompt(types.CancelNotification(session_id="s")))  # error: wrong object
+    out.append(await agent.session_prompt(session_id="s", prompt=[], timeout="soon"))  # error: timeout type
+    await agent.session_cancel(session_id="s", timeout=1.0)  # error: notifications take no timeout
+    out.append(await agent.session_set_config_option(session_id="s", config_id="c", value=True))  # error: union
+    wrong: types.NewSessionResponse = await agent.session_prompt(session_id="s", prompt=[])  # error: result type
+    out.append(wrong)
+    return out
+"""
+
+
+def marked_lines(source: str) -> set[int]:
+    return {n for n, line in enumerate(source.splitlines(), 1) if "# error" in line}
+
+
+def error_lines(output: str, file: str) -> set[int]:
+    """Lines of `file` with an error, from mypy (`f.py:3: error:`) or pyright (`f.py:3:5 - error:`)."""
+    pattern = re.compile(rf"(?:^|[\s/]){re.escape(file)}:(\d+)(?::\d+ -|:) error", re.M)
+    return {int(m.group(1)) for m in pattern.finditer(output)}
+
+
+@pytest.fixture(scope="session")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """One mypy and one basedpyright run over the snippet and the generated role packages."""
+    work = tmp_path_factory.mktemp("keyword_static")
+    packages = {
+        "client": "client",
+        "agent": "agent",
+        "unstable_client": "unstable/client",
+        "unstable_agent": "unstable/agent",
+        "v2_client": "v2/client",
+        "v2_agent": "v2/agent",
+    }
+    for name, path in packages.items():
+        shutil.copytree(ROOT / "generated" / path, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "snippet.py").write_text(SNIPPET)
+    role_files = [f"{name}/{name.rsplit('_', 1)[-1]}.py" for name in packages]
+    config = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": ["snippet.py", *role_files]}
+    (work / "pyrightconfig.json").write_text(json.dumps(config))
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(work / ".mypy"),
+            "--no-error-summary",
+            "snippet.py",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    pyright = subprocess.run(
+        [str(Path(sys.executable).parent / "basedpyright"), "--project", str(work / "pyrightconfig.json")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    return work, mypy.stdout + mypy.stderr, pyright.stdout + pyright.stderr
+
+
+def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
+    _, mypy, _ = checked
+    assert "snippet.py" in mypy  # the run reached the snippet
+    assert error_lines(mypy, "snippet.py") == marked_lines(SNIPPET), mypy
+    assert 'Unexpected keyword argument "promt"' in mypy
+
+
+def test_pyright_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
+    _, _, pyright = checked
+    assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
+
+
+def test_role_modules_are_pyright_strict_clean(checked: tuple[Path, str, str]) -> None:
+    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry points."""
+    work, _, pyright = checked
+    role_files = sorted(work.glob("*/agent.py")) + sorted(work.glob("*/client.py"))
+    assert len(role_files) == 6
+    found = [f"{rel}:{n}" for rel in (str(f.relative_to(work)) for f in role_files) for n in error_lines(pyright, rel)]
+    assert re.search(r"\d+ errors?, \d+ warnings?", pyright), pyright  # the run happened
+    assert not found, pyright
+
+
+# -- runtime ----------------------------------------------------------------------------------
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def bounded() -> T:
+        return await asyncio.wait_for(coro, TIMEOUT)
+
+    return asyncio.run(bounded())
+
+
+class Pipe:
+    def __init__(self) -> None:
+        self.reader = asyncio.StreamReader()
+
+    def write(self, data: bytes) -> None:
+        self.reader.feed_data(data)
+
+    async def drain(self) -> None:
+        await asyncio.sleep(0)
+
+    def close(self) -> None:
+        self.reader.feed_eof()
+
+
+class QuietClient(client.Client):
+    async def session_update(self, params: ct.SessionNotification) -> None:
+        return None
+
+    async def session_request_permission(self, params: ct.RequestPermissionRequest) -> ct.RequestPermissionResponse:
+        return ct.RequestPermissionResponse(outcome=ct.RequestPermissionOutcomeCancelled())
+
+
+class RawAgent:
+    """The agent side as raw JSON lines, in front of a generated client's proxy."""
+
+    def __init__(self) -> None:
+        self.to_client = Pipe()
+        self.from_client = Pipe()
+        self.proxy, self.connection = client.connect(QuietClient(), self.to_client.reader, self.from_client)
+        self.task = asyncio.ensure_future(self.connection.run())
+
+    async def recv(self) -> Any:
+        line = await asyncio.wait_for(self.from_client.reader.readline(), TIMEOUT)
+        assert line, "the client closed its output"
+        return json.loads(line)
+
+    def answer(self, msg_id: Any, result: Any) -> None:
+        self.to_client.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}).encode() + b"\n")
+
+    async def call(self, call: Awaitable[T], result: Any) -> tuple[Any, T]:
+        """Run a proxy request; answer it with `result`; return what was sent and the reply."""
+        pending = asyncio.ensure_future(call)
+        sent = await self.recv()
+        self.answer(sent["id"], result)
+        return sent, await pending
+
+    async def close(self) -> None:
+        self.to_client.close()
+        await asyncio.wait_for(self.task, TIMEOUT)
+
+
+def test_keyword_and_object_forms_send_the_same_message() -> None:
+    async def scenario() -> list[Any]:
+        peer = RawAgent()
+        text = ct.TextContent(text="hi")
+        sent = []
+        for call in (
+            peer.proxy.session_prompt(session_id="s1", prompt=[text], meta={"k": 1}),
+            peer.proxy.session_prompt(ct.PromptRequest(session_id="s1", prompt=[text], meta={"k": 1})),
+            peer.proxy.initialize(protocol_version=1),
+            peer.proxy.initialize(ct.InitializeRequest(protocol_version=1)),
+        ):
+            message, _ = await peer.call(call, {"stopReason": "end_turn", "protocolVersion": 1})
+            sent.append(message)
+        await peer.proxy.session_cancel(session_id="s1")
+        sent.append(await peer.recv())
+        await peer.close()
+        return sent
+
+    prompt_kw, prompt_obj, init_kw, init_obj, cancel = run(scenario())
+    assert (
+        prompt_kw["params"]
+        == prompt_obj["params"]
+        == {
+            "sessionId": "s1",
+            "prompt": [{"type": "text", "text": "hi"}],
+            "_meta": {"k": 1},
+        }
+    )
+    assert prompt_kw["method"] == "session/prompt"
+    # The dataclass default applies in the keyword form too.
+    assert init_kw["params"] == init_obj["params"]
+    assert init_kw["params"]["clientCapabilities"] == ct.ClientCapabilities().to_dict()
+    assert cancel == {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}}
+
+
+def test_mixing_the_forms_or_a_wrong_keyword_is_a_type_error_and_sends_nothing() -> None:
+    async def scenario() -> list[str]:
+        peer = RawAgent()
+        errors = []
+        request = ct.PromptRequest(session_id="s", prompt=[])
+        cancel = ct.CancelNotification(session_id="s")
+        for bad in (
+            lambda: peer.proxy.session_prompt(request, session_id="s"),  # type: ignore[call-overload]
+            lambda: peer.proxy.session_prompt(session_id="s", promt=[]),  # type: ignore[call-overload]
+            lambda: peer.proxy.session_prompt(session_id="s"),  # type: ignore[call-overload]
+            lambda: peer.proxy.session_cancel(cancel, session_id="s"),  # type: ignore[call-overload]
+        ):
+            with pytest.raises(TypeError) as info:
+                await bad()
+            errors.append(str(info.value))
+        # Nothing reached the wire: the next message is this one.
+        message, _ = await peer.call(peer.proxy.session_prompt(session_id="ok", prompt=[]), {"stopReason": "end_turn"})
+        assert message["params"] == {"sessionId": "ok", "prompt": []}
+        await peer.close()
+        return errors
+
+    mixed, typo, missing, mixed_notification = run(scenario())
+    assert mixed == "session_prompt() takes a types.PromptRequest or its fields as keywords, not both"
+    assert "promt" in typo
+    assert "prompt" in missing
+    assert "session_cancel()" in mixed_notification and "not both" in mixed_notification
+
+
+def test_timeout_raises_timeout_error_and_cancels_the_request() -> None:
+    async def scenario() -> tuple[Any, Any, Any]:
+        peer = RawAgent()
+        call = asyncio.ensure_future(peer.proxy.session_new(cwd="/", mcp_servers=[], timeout=0.05))
+        sent = await peer.recv()
+        with pytest.raises(TimeoutError):
+            await call
+        cancel = await peer.recv()
+        assert not peer.connection._pending  # the entry is gone
+        # A late answer for the timed-out id is dropped; the connection keeps working.
+        peer.answer(sent["id"], {"sessionId": "late"})
+        message, reply = await peer.call(peer.proxy.session_new(cwd="/", mcp_servers=[]), {"sessionId": "next"})
+        await peer.close()
+        return sent, cancel, (message, reply)
+
+    sent, cancel, (message, reply) = run(scenario())
+    assert sent["method"] == "session/new"
+    assert cancel == {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": sent["id"]}}
+    assert message["id"] != sent["id"]
+    assert reply.session_id == "next"
+
+
+# -- names that clash with the method's own parameters ----------------------------------------
+
+CLASH_SCHEMA = {
+    "$defs": {
+        "NewSessionRequest": {
+            "type": "object",
+            "properties": {
+                "self": {"type": "string"},
+                "timeout": {"type": "integer"},
+                "class": {"type": "string"},
+                "params": {"type": "object"},
+                "fields": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["self", "timeout"],
+            "x-side": "agent",
+            "x-method": "session/new",
+        },
+        "NewSessionResponse": {
+            "type": "object",
+            "properties": {"sessionId": {"type": "string"}},
+            "required": ["sessionId"],
+            "x-side": "agent",
+            "x-method": "session/new",
+        },
+    }
+}
+CLASH_META = {"version": 1, "agentMethods": {"session_new": "session/new"}, "clientMethods": {}, "protocolMethods": {}}
+
+CLASH_SNIPPET = """
+from __future__ import annotations
+
+from clash_pkg import AgentProxy, types
+
+
+async def calls(agent: AgentProxy) -> list[types.NewSessionResponse]:
+    return [
+        await agent.session_new(self="a", timeout=3, class_="c", params={"x": 1}, fields=["f"], timeout_=2.0),
+        await agent.session_new(types.NewSessionRequest(self="a", timeout=3), timeout_=None),
+        await agent.session_new(self="a", timeout=3.5),  # error: timeout is the field here
+        await agent.session_new(self="a", timeout=3, klass="c"),  # error: unknown keyword
+    ]
+"""
+
+
+@pytest.fixture(scope="module")
+def clash_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModuleType]:
+    work = tmp_path_factory.mktemp("clash")
+    schema_dir = work / "schema"
+    schema_dir.mkdir()
+    (schema_dir / "schema.json").write_text(json.dumps(CLASH_SCHEMA))
+    (schema_dir / "meta.json").write_text(json.dumps(CLASH_META))
+    target = Target("client", work / "clash_pkg", str(schema_dir))
+    write_tree(target.out, generate_files(target))
+    sys.path.insert(0, str(work))
+    try:
+        return work, importlib.import_module("clash_pkg")
+    finally:
+        sys.path.remove(str(work))
+
+
+def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
+    clash_pkg: tuple[Path, ModuleType],
+) -> None:
+    work, pkg = clash_pkg
+    source = (work / "clash_pkg" / "client.py").read_text()
+    assert "async def session_new(\n        _self," in source
+    assert "timeout_: float | None = None" in source
+
+    async def scenario() -> tuple[Any, Any]:
+        to_client, from_client = Pipe(), Pipe()
+
+        class Quiet(pkg.Client):  # type: ignore[misc, name-defined]
+            pass
+
+        proxy, connection = pkg.connect(Quiet(), to_client.reader, from_client)
+        serving = asyncio.ensure_future(connection.run())
+        call = asyncio.ensure_future(
+            proxy.session_new(self="a", timeout=3, class_="c", params={"x": 1}, fields=["f"], timeout_=0.05)
+        )
+        sent = json.loads(await from_client.reader.readline())
+        with pytest.raises(TimeoutError):  # timeout_ is the call's timeout
+            await call
+        to_client.close()
+        await asyncio.wait_for(serving, TIMEOUT)
+        return sent, json.loads(await from_client.reader.readline())
+
+    sent, cancel = run(scenario())
+    assert sent["params"] == {"self": "a", "timeout": 3, "class": "c", "params": {"x": 1}, "fields": ["f"]}
+    assert cancel["method"] == "$/cancel_request"
+
+
+def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> None:
+    work, _ = clash_pkg
+    (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(work / ".mypy"),
+            "--no-error-summary",
+            "clash_pkg",
+            "clash_snippet.py",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    output = mypy.stdout + mypy.stderr
+    assert "clash_snippet.py" in output
+    assert error_lines(output, "clash_snippet.py") == marked_lines(CLASH_SNIPPET), output
+    # The role module is clean (conformance.py assumes an `initialize` this tiny schema lacks).
+    assert "clash_pkg/client.py" not in output, output
+
+
+def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
+    """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
+    examples = ROOT / "examples"
+    sources = [examples / "echo_client.py", examples / "echo_agent.py"]
+    keyword_calls = re.compile(r"await self\.(?:agent|peer)\.\w+\(\w+=")
+    assert all(keyword_calls.search(path.read_text()) for path in sources)
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(tmp_path),
+            *map(str, sources),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+
+
+def test_readme_examples_type_check(tmp_path: Path) -> None:
+    """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    examples = {"agent": "from myagent.acp import", "client": "from myclient.acp import"}
+    for role, marker in examples.items():
+        (source,) = [block for block in blocks if marker in block]
+        (tmp_path / f"readme_{role}.py").write_text(source.replace(marker, f"from {role} import"))
+    calls = [block for block in blocks if "await agent.session_prompt(" in block and "import" not in block]
+    assert calls, "the README shows the calling forms"
+    header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"
+    (tmp_path / "readme_calls.py").write_text(header + textwrap.indent(calls[0], "    "))
+    mypy = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-version",
+            "3.10",
+            "--cache-dir",
+            str(tmp_path / ".m"),
+            *[f"readme_{name}.py" for name in (*examples, "calls")],
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
