@@ -46,7 +46,7 @@ CONTEXT = {
     "handled": ("tuple[Method, ...]", "the methods this role answers (`pkg.handled()`)"),
     "called": ("tuple[Method, ...]", "the methods this role calls on its peer (`pkg.called()`)"),
     "uses_method_names": ("bool", "whether the role module refers to `methods.<CONST>` (imports `methods`)"),
-    "proxy_has_methods": ("bool", "whether the proxy has any method (the role module then uses `METHODS` and `typing`)"),
+    "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
 }
 
