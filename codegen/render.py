@@ -84,6 +84,8 @@ class Renderer(DecodePlanner):
         return f"{v}.to_dict()"
 
     def differs_from_default(self, f: Field, expr: str) -> str:
+        """`expr` differs from the field's default. Templates put it first in an `or`: a long
+        condition ending in a call (`!= Caps(a=False)`) is split differently by black and ruff."""
         assert f.default is not None
         if isinstance(f.default, DefaultScalar) and (f.default.value is None or isinstance(f.default.value, bool)):
             return f"{expr} is not {f.default.value!r}"

@@ -3036,11 +3036,11 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "type" not in self.__acp_absent__ or self.type != "object":
+        if self.type != "object" or "type" not in self.__acp_absent__:
             d["type"] = self.type
         if (v2 := self.title) is not UNSET:
             d["title"] = None if v2 is None else v2
-        if "properties" not in self.__acp_absent__ or self.properties != {}:
+        if self.properties != {} or "properties" not in self.__acp_absent__:
             d["properties"] = {k: x.to_dict() for k, x in self.properties.items()}
         if (v4 := self.required) is not UNSET:
             d["required"] = None if v4 is None else v4
@@ -4367,11 +4367,11 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "image" not in self.__acp_absent__ or self.image is not False:
+        if self.image is not False or "image" not in self.__acp_absent__:
             d["image"] = self.image
-        if "audio" not in self.__acp_absent__ or self.audio is not False:
+        if self.audio is not False or "audio" not in self.__acp_absent__:
             d["audio"] = self.audio
-        if "embeddedContext" not in self.__acp_absent__ or self.embedded_context is not False:
+        if self.embedded_context is not False or "embeddedContext" not in self.__acp_absent__:
             d["embeddedContext"] = self.embedded_context
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
@@ -4454,9 +4454,9 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "http" not in self.__acp_absent__ or self.http is not False:
+        if self.http is not False or "http" not in self.__acp_absent__:
             d["http"] = self.http
-        if "sse" not in self.__acp_absent__ or self.sse is not False:
+        if self.sse is not False or "sse" not in self.__acp_absent__:
             d["sse"] = self.sse
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
@@ -4837,24 +4837,25 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "loadSession" not in self.__acp_absent__ or self.load_session is not False:
+        if self.load_session is not False or "loadSession" not in self.__acp_absent__:
             d["loadSession"] = self.load_session
         if (
-            "promptCapabilities" not in self.__acp_absent__
-            or self.prompt_capabilities
+            self.prompt_capabilities
             != PromptCapabilities(image=False, audio=False, embedded_context=False)
+            or "promptCapabilities" not in self.__acp_absent__
         ):
             d["promptCapabilities"] = self.prompt_capabilities.to_dict()
-        if "mcpCapabilities" not in self.__acp_absent__ or self.mcp_capabilities != McpCapabilities(
-            http=False, sse=False
+        if (
+            self.mcp_capabilities != McpCapabilities(http=False, sse=False)
+            or "mcpCapabilities" not in self.__acp_absent__
         ):
             d["mcpCapabilities"] = self.mcp_capabilities.to_dict()
         if (
-            "sessionCapabilities" not in self.__acp_absent__
-            or self.session_capabilities != SessionCapabilities()
+            self.session_capabilities != SessionCapabilities()
+            or "sessionCapabilities" not in self.__acp_absent__
         ):
             d["sessionCapabilities"] = self.session_capabilities.to_dict()
-        if "auth" not in self.__acp_absent__ or self.auth != AgentAuthCapabilities():
+        if self.auth != AgentAuthCapabilities() or "auth" not in self.__acp_absent__:
             d["auth"] = self.auth.to_dict()
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
@@ -5012,8 +5013,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
         if (
-            "agentCapabilities" not in self.__acp_absent__
-            or self.agent_capabilities
+            self.agent_capabilities
             != AgentCapabilities(
                 load_session=False,
                 prompt_capabilities=PromptCapabilities(
@@ -5023,9 +5023,10 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
                 session_capabilities=SessionCapabilities(),
                 auth=AgentAuthCapabilities(),
             )
+            or "agentCapabilities" not in self.__acp_absent__
         ):
             d["agentCapabilities"] = self.agent_capabilities.to_dict()
-        if "authMethods" not in self.__acp_absent__ or self.auth_methods != []:
+        if self.auth_methods != [] or "authMethods" not in self.__acp_absent__:
             d["authMethods"] = [x.to_dict() for x in self.auth_methods]
         if (v3 := self.agent_info) is not UNSET:
             d["agentInfo"] = None if v3 is None else v3.to_dict()
@@ -9038,9 +9039,9 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "readTextFile" not in self.__acp_absent__ or self.read_text_file is not False:
+        if self.read_text_file is not False or "readTextFile" not in self.__acp_absent__:
             d["readTextFile"] = self.read_text_file
-        if "writeTextFile" not in self.__acp_absent__ or self.write_text_file is not False:
+        if self.write_text_file is not False or "writeTextFile" not in self.__acp_absent__:
             d["writeTextFile"] = self.write_text_file
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
@@ -9120,7 +9121,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "terminal" not in self.__acp_absent__ or self.terminal is not False:
+        if self.terminal is not False or "terminal" not in self.__acp_absent__:
             d["terminal"] = self.terminal
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
@@ -9267,15 +9268,16 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "fs" not in self.__acp_absent__ or self.fs != FileSystemCapabilities(
-            read_text_file=False, write_text_file=False
+        if (
+            self.fs != FileSystemCapabilities(read_text_file=False, write_text_file=False)
+            or "fs" not in self.__acp_absent__
         ):
             d["fs"] = self.fs.to_dict()
-        if "terminal" not in self.__acp_absent__ or self.terminal is not False:
+        if self.terminal is not False or "terminal" not in self.__acp_absent__:
             d["terminal"] = self.terminal
         if (v3 := self.session) is not UNSET:
             d["session"] = None if v3 is None else v3.to_dict()
-        if "auth" not in self.__acp_absent__ or self.auth != AuthCapabilities(terminal=False):
+        if self.auth != AuthCapabilities(terminal=False) or "auth" not in self.__acp_absent__:
             d["auth"] = self.auth.to_dict()
         if (v5 := self.elicitation) is not UNSET:
             d["elicitation"] = None if v5 is None else v5.to_dict()
@@ -9404,13 +9406,13 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version}
         if (
-            "clientCapabilities" not in self.__acp_absent__
-            or self.client_capabilities
+            self.client_capabilities
             != ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
                 terminal=False,
                 auth=AuthCapabilities(terminal=False),
             )
+            or "clientCapabilities" not in self.__acp_absent__
         ):
             d["clientCapabilities"] = self.client_capabilities.to_dict()
         if (v2 := self.client_info) is not UNSET:

@@ -3382,11 +3382,11 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
-        if "type" not in self.__acp_absent__ or self.type != "object":
+        if self.type != "object" or "type" not in self.__acp_absent__:
             d["type"] = self.type
         if (v2 := self.title) is not UNSET:
             d["title"] = None if v2 is None else v2
-        if "properties" not in self.__acp_absent__ or self.properties != {}:
+        if self.properties != {} or "properties" not in self.__acp_absent__:
             d["properties"] = {k: x.to_dict() for k, x in self.properties.items()}
         if (v4 := self.required) is not UNSET:
             d["required"] = None if v4 is None else v4
@@ -4816,7 +4816,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version, "info": self.info.to_dict()}
-        if "capabilities" not in self.__acp_absent__ or self.capabilities != AgentCapabilities():
+        if self.capabilities != AgentCapabilities() or "capabilities" not in self.__acp_absent__:
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.auth_methods) is not UNSET:
             d["authMethods"] = [x.to_dict() for x in v2]
@@ -9904,7 +9904,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"protocolVersion": self.protocol_version, "info": self.info.to_dict()}
-        if "capabilities" not in self.__acp_absent__ or self.capabilities != ClientCapabilities():
+        if self.capabilities != ClientCapabilities() or "capabilities" not in self.__acp_absent__:
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
