@@ -48,8 +48,6 @@ CASES = _cases()
 # Kind 2 of issue 9: a single-value enum property (`"jsonrpc": {"enum": ["2.0"]}`) used to decode
 # as `v.__class__ is str and v in ("2.0",)`, which mypy does not narrow to Literal['2.0']. Fixed
 # (it decodes as `v == "2.0"` to the literal itself): no release is expected to fail any more.
-KIND_2 = re.compile(r'Incompatible types in assignment \(expression has type "str", variable has type "Literal\[')
-KIND_2_RELEASES: set[str] = set()
 
 
 def _package(case_id: str) -> str:
@@ -241,25 +239,8 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory, generated: Path) -> di
     return errors
 
 
-def _mypy_case(case: tuple[str, Path, bool, str]) -> Any:
-    if case[1].name in KIND_2_RELEASES:
-        reason = "issue 9 kind 2: single-value enum check does not narrow to Literal (decoder fix pending)"
-        return pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=reason), id=case[0])
-    return pytest.param(*case, id=case[0])
-
-
-@pytest.mark.parametrize("case_id, directory, unstable, role", [_mypy_case(c) for c in CASES])
+@pytest.mark.parametrize("case_id, directory, unstable, role", CASES, ids=[c[0] for c in CASES])
 def test_mypy_strict(
     mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
 ) -> None:
     assert mypy_errors.get(_package(case_id)) == []
-
-
-@pytest.mark.parametrize("case_id, directory, unstable, role", CASES, ids=[c[0] for c in CASES])
-def test_mypy_strict_fails_only_on_known_kind_2(
-    mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
-) -> None:
-    """The xfail above hides nothing else: any other mypy error fails here."""
-    errors = mypy_errors.get(_package(case_id))
-    assert errors is not None, "not generated"
-    assert [e for e in errors if not KIND_2.search(e)] == []
