@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
+import jinja2.bccache
 
 from .format import LINE_LENGTH
 from .ir import (
@@ -100,10 +101,31 @@ class Renderer(DecodePlanner):
         return f"types.{name}.to_dict" if kind == "object" else f"types.encode_{name}"
 
 
+class _MemoryBytecodeCache(jinja2.BytecodeCache):
+    """Compiled templates kept for the process: `generate` renders several packages, and each
+    render has its own environment (its filters close over that package). Jinja checks the
+    source checksum on load, so an edited or custom template is never served stale."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        data = self._store.get(bucket.key)
+        if data is not None:
+            bucket.bytecode_from_string(data)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._store[bucket.key] = bucket.bytecode_to_string()
+
+
+_BYTECODE = _MemoryBytecodeCache()
+
+
 def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> jinja2.Environment:
     """The Jinja environment: bundled templates, overridden by `custom` ones of the same name."""
     env = jinja2.Environment(
         loader=loader(custom),
+        bytecode_cache=_BYTECODE,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
