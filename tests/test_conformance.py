@@ -40,7 +40,7 @@ for path in (AGENTS, ROOT / "examples"):
 from echo_agent import EchoAgent  # noqa: E402
 
 ALL_IDS = {check.id for check in CHECKS}
-DOCS = ROOT.parent.parent / "shared" / "acp-docs" / "v1"  # beside the project, when present
+DOCS = ROOT.parent / "shared" / "acp-docs" / "v1"  # beside the project, when present
 
 
 def failed(report: Report) -> set[str]:
