@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from typecheck import mypy_strict, packages, pyright_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -138,21 +138,13 @@ def test_single_value_enum_property_decodes_to_its_literal(shapes: Path) -> None
 
 def test_mypy_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
     """Kind 2 was a mypy error (`str` assigned to `Literal['2.0']`): the output must check clean."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(tmp_path / ".mypy"),
-         *[arg for name in SCHEMAS for arg in ("-p", name)]],
-        cwd=shapes, capture_output=True, text=True,
-    )
+    result = mypy_strict(shapes, *packages(SCHEMAS), cache=tmp_path / ".mypy")
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors == [], result.stdout + result.stderr
 
 
 def test_pyright_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
-    config = tmp_path / "pyrightconfig.json"
-    include = [str(shapes / name) for name in SCHEMAS]
-    config.write_text(json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}))
-    binary = Path(sys.executable).parent / "basedpyright"
-    result = subprocess.run([str(binary), "-p", str(config)], cwd=tmp_path, capture_output=True, text=True)
+    result = pyright_strict([shapes / name for name in SCHEMAS], tmp_path)
     errors = [line for line in result.stdout.splitlines() if " - error" in line]
     assert errors == [], result.stdout
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
+from typecheck import mypy_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -101,23 +101,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     role_files = [f"{name}/{name.rsplit('_', 1)[-1]}.py" for name in packages]
     config = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": ["snippet.py", *role_files]}
     (work / "pyrightconfig.json").write_text(json.dumps(config))
-    mypy = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(work / ".mypy"),
-            "--no-error-summary",
-            "snippet.py",
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-    )
+    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=work / ".mypy")
     pyright = subprocess.run(
         [str(Path(sys.executable).parent / "basedpyright"), "--project", str(work / "pyrightconfig.json")],
         cwd=work,
@@ -389,24 +373,7 @@ def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
 def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> None:
     work, _ = clash_pkg
     (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
-    mypy = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(work / ".mypy"),
-            "--no-error-summary",
-            "clash_pkg",
-            "clash_snippet.py",
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-    )
+    mypy = mypy_strict(work, "--no-error-summary", "clash_pkg", "clash_snippet.py", cache=work / ".mypy")
     output = mypy.stdout + mypy.stderr
     assert "clash_snippet.py" in output
     assert error_lines(output, "clash_snippet.py") == marked_lines(CLASH_SNIPPET), output
@@ -420,23 +387,7 @@ def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
     sources = [examples / "echo_client.py", examples / "echo_agent.py"]
     keyword_calls = re.compile(r"await self\.(?:agent|peer)\.\w+\(\w+=")
     assert all(keyword_calls.search(path.read_text()) for path in sources)
-    mypy = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(tmp_path),
-            *map(str, sources),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
-    )
+    mypy = mypy_strict(ROOT, *map(str, sources), cache=tmp_path, mypypath=ROOT / "generated")
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
@@ -452,21 +403,10 @@ def test_readme_examples_type_check(tmp_path: Path) -> None:
     assert calls, "the README shows the calling forms"
     header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"
     (tmp_path / "readme_calls.py").write_text(header + textwrap.indent(calls[0], "    "))
-    mypy = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(tmp_path / ".m"),
-            *[f"readme_{name}.py" for name in (*examples, "calls")],
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MYPYPATH": str(ROOT / "generated")},
+    mypy = mypy_strict(
+        tmp_path,
+        *[f"readme_{name}.py" for name in (*examples, "calls")],
+        cache=tmp_path / ".m",
+        mypypath=ROOT / "generated",
     )
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr

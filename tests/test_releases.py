@@ -13,7 +13,6 @@ import importlib
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from typecheck import mypy_strict, packages
 
 from codegen.errors import CodegenError
 from codegen.generate import ApiCache, Target, generate_files
@@ -206,22 +206,7 @@ def test_methods_match_the_schema(
 # -- mypy --strict on every package, one run ----------------------------------------------
 def _run_mypy(generated: Path) -> dict[str, list[str]]:
     names = [_package(c[0]) for c in CASES if (generated / _package(c[0])).is_dir()]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(generated / ".mypy"),
-            *[arg for n in names for arg in ("-p", n)],
-        ],
-        cwd=generated,
-        capture_output=True,
-        text=True,
-    )
+    result = mypy_strict(generated, *packages(names), cache=generated / ".mypy")
     errors: dict[str, list[str]] = {n: [] for n in names}
     for line in result.stdout.splitlines():
         package = line.split("/", 1)[0]

@@ -11,7 +11,6 @@ import copy
 import importlib
 import json
 import re
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from typecheck import mypy_strict, packages
 
 from codegen.errors import CodegenError
 from codegen.generate import Target, generate_files
@@ -522,22 +522,7 @@ def test_mypy_strict_on_every_shape(tmp_path: Path) -> None:
             target = Target(role, tmp_path / name, str(schema_dir))  # type: ignore[arg-type]
             write_tree(target.out, generate_files(target))
             names.append(name)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.10",
-            "--cache-dir",
-            str(tmp_path / ".mypy"),
-            *[arg for n in names for arg in ("-p", n)],
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    result = mypy_strict(tmp_path, *packages(names), cache=tmp_path / ".mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

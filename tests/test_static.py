@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from typecheck import mypy_strict, packages, pyright_strict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,23 +33,8 @@ def test_mypy_strict_on_every_generated_package(tmp_path: Path) -> None:
         name = "_".join(package.relative_to(ROOT / "generated").parts)
         shutil.copytree(package, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
         names.append(name)
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(tmp_path / ".mypy"),
-         *[arg for n in names for arg in ("-p", n)]],
-        cwd=tmp_path, capture_output=True, text=True,
-    )
+    result = mypy_strict(tmp_path, *packages(names), cache=tmp_path / ".mypy")
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def pyright_strict(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """basedpyright (pinned in the test extra; it bundles Node) in pyright's standard strict mode,
-    Python 3.10, over `paths` in one run."""
-    config = tmp_path / "pyrightconfig.json"
-    config.write_text(
-        json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": [str(p) for p in paths]})
-    )
-    binary = Path(sys.executable).parent / "basedpyright"
-    return subprocess.run([str(binary), "-p", str(config)], cwd=tmp_path, capture_output=True, text=True)
 
 
 def test_pyright_strict_on_every_generated_package(tmp_path: Path) -> None:
