@@ -137,20 +137,16 @@ def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[di
     )
 
 
-def write(
-    target: Target, force: bool = False, files: dict[str, str] | None = None, apis: ApiCache | None = None
-) -> WriteResult:
+def write(target: Target, force: bool = False, files: dict[str, str] | None = None) -> WriteResult:
     """Generate (unless `files` are given) and write; nothing is written if anything fails."""
-    return write_tree(target.out, generate_files(target, apis=apis) if files is None else files, force=force)
+    return write_tree(target.out, generate_files(target) if files is None else files, force=force)
 
 
-def check(
-    target: Target, max_lines: int = 40, apis: ApiCache | None = None, files: dict[str, str] | None = None
-) -> list[str]:
+def check(target: Target, max_lines: int = 40, files: dict[str, str] | None = None) -> list[str]:
     """A short unified diff per stale file; empty when `out` is up to date. `files`: already generated."""
     report: list[str] = []
     if files is None:
-        files = generate_files(target, apis=apis)
+        files = generate_files(target)
     for rel, (current, new) in diff_tree(target.out, files).items():
         path = (target.out / rel).as_posix()
         if current is None:

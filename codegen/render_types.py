@@ -46,16 +46,19 @@ class TypeView:
         return t
 
     # -- type hints ----------------------------------------------------------------
-    def hint(self, t: TypeExpr) -> str:
+    def hint(self, t: TypeExpr, qualified: bool = False) -> str:
+        """The type hint of `t` as types.py spells it; `qualified`: as a role module spells it
+        (protocol names through `types.`, `typing.Literal`)."""
         if isinstance(t, Scalar):
-            return _HINTS[t.kind]
+            return "types.JsonObject" if qualified and t.kind == "object" else _HINTS[t.kind]
         if isinstance(t, Named):
-            return t.name
+            return f"types.{t.name}" if qualified else t.name
         if isinstance(t, ListOf):
-            return f"list[{self.hint(t.item)}]"
+            return f"list[{self.hint(t.item, qualified)}]"
         if isinstance(t, MapOf):
-            return f"dict[str, {self.hint(t.value)}]"
-        return "Literal[" + ", ".join(repr(v) for v in t.values) + "]"
+            return f"dict[str, {self.hint(t.value, qualified)}]"
+        literal = "typing.Literal" if qualified else "Literal"
+        return f"{literal}[" + ", ".join(repr(v) for v in t.values) + "]"
 
     def field_hint(self, f: Any) -> str:
         h = self.hint(f.type)
@@ -147,32 +150,19 @@ class KeywordParam:
     default: str | None  # None: required; `...` for a mutable default (the dataclass builds it)
 
 
-def keyword_params(renderer: TypeView, params: str) -> list[KeywordParam] | None:
+def keyword_params(view: TypeView, params: str) -> list[KeywordParam] | None:
     """The keyword form of a proxy method taking `params`; None when params is not one object
     (a union: the caller passes one of its variant objects)."""
-    d = renderer.defs.get(params)
+    d = view.defs.get(params)
     if not isinstance(d, ObjectDef):
         return None
     out: list[KeywordParam] = []
     for f in d.fields:
-        hint = _qualified_hint(f.type) + (" | None" if f.nullable else "")
+        hint = view.hint(f.type, qualified=True) + (" | None" if f.nullable else "")
         default: str | None = None
         if f.default is not None:
-            default = "..." if renderer.is_mutable_default(f.default) else renderer.default(f.default)
+            default = "..." if view.is_mutable_default(f.default) else view.default(f.default)
         elif not f.required:
             hint, default = hint + " | types.Unset", "types.UNSET"
         out.append(KeywordParam(f.py, hint, default))
     return out
-
-
-def _qualified_hint(t: TypeExpr) -> str:
-    """A type hint as a role module spells it: protocol names through `types.`."""
-    if isinstance(t, Scalar):
-        return "types.JsonObject" if t.kind == "object" else _HINTS[t.kind]
-    if isinstance(t, Named):
-        return f"types.{t.name}"
-    if isinstance(t, ListOf):
-        return f"list[{_qualified_hint(t.item)}]"
-    if isinstance(t, MapOf):
-        return f"dict[str, {_qualified_hint(t.value)}]"
-    return "typing.Literal[" + ", ".join(repr(v) for v in t.values) + "]"

@@ -52,7 +52,8 @@ CONTEXT = {
 
 # Filters: `value|name(args)`; the first parameter is the value left of the `|`.
 FILTERS = {
-    "hint": "the Python type hint for a `TypeExpr` (`list[ContentBlock]`, `dict[str, Any]`, ...)",
+    "hint": "the Python type hint for a `TypeExpr` (`list[ContentBlock]`, `dict[str, Any]`, ...); `qualified=True`: "
+    "as a role module spells it (`types.`, `typing.Literal`)",
     "field_hint": "a `Field`'s annotation: the hint plus `| None` when nullable and `| Unset` when optional "
     "without a default",
     "plan": "how a decoder checks and decodes a present, non-null `Field` value `v` (a `DecodePlan`: "
