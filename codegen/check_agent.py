@@ -23,6 +23,7 @@ import typer
 
 from . import __version__
 from .errors import CodegenError
+from .report import exit_with_problems
 from .resources import runtime_dir, templates_dir
 
 PACKAGE_PREFIX = "acp_check_"
@@ -129,9 +130,7 @@ def check_agent_command(
     try:
         conformance = load_bindings(schema, unstable)
     except CodegenError as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem.line()}", err=True)
-        raise typer.Exit(2) from None
+        exit_with_problems(exc)
     options = conformance.Options(timeout=timeout, prompt=prompt, cancel_prompt=cancel_prompt)
     try:
         report = conformance.check_command(command, options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
@@ -18,6 +18,7 @@ from . import __version__
 from .check_agent import check_agent_command
 from .errors import CodegenError
 from .format import FORMATTERS, Formatter
+from .report import exit_with_problems
 
 if TYPE_CHECKING:
     from .generate import Target
@@ -58,18 +59,6 @@ def _custom(templates: str | None) -> CustomTemplates | None:
     return None if templates is None else CustomTemplates(Path(templates), templates)
 
 
-MAX_SHOWN = 50  # problems printed; a broken schema can have thousands
-
-
-def _report(exc: CodegenError) -> NoReturn:
-    """Print every problem as one `error: FILE#POINTER: WHAT (fix: HOW)` line; exit 2."""
-    for problem in exc.problems[:MAX_SHOWN]:
-        typer.echo(f"error: {problem.line()}", err=True)
-    if len(exc.problems) > MAX_SHOWN:
-        typer.echo(f"error: ... and {len(exc.problems) - MAX_SHOWN} more problems", err=True)
-    raise typer.Exit(2)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"acp-codegen {__version__}")
@@ -106,7 +95,7 @@ def run_target(
             return 0
         result = write(target, force=force, files=files)
     except CodegenError as exc:
-        _report(exc)
+        exit_with_problems(exc)
     typer.echo(
         f"{target.out}: {len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed"
     )
@@ -175,7 +164,7 @@ def generate_command(
     try:
         targets = load_targets(config)
     except CodegenError as exc:
-        _report(exc)
+        exit_with_problems(exc)
     if schema is not None:
         targets = [replace(target, schema=schema) for target in targets]
     if unstable is not None:
@@ -189,7 +178,7 @@ def generate_command(
         # them untouched; targets reading the same schema share one load + IR build.
         generated = generate_all(targets)
     except CodegenError as exc:
-        _report(exc)
+        exit_with_problems(exc)
     status = 0
     for target, files in zip(targets, generated, strict=True):
         status = max(status, run_target(target, check_only, force, files))
@@ -216,7 +205,7 @@ def diff_command(
     try:
         report = diff_schemas(old, new, unstable)
     except CodegenError as exc:
-        _report(exc)
+        exit_with_problems(exc)
     typer.echo(render(report, fmt), nl=False)
     raise typer.Exit(1 if fail_on_breaking and report.breaking(side) else 0)
 
@@ -246,7 +235,7 @@ def templates_command(
     try:
         target = copy_template(copy, dest, force)
     except CodegenError as exc:
-        _report(exc)
+        exit_with_problems(exc)
     typer.echo(f"copied {copy} to {target}; use it with --templates {dest}")
 
 
