@@ -137,6 +137,17 @@ def _report(status_by_level: dict[str, str]) -> Report:
     return Report("t", results)
 
 
+def test_recorded_lines_are_parsed_as_the_connection_parses_them() -> None:
+    """NaN and Infinity are not JSON: a line holding one is recorded as not JSON (framing check)."""
+    (reader, writer), _ = memory_streams()
+    scripted = ScriptedClient(reader, writer)
+    scripted._record("in", b'{"jsonrpc":"2.0","method":"x","params":{"v":NaN}}')
+    scripted._record("in", b'{"jsonrpc":"2.0","method":"x","params":{"v":1.5}}')
+    bad, good = scripted.received
+    assert bad.message is None and bad.error is not None and "NaN" in bad.error
+    assert good.error is None and good.method == "x"
+
+
 def test_exit_rule_must_fails_should_only_with_strict_info_never() -> None:
     should_failed = _report({"MUST": "passed", "SHOULD": "failed", "INFO": "failed"})
     assert should_failed.ok() and not should_failed.ok(strict=True)

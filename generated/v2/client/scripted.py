@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
-from . import types
+from . import jsonline, types
 from .connection import (
     DEFAULT_MAX_MESSAGE_SIZE,
     Connection,
@@ -84,8 +83,9 @@ class Line:
 
 
 def _parse(raw: bytes) -> tuple[Any, str | None]:
+    """A line as the connection parses it (NaN, Infinity and out-of-range numbers are not JSON)."""
     try:
-        return json.loads(raw.decode("utf-8")), None
+        return jsonline.loads(raw), None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return None, str(exc)[:200]
 
