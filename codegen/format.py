@@ -28,13 +28,14 @@ Formatter = Literal["ruff", "black"]
 FORMATTERS: tuple[Formatter, ...] = ("ruff", "black")
 DEFAULT_FORMATTER: Formatter = "ruff"
 LINE_LENGTH = 100
+Blame = Mapping[str, Sequence[str]]  # output file -> the custom templates that shaped it
 
 
 class GeneratedCodeError(Exception):
     """Generated code that is not Python or that a formatter rejects: a bug in acp-codegen, not bad input."""
 
 
-def check_syntax(files: dict[str, str], custom: Mapping[str, Sequence[str]] | None = None) -> None:
+def check_syntax(files: dict[str, str], custom: Blame | None = None) -> None:
     """Compile every generated Python file; the first one that fails is reported.
 
     `custom`: output file -> the custom templates that shaped it. Invalid Python from those is
@@ -134,9 +135,6 @@ def _black(files: dict[str, str]) -> dict[str, str]:
 
     mode = Mode(target_versions={TargetVersion.PY310}, line_length=LINE_LENGTH)
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
-
-
-Blame = Mapping[str, Sequence[str]]  # output file -> the custom templates that shaped it
 
 
 def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]]) -> list[dict[str, str]]:
