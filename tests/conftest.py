@@ -30,3 +30,11 @@ def golden_generation() -> dict[Path, dict[str, str]]:
 
     targets = load_targets(ROOT / "pyproject.toml")
     return {target.out: files for target, files in zip(targets, generate_all(targets), strict=True)}
+
+
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for every mypy run of this test process (each xdist worker has its own
+    base temp, so no two processes write one cache): the standard library, and generated/ as
+    imported by several tests, are analysed once per process instead of once per run."""
+    return tmp_path_factory.getbasetemp() / "mypy-cache"

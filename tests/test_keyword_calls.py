@@ -84,7 +84,7 @@ def error_lines(output: str, file: str) -> set[int]:
 
 
 @pytest.fixture(scope="session")
-def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+def checked(tmp_path_factory: pytest.TempPathFactory, mypy_cache: Path) -> tuple[Path, str, str]:
     """One mypy and one basedpyright run over the snippet and the generated role packages."""
     work = tmp_path_factory.mktemp("keyword_static")
     packages = {
@@ -101,7 +101,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     role_files = [f"{name}/{name.rsplit('_', 1)[-1]}.py" for name in packages]
     config = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": ["snippet.py", *role_files]}
     (work / "pyrightconfig.json").write_text(json.dumps(config))
-    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=work / ".mypy")
+    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache)
     pyright = subprocess.run(
         [str(Path(sys.executable).parent / "basedpyright"), "--project", str(work / "pyrightconfig.json")],
         cwd=work,
@@ -111,6 +111,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return work, mypy.stdout + mypy.stderr, pyright.stdout + pyright.stderr
 
 
+@pytest.mark.xdist_group("keyword-mypy")
 def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     _, mypy, _ = checked
     assert "snippet.py" in mypy  # the run reached the snippet
@@ -118,6 +119,7 @@ def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     assert 'Unexpected keyword argument "promt"' in mypy
 
 
+@pytest.mark.xdist_group("keyword-mypy")
 def test_pyright_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     _, _, pyright = checked
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
@@ -339,6 +341,7 @@ def clash_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModuleTyp
         sys.path.remove(str(work))
 
 
+@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
 def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     clash_pkg: tuple[Path, ModuleType],
 ) -> None:
@@ -370,10 +373,11 @@ def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     assert cancel["method"] == "$/cancel_request"
 
 
-def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> None:
+@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
+def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], mypy_cache: Path) -> None:
     work, _ = clash_pkg
     (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
-    mypy = mypy_strict(work, "--no-error-summary", "clash_pkg", "clash_snippet.py", cache=work / ".mypy")
+    mypy = mypy_strict(work, "--no-error-summary", "clash_pkg", "clash_snippet.py", cache=mypy_cache)
     output = mypy.stdout + mypy.stderr
     assert "clash_snippet.py" in output
     assert error_lines(output, "clash_snippet.py") == marked_lines(CLASH_SNIPPET), output
@@ -381,17 +385,19 @@ def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> 
     assert "clash_pkg/client.py" not in output, output
 
 
-def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("keyword-mypy")
+def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
     examples = ROOT / "examples"
     sources = [examples / "echo_client.py", examples / "echo_agent.py"]
     keyword_calls = re.compile(r"await self\.(?:agent|peer)\.\w+\(\w+=")
     assert all(keyword_calls.search(path.read_text()) for path in sources)
-    mypy = mypy_strict(ROOT, *map(str, sources), cache=tmp_path, mypypath=ROOT / "generated")
+    mypy = mypy_strict(ROOT, *map(str, sources), cache=mypy_cache, mypypath=ROOT / "generated")
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
-def test_readme_examples_type_check(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("keyword-mypy")
+def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
@@ -406,7 +412,7 @@ def test_readme_examples_type_check(tmp_path: Path) -> None:
     mypy = mypy_strict(
         tmp_path,
         *[f"readme_{name}.py" for name in (*examples, "calls")],
-        cache=tmp_path / ".m",
+        cache=mypy_cache,
         mypypath=ROOT / "generated",
     )
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr

@@ -20,7 +20,12 @@ def packages(names: Iterable[str]) -> list[str]:
 
 
 def mypy_strict(cwd: Path, *args: str, cache: Path, mypypath: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`mypy --strict` over `args` (paths, `-p` packages, extra flags), run in `cwd`."""
+    """`mypy --strict` over `args` (paths, `-p` packages, extra flags), run in `cwd`.
+
+    `cache` may be shared by the runs of one process (the `mypy_cache` fixture): the standard
+    library and any module already checked clean with the same source are then not analysed
+    again. mypy keeps no cache entry for a module with errors, so those are always re-reported.
+    """
     env = None if mypypath is None else {**os.environ, "MYPYPATH": str(mypypath)}
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(cache), *args],
