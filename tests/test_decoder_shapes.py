@@ -147,8 +147,8 @@ def test_mypy_strict_on_shape_outputs(shapes: Path, mypy_cache: Path) -> None:
 
 def test_pyright_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
     result = pyright_strict([shapes / name for name in SCHEMAS], tmp_path)
-    errors = [line for line in result.stdout.splitlines() if " - error" in line]
-    assert errors == [], result.stdout
+    errors = result.all_problems()
+    assert errors == [], result.output
 
 
 # -- issue 9 kind 4: strict mode rejects an unknown tag of a closed union --------------------------

@@ -14,8 +14,6 @@ import asyncio
 import importlib
 import json
 import re
-import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Awaitable
@@ -26,7 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
-from typecheck import mypy_strict
+from typecheck import PyrightRun, mypy_strict, pyright_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -85,30 +83,13 @@ def error_lines(output: str, file: str) -> set[int]:
 
 @pytest.fixture(scope="session")
 def checked(tmp_path_factory: pytest.TempPathFactory, mypy_cache: Path) -> tuple[Path, str, str]:
-    """One mypy and one basedpyright run over the snippet and the generated role packages."""
+    """One mypy and one basedpyright run over the snippet, which imports generated/client."""
     work = tmp_path_factory.mktemp("keyword_static")
-    packages = {
-        "client": "client",
-        "agent": "agent",
-        "unstable_client": "unstable/client",
-        "unstable_agent": "unstable/agent",
-        "v2_client": "v2/client",
-        "v2_agent": "v2/agent",
-    }
-    for name, path in packages.items():
-        shutil.copytree(ROOT / "generated" / path, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "snippet.py").write_text(SNIPPET)
-    role_files = [f"{name}/{name.rsplit('_', 1)[-1]}.py" for name in packages]
-    config = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": ["snippet.py", *role_files]}
-    (work / "pyrightconfig.json").write_text(json.dumps(config))
-    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache)
-    pyright = subprocess.run(
-        [str(Path(sys.executable).parent / "basedpyright"), "--project", str(work / "pyrightconfig.json")],
-        cwd=work,
-        capture_output=True,
-        text=True,
-    )
-    return work, mypy.stdout + mypy.stderr, pyright.stdout + pyright.stderr
+    snippet = work / "snippet.py"
+    snippet.write_text(SNIPPET)
+    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
+    pyright = pyright_strict([], work, files=[snippet], extra_paths=[ROOT / "generated"])
+    return work, mypy.stdout + mypy.stderr, "\n".join(pyright.problems(snippet)) + "\n" + json.dumps(pyright.summary)
 
 
 @pytest.mark.xdist_group("keyword-mypy")
@@ -125,14 +106,14 @@ def test_pyright_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
 
 
-def test_role_modules_are_pyright_strict_clean(checked: tuple[Path, str, str]) -> None:
-    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry points."""
-    work, _, pyright = checked
-    role_files = sorted(work.glob("*/agent.py")) + sorted(work.glob("*/client.py"))
+@pytest.mark.xdist_group("pyright")
+def test_role_modules_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
+    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry
+    points (the suite's one basedpyright run over generated/)."""
+    role_files = sorted((ROOT / "generated").rglob("agent.py")) + sorted((ROOT / "generated").rglob("client.py"))
     assert len(role_files) == 6
-    found = [f"{rel}:{n}" for rel in (str(f.relative_to(work)) for f in role_files) for n in error_lines(pyright, rel)]
-    assert re.search(r"\d+ errors?, \d+ warnings?", pyright), pyright  # the run happened
-    assert not found, pyright
+    found = [line for path in role_files for line in golden_pyright.problems(path)]
+    assert not found, "\n".join(found)
 
 
 # -- runtime ----------------------------------------------------------------------------------
