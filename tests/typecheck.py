@@ -208,7 +208,7 @@ def pyright_strict(
     roots: Sequence[Path], work: Path, files: Sequence[Path] = (), extra_paths: Sequence[Path] = ()
 ) -> PyrightRun:
     """basedpyright in pyright's standard strict mode, in one run (config in `work`), over the
-    packages `roots` (each distinct file once, see `distinct_sources`) and the single `files`;
+    packages `roots` (each distinct file once, see `distinct_sources`) and the loose `files`;
     `extra_paths`: where absolute imports are also looked up."""
     stands_for = distinct_sources([root.resolve() for root in roots])
     stands_for.update({f.resolve(): f.resolve() for f in files})
@@ -228,4 +228,5 @@ def pyright_strict(
     for diagnostic in report["generalDiagnostics"]:
         diagnostics.setdefault(Path(diagnostic["file"]).resolve(), []).append(diagnostic)
     assert report["summary"]["filesAnalyzed"] >= len(include), result.stdout + result.stderr
+    assert set(diagnostics) <= set(stands_for.values()), result.stdout  # none left unread
     return PyrightRun(stands_for, diagnostics, report["summary"], result.stdout)
