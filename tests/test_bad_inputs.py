@@ -1,6 +1,7 @@
 """Bad inputs: each folder of tests/bad_inputs/ is one case with its exact expected stderr.
 
-The CLI runs as a subprocess on a copy of the case, as a user would run it. Every case must
+The CLI runs as a new process on a copy of the case, as a user would run it (forked from a zygote
+that has imported it: tests/zygote.py). Every case must
 exit 2, print only `error: ...` lines (no traceback) matching `expected_stderr.txt`, print
 nothing on stdout and leave the case folder (and --out) exactly as it was.
 UPDATE_GOLDEN=1 rewrites the expected_stderr.txt files; see tests/bad_inputs/README.md.
@@ -12,11 +13,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from zygote import Zygote
 
 from codegen.errors import CodegenError
 from codegen.generate import Target, generate_files
@@ -29,6 +31,13 @@ PLACEHOLDER = "<CASE>"
 DEFAULT_ARGS = ["agent", "--schema", PLACEHOLDER, "--out", f"{PLACEHOLDER}/out"]
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
 META = {"version": 1, "agentMethods": {}, "clientMethods": {}}
+ENV = {**{k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}, "COLUMNS": "200"}
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    with Zygote(tmp_path_factory.mktemp("zygote"), ENV) as started:
+        yield started
 
 
 def huge_schema(count: int) -> dict[str, Any]:
@@ -86,7 +95,7 @@ def snapshot(root: Path) -> dict[str, tuple[str, bytes | str]]:
     return found
 
 
-def run_case(name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_case(name: str, tmp_path: Path, zygote: Zygote) -> tuple[subprocess.CompletedProcess[str], Path]:
     source = CASES_DIR / name
     case = tmp_path / "case"
     case.mkdir()
@@ -100,16 +109,7 @@ def run_case(name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str
     args = args_file.read_text(encoding="utf-8").splitlines() if args_file.exists() else DEFAULT_ARGS
     args = [a.replace(PLACEHOLDER, str(case)) for a in args if a and not a.startswith("#")]
     before = snapshot(tmp_path)
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("ACP_CODEGEN_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "codegen.cli", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = zygote.run(args, cwd=tmp_path, timeout=120)
     assert snapshot(tmp_path) == before, "a failing run must write nothing"
     return proc, case
 
@@ -127,8 +127,8 @@ def test_there_are_enough_cases() -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input(name: str, tmp_path: Path) -> None:
-    proc, case = run_case(name, tmp_path)
+def test_bad_input(name: str, tmp_path: Path, zygote: Zygote) -> None:
+    proc, case = run_case(name, tmp_path, zygote)
     stderr = normalise(proc.stderr, case)
     golden = CASES_DIR / name / "expected_stderr.txt"
     if UPDATE:
@@ -194,7 +194,7 @@ def test_chmod_000_is_reported(tmp_path: Path) -> None:
     assert "schema cannot be read: Permission denied" in str(info.value)
 
 
-def test_keyword_property_names_become_trailing_underscore(tmp_path: Path) -> None:
+def test_keyword_property_names_become_trailing_underscore(tmp_path: Path, zygote: Zygote) -> None:
     """A property named like a Python keyword is not an error: `from` is the attribute `from_`."""
     schema_dir = tmp_path / "schema"
     schema_dir.mkdir()
@@ -203,11 +203,7 @@ def test_keyword_property_names_become_trailing_underscore(tmp_path: Path) -> No
     (schema_dir / "schema.json").write_text(json.dumps({"$defs": defs}))
     (schema_dir / "meta.json").write_text(json.dumps(META))
     out = tmp_path / "kwpkg"
-    proc = subprocess.run(
-        [sys.executable, "-m", "codegen.cli", "agent", "--schema", str(schema_dir), "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
+    proc = zygote.run(["agent", "--schema", str(schema_dir), "--out", str(out)], cwd=Path.cwd())
     assert proc.returncode == 0, proc.stderr
     code = (
         "import dataclasses, kwpkg.types as t\n"
@@ -217,7 +213,7 @@ def test_keyword_property_names_become_trailing_underscore(tmp_path: Path) -> No
         "assert (r.from_, r.class_, r.import_) == ('a', 1, True)\n"
         "assert r.to_dict() == {'from': 'a', 'class': 1, 'import': True}\n"
     )
-    check = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    check = zygote.run([], code=code, cwd=tmp_path)
     assert check.returncode == 0, check.stderr
 
 
@@ -334,7 +330,7 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path) -> None:
     assert outcomes["ok"] > 10 and outcomes["error"] > 10, outcomes
 
 
-def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path) -> None:
+def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path, zygote: Zygote) -> None:
     """A bug (not bad input) still prints no traceback, unless ACP_CODEGEN_DEBUG is set."""
     code = (
         "import sys, codegen.generate as g\n"
@@ -347,14 +343,12 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path) -> None:
     )
     out = tmp_path / "pkg"
     env = {k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}
-    proc = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, env=env)
+    proc = zygote.run([str(out)], code=code, cwd=Path.cwd(), env=env)
     assert proc.returncode == 3
     assert (
         proc.stderr.startswith("error: internal error in acp-codegen ") and "RuntimeError: simulated bug" in proc.stderr
     )
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert not out.exists()
-    debug = subprocess.run(
-        [sys.executable, "-c", code, str(out)], capture_output=True, text=True, env={**env, "ACP_CODEGEN_DEBUG": "1"}
-    )
+    debug = zygote.run([str(out)], code=code, cwd=Path.cwd(), env={**env, "ACP_CODEGEN_DEBUG": "1"})
     assert "Traceback" in debug.stderr and debug.returncode == 1
