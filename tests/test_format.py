@@ -135,18 +135,19 @@ class ByStatement:
 
 def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[str, str]]:
     """`rendered`: label -> files. Every distinct Python text -> (its ruff output, its black output),
-    black's put together one top-level statement at a time (see above)."""
+    black's put together one top-level statement at a time (see ByStatement). The formatters run
+    as `format_files` runs them, less its syntax check (the tests below cover that)."""
     texts = sorted(
         {text for files in rendered.values() for rel, text in files.items() if rel.endswith(".py")},
         key=lambda text: (-len(text), text),  # the longest first: its chunk holds most pieces whole
     )
     names = {text: f"f{i}.py" for i, text in enumerate(texts)}
-    by_ruff = format_files({name: text for text, name in names.items()}, "ruff")
-    plan = ByStatement(texts)
+    by_ruff = codegen.format._ruff({name: text for text, name in names.items()})
+    plan = ByStatement(texts)  # (which parses every text and chunk)
     # The cutting and pasting, checked on ruff: the pieces formatted in their chunks give the whole files.
-    pasted = plan.reassemble(format_files(plan.chunks, "ruff"))
+    pasted = plan.reassemble(codegen.format._ruff(plan.chunks))
     assert [names[text] for text in texts if pasted[text] != by_ruff[names[text]]] == []
-    by_black = plan.reassemble(format_files(plan.chunks, "black"))
+    by_black = plan.reassemble(codegen.format._black(plan.chunks))
     return {text: (by_ruff[names[text]], by_black[text]) for text in texts}
 
 
