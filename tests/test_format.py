@@ -283,15 +283,26 @@ TRICKY = [
     'class C:\n    """Doc."""\n    z: int = 0\n',
     "        # an indented comment after the body\n# a comment at column 0\ndef g(): ...\n",
     "def g2(): ...\n",
+    'class D:\n    """Only a docstring."""\n',
+    "D2 = D\n",
     "if os.name:\n    def h(): pass\nelse:\n    pass\n",
     "call = function_name(argument_number_one, argument_number_two, argument_number_three, argument_4)\n",
 ]
 
 
 def test_black_by_statement_is_black_on_the_whole_file() -> None:
-    """The cutting and pasting of `ByStatement`, with black: four files that share statements in
-    other places and neighbours; the same output as black on each whole file."""
-    texts = ["".join(TRICKY), "".join(TRICKY[2:]), "".join(TRICKY[:2] + TRICKY[7:] + TRICKY[2:7]), "".join(TRICKY[1:])]
+    """The cutting and pasting of `ByStatement`, with black: files that share statements in other
+    places and neighbours give the same output as black on each whole file. Keying a piece without
+    the piece before it, or without whether that one is the first, or a chunk without the FILLER
+    before that piece, each fails here."""
+    texts = [
+        "".join(TRICKY[:5] + TRICKY[6:]),  # then the next one's decorated def after a string: a new pair
+        "".join(TRICKY),
+        "".join(TRICKY[2:]),
+        "".join(TRICKY[:2] + TRICKY[7:] + TRICKY[2:7]),
+        "".join(TRICKY[1:]),
+        "".join(TRICKY[4:]),  # the attribute docstring first: the module docstring, one blank line after it
+    ]
     plan = ByStatement(texts)
     assert sum(text.count("\n") for text in plan.chunks.values()) < sum(text.count("\n") for text in texts)
     by_statement = plan.reassemble(format_files(plan.chunks, "black"))
