@@ -34,7 +34,7 @@ META = {"version": 1, "agentMethods": {}, "clientMethods": {}}
 ENV = {**{k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}, "COLUMNS": "200"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (a module fixture is set up again after another module's tests)
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     with Zygote(tmp_path_factory.mktemp("zygote"), ENV) as started:
         yield started

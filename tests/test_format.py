@@ -154,71 +154,47 @@ def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[
 BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)]
 
 
-@pytest.fixture(scope="module")
-def both_formatters(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[dict[str, dict[str, str]], dict[str, tuple[str, str]]]:
-    """Every bundled schema x unstable x role, and every schema-shape schema x role, rendered
-    (label -> files) and each distinct Python text formatted by both: one black pass for all of
-    them, as they share pieces. The tests using it are in one xdist group."""
+def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
+    """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
+    Python file the same under ruff and black. One test, so that black formats the pieces all of
+    them share once (an xdist group would spread them over workers: pytest 9.2 + xdist 3.8)."""
     assert importlib.metadata.version("black") == BLACK_READ, "re-read black for the argument of ByStatement"
-    tmp = tmp_path_factory.mktemp("formatters")
     apis = ApiCache()
     rendered: dict[str, dict[str, str]] = {}
     for schema, unstable in BUNDLED:
         for role in ("agent", "client"):
             # from_config: the same header command for both roles, so their common files are formatted once
-            target = Target(role, tmp / role, schema, unstable, from_config=True)
+            target = Target(role, tmp_path / role, schema, unstable, from_config=True)
             rendered[f"{schema}-{'unstable' if unstable else 'stable'}/{role}"] = render_files(target, apis=apis).files
-    for name, (defs, meta) in shape_schemas().items():
-        folder = tmp / name
+    shapes = shape_schemas()
+    for name, (defs, meta) in shapes.items():
+        folder = tmp_path / name
         folder.mkdir()
         (folder / "schema.json").write_text(json.dumps({"$defs": defs}))
         (folder / "meta.json").write_text(json.dumps(meta))
         for role in ("agent", "client"):
-            target = Target(role, tmp / "out", str(folder), from_config=True)  # type: ignore[arg-type]
+            target = Target(role, tmp_path / "out", str(folder), from_config=True)  # type: ignore[arg-type]
             rendered[f"shape-{name}/{role}"] = schema_dependent(render_files(target, apis=apis).files)
     fixture = FIXTURES / "v1.20.0"
-    rendered["shape-v1.20.0/agent"] = schema_dependent(render_files(Target("agent", tmp / "out", str(fixture))).files)
-    return rendered, formatted_both_ways(rendered)
+    rendered["shape-v1.20.0/agent"] = schema_dependent(
+        render_files(Target("agent", tmp_path / "out", str(fixture))).files
+    )
+    assert len(rendered) == 2 * len(BUNDLED) + 2 * len(shapes) + 1 and len(shapes) >= 13
+    outputs = formatted_both_ways(rendered)
+    files = {
+        f"{label}/{rel}": text for label, got in rendered.items() for rel, text in got.items() if rel.endswith(".py")
+    }
+    assert all(sum(name.startswith(f"{label}/") for name in files) >= 4 for label in rendered)
+    differing = sorted(name for name, text in files.items() if outputs[text][0] != outputs[text][1])
+    assert differing == [], f"ruff and black disagree on {differing}"
+    # The formatters did work: files changed (else the comparison proves nothing).
+    assert all(any(outputs[text][0] != text for text in got.values() if text in outputs) for got in rendered.values())
 
 
 def schema_dependent(files: dict[str, str]) -> dict[str, str]:
     """Leave out runtime/ files: the same source under a header for every schema (the bundled
     schemas' test covers them), so the shape schemas spend black's time on what they change."""
     return {rel: text for rel, text in files.items() if rel not in RUNTIME_FILES}
-
-
-def assert_formatters_agree(
-    both: tuple[dict[str, dict[str, str]], dict[str, tuple[str, str]]], labels: list[str]
-) -> None:
-    rendered, outputs = both
-    files = {f"{label}/{rel}": text for label in labels for rel, text in rendered[label].items() if rel.endswith(".py")}
-    assert len(files) >= 4 * len(labels)
-    differing = sorted(name for name, text in files.items() if outputs[text][0] != outputs[text][1])
-    assert differing == [], f"ruff and black disagree on {differing}"
-    # The formatters did work: at least one file changed (else the comparison proves nothing).
-    assert any(outputs[text][0] != text for text in files.values())
-
-
-@pytest.mark.xdist_group("formatters")
-@pytest.mark.parametrize(
-    ("schema", "unstable"), BUNDLED, ids=[f"{s}-{'unstable' if u else 'stable'}" for s, u in BUNDLED]
-)
-def test_ruff_and_black_agree_on_every_bundled_schema(
-    both_formatters: tuple[dict[str, dict[str, str]], dict[str, tuple[str, str]]], schema: str, unstable: bool
-) -> None:
-    label = f"{schema}-{'unstable' if unstable else 'stable'}"
-    assert_formatters_agree(both_formatters, [f"{label}/agent", f"{label}/client"])
-
-
-@pytest.mark.xdist_group("formatters")
-def test_ruff_and_black_agree_on_the_schema_shape_schemas(
-    both_formatters: tuple[dict[str, dict[str, str]], dict[str, tuple[str, str]]],
-) -> None:
-    labels = [label for label in both_formatters[0] if label.startswith("shape-")]
-    assert len(labels) == 2 * 13 + 1
-    assert_formatters_agree(both_formatters, labels)
 
 
 def shape_schemas() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:

@@ -64,7 +64,7 @@ for line in requests:
 
 
 class Zygote:
-    """One zygote process: `with Zygote(scratch, env) as zygote:`, once per test module. `env` is its
+    """One zygote process: `with Zygote(scratch, env) as zygote:`, once per test session. `env` is its
     environment and the runs' default one (default: this process's, less ACP_CODEGEN_DEBUG)."""
 
     def __init__(self, scratch: Path, env: Mapping[str, str] | None = None) -> None:
