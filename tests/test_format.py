@@ -4,6 +4,7 @@ the `formatter` setting; several targets share one schema load + IR build per (s
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.metadata
 import json
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_schema_shapes import IMAGE, META, TEXT, new_session, tag_variant, tagged
+from test_schema_shapes import IMAGE, META, SHAPES, TEXT, new_session, tag_variant, tagged
 
 import codegen.format
 import codegen.generate
@@ -179,7 +180,7 @@ def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_
     rendered["shape-v1.20.0/agent"] = schema_dependent(
         render_files(Target("agent", tmp_path / "out", str(fixture))).files
     )
-    assert len(rendered) == 2 * len(BUNDLED) + 2 * len(shapes) + 1 and len(shapes) >= 13
+    assert len(rendered) == 2 * len(BUNDLED) + 2 * len(shapes) + 1 and len(shapes) >= 13 + len(SHAPES) >= 30
     outputs = formatted_both_ways(rendered)
     files = {
         f"{label}/{rel}": text for label, got in rendered.items() for rel, text in got.items() if rel.endswith(".py")
@@ -198,8 +199,11 @@ def schema_dependent(files: dict[str, str]) -> dict[str, str]:
 
 
 def shape_schemas() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """The hand-made schemas of tests/test_schema_shapes.py: name -> ($defs, meta)."""
-    shapes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    """The hand-made schemas of tests/test_schema_shapes.py (its SHAPES, and variants of some of
+    them made here): name -> ($defs, meta)."""
+    shapes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        f"shapes-{name}": copy.deepcopy(shape) for name, shape in SHAPES.items()
+    }
     for keyword in ("oneOf", "anyOf"):
         for wrapped in (True, False):
             for discriminator in (True, False):
