@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zygote
 from agent import RequestError, run_agent, types  # generated/agent, on sys.path via conftest
 from agent.conformance import (
     CHECKS,
@@ -282,37 +282,17 @@ PATIENT = Options(timeout=20, cancel_prompt="slow")
 # Each check starts a fresh agent process: a dozen Python start-ups per run, each importing the
 # agent's package again (~0.1 s of CPU for the generated one, ~0.7 s for the official SDK). On
 # Linux the fixture agents are forked instead from a server that imported their modules once
-# (fixtures/agents/zygote.py): still a fresh process on its own stdio for every check. The CLI
-# tests below start their agents the ordinary way.
-ZYGOTE = AGENTS / "zygote.py"
+# (tests/zygote.py): still a fresh process on its own stdio for every check. The CLI tests
+# below start their agents the ordinary way.
 Command = Callable[..., list[str]]
 
 
 @pytest.fixture(scope="module")
 def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
-    """`agent_command(script, *modules)`: the command that runs `python script`, forked from a
-    server that has imported `modules` (one server per set of modules, for this module)."""
-    servers: dict[tuple[str, ...], tuple[subprocess.Popen[str], str]] = {}
-
-    def command(script: Path, *modules: str) -> list[str]:
-        if sys.platform != "linux":
-            return [sys.executable, str(script)]
-        if modules not in servers:
-            socket_path = str(tmp_path_factory.mktemp("zygote") / "s")
-            server = subprocess.Popen(
-                [sys.executable, str(ZYGOTE), "serve", socket_path, *modules],
-                stdin=subprocess.PIPE,  # it exits when this closes, even if we die
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            servers[modules] = (server, socket_path)
-            assert server.stdout is not None and server.stdout.readline() == "ready\n"
-        return [sys.executable, "-S", str(ZYGOTE), "run", servers[modules][1], str(script)]
-
-    yield command
-    for server, _ in servers.values():
-        server.terminate()
-        server.communicate(timeout=10)  # waits, and closes its pipes
+    """`agent_command(script, *modules)`: the command that runs `python script` (zygote.Servers)."""
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
+    yield servers.command
+    servers.close()
 
 
 BROKEN = {
