@@ -382,6 +382,7 @@ def _cli(cache: Path, *args: str) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
     result = _cli(cli_cache, "--timeout", "20", "--", sys.executable, str(ECHO_AGENT))
     assert result.exit_code == 0, result.output
@@ -392,6 +393,7 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path) -> None:
     result = _cli(cli_cache, "--json", "--timeout", "20", "--", sys.executable, str(AGENTS / "version_echo.py"))
     assert result.exit_code == 1, result.output
