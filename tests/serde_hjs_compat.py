@@ -209,7 +209,7 @@ def _objects_filter_names_once() -> None:
 
         @st.composite
         def from_object_schema(draw: Any) -> Any:
-            elements = _from_schema.cu.many(
+            elements = _from_schema.__dict__["cu"].many(  # install()'s adapter, as the original uses
                 draw(st.data()).conjecture_data,
                 min_size=min_size,
                 max_size=max_size,
@@ -259,4 +259,4 @@ def _objects_filter_names_once() -> None:
         return from_object_schema()
 
     object_schema._acp = True  # type: ignore[attr-defined]
-    _from_schema.object_schema = object_schema  # type: ignore[assignment]  # __from_schema calls it by name
+    _from_schema.object_schema = object_schema  # __from_schema calls it by name
