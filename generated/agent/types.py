@@ -473,16 +473,16 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -544,19 +544,19 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WriteTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     )
     return inst
 
@@ -622,11 +622,13 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        known -= 1
     elif v is None:
         inst.line = None
     else:
@@ -639,6 +641,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = v
     elif v is _MISSING:
         inst.limit = UNSET
+        known -= 1
     elif v is None:
         inst.limit = None
     else:
@@ -651,14 +654,13 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReadTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     )
     return inst
 
@@ -724,7 +726,15 @@ def _d_RequestPermissionRequest(
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "options")
+        items3: list[PermissionOption] = []
+        i = 0
+        for x in v:
+            items3.append(_d_PermissionOption(x, (p3, i), ctx))
+            i += 1
+        inst.options = items3
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
@@ -733,19 +743,19 @@ def _d_RequestPermissionRequest(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     )
     return inst
 
@@ -826,11 +836,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -840,6 +852,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
@@ -849,13 +862,36 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -864,8 +900,23 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -876,11 +927,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -888,15 +941,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -973,9 +1023,29 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("audience", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "audience")
+            items1: list[Role] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(
+                        _Role_VALUES[x]
+                        if x.__class__ is str and x in _Role_VALUES
+                        else _s.enum_fail((p1, i), "Role", x)
+                    )
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.audience = items1
+        except DecodeError as exc:
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    elif v is _MISSING:
         inst.audience = UNSET
+        known -= 1
     elif v is None:
         inst.audience = None
     else:
@@ -997,6 +1067,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
+        known -= 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1006,6 +1077,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
+        known -= 1
     elif v is None:
         inst.priority = None
     else:
@@ -1018,13 +1090,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1083,9 +1154,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1098,13 +1171,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1168,9 +1240,11 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1183,6 +1257,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
+        known -= 1
     elif v is None:
         inst.uri = None
     else:
@@ -1192,13 +1267,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1267,9 +1341,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1282,13 +1358,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1357,9 +1432,11 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 8 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1372,6 +1449,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -1381,6 +1459,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1390,6 +1469,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
+        known -= 1
     elif v is None:
         inst.size = None
     else:
@@ -1402,6 +1482,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -1411,13 +1492,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1496,11 +1576,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1510,14 +1592,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TextResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     )
     return inst
 
@@ -1580,11 +1661,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1594,14 +1677,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BlobResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     )
     return inst
 
@@ -1655,9 +1737,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1670,15 +1754,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_EmbeddedResource.issuperset(obj)
-        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1735,16 +1816,18 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1801,11 +1884,13 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
         inst.old_text = v
     elif v is _MISSING:
         inst.old_text = UNSET
+        known -= 1
     elif v is None:
         inst.old_text = None
     else:
@@ -1815,11 +1900,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -1878,16 +1964,18 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -1941,11 +2029,13 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        known -= 1
     elif v is None:
         inst.line = None
     else:
@@ -1958,15 +2048,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallLocation.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2038,20 +2125,18 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PermissionOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2116,17 +2201,48 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "args")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.args = items3
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "env")
+            items4: list[EnvVariable] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.env = items4
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    elif v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -2137,6 +2253,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -2146,6 +2263,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = v
     elif v is _MISSING:
         inst.output_byte_limit = UNSET
+        known -= 1
     elif v is None:
         inst.output_byte_limit = None
     else:
@@ -2158,14 +2276,13 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2246,18 +2363,18 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2314,19 +2431,19 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalOutputRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     )
     return inst
 
@@ -2384,19 +2501,19 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReleaseTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2458,19 +2575,19 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WaitForTerminalExitRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     )
     return inst
 
@@ -2528,19 +2645,19 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_KillTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2595,11 +2712,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 6 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -2609,6 +2728,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2616,6 +2736,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2623,13 +2744,14 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     )
     return inst
@@ -2718,11 +2840,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 7 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -2732,6 +2856,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2739,6 +2864,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2746,14 +2872,13 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     )
     return inst
 
@@ -2833,19 +2958,19 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     )
     return inst
 
@@ -2893,9 +3018,7 @@ def _d_ElicitationRequestScope(
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
-        {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
@@ -2939,12 +3062,14 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
+    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
+        known -= 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -2952,6 +3077,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -2960,11 +3086,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
+        known -= 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "required")
+        items4: list[str] = []
+        i = 0
+        for x in v:
+            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            i += 1
+        inst.required = items4
+    elif v is _MISSING:
         inst.required = UNSET
+        known -= 1
     elif v is None:
         inst.required = None
     else:
@@ -2974,6 +3110,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -2983,15 +3120,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3081,11 +3215,13 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3095,13 +3231,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3175,11 +3310,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3189,6 +3326,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3198,6 +3336,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
+        known -= 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3207,6 +3346,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
+        known -= 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3216,6 +3356,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
+        known -= 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3225,6 +3366,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = _StringFormat_VALUES[v]
     elif v is _MISSING:
         inst.format = UNSET
+        known -= 1
     elif v is None:
         inst.format = None
     else:
@@ -3234,20 +3376,39 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p8 = (path, "enum")
+        items8: list[str] = []
+        i = 0
+        for x in v:
+            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            i += 1
+        inst.enum = items8
+    elif v is _MISSING:
         inst.enum = UNSET
+        known -= 1
     elif v is None:
         inst.enum = None
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
     v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p9 = (path, "oneOf")
+        items9: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items9.append(_d_EnumOption(x, (p9, i), ctx))
+            i += 1
+        inst.one_of = items9
+    elif v is _MISSING:
         inst.one_of = UNSET
+        known -= 1
     elif v is None:
         inst.one_of = None
     else:
@@ -3257,14 +3418,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     )
     return inst
 
@@ -3371,11 +3531,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3385,6 +3547,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3394,6 +3557,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3403,6 +3567,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3412,6 +3577,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3424,14 +3590,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NumberPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     )
     return inst
 
@@ -3511,11 +3676,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3525,6 +3692,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3534,6 +3702,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3543,6 +3712,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3552,6 +3722,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3564,14 +3735,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_IntegerPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     )
     return inst
 
@@ -3649,11 +3819,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3663,6 +3835,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3672,6 +3845,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3681,14 +3855,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BooleanPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     )
     return inst
 
@@ -3745,7 +3918,15 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "enum")
+        items1: list[str] = []
+        i = 0
+        for x in v:
+            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            i += 1
+        inst.enum = items1
+    elif v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
@@ -3754,19 +3935,19 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -3807,7 +3988,15 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "anyOf")
+        items1: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items1.append(_d_EnumOption(x, (p1, i), ctx))
+            i += 1
+        inst.any_of = items1
+    elif v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
@@ -3816,19 +4005,19 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TitledMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -3892,11 +4081,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3906,6 +4097,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3915,6 +4107,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
+        known -= 1
     elif v is None:
         inst.min_items = None
     else:
@@ -3924,13 +4117,29 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
+        known -= 1
     elif v is None:
         inst.max_items = None
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "default")
+            items6: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.default = items6
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3943,14 +4152,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     )
     return inst
 
@@ -4027,11 +4235,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 4
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4039,6 +4249,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4046,14 +4257,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_ElicitationFormMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     )
     return inst
 
@@ -4113,11 +4323,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 5
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4125,6 +4337,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4132,15 +4345,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4195,11 +4405,7 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_AgentResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4239,11 +4445,7 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_AgentResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4285,12 +4487,14 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
+    known = 4
     v = obj.get("image", _MISSING)
     if v.__class__ is bool:
         inst.image = v
     elif v is _MISSING:
         inst.image = False
         absent.append("image")
+        known -= 1
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
@@ -4299,6 +4503,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
+        known -= 1
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
@@ -4307,6 +4512,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
+        known -= 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -4314,15 +4520,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4397,12 +4600,14 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["http", "sse"])
         return inst
+    known = 3
     v = obj.get("http", _MISSING)
     if v.__class__ is bool:
         inst.http = v
     elif v is _MISSING:
         inst.http = False
         absent.append("http")
+        known -= 1
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
@@ -4411,6 +4616,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
+        known -= 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -4418,15 +4624,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4485,9 +4688,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
+        known -= 1
     elif v is None:
         inst.list = None
     else:
@@ -4498,6 +4703,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
+        known -= 1
     elif v is None:
         inst.delete = None
     else:
@@ -4508,6 +4714,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -4522,6 +4729,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
+        known -= 1
     elif v is None:
         inst.resume = None
     else:
@@ -4532,6 +4740,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
+        known -= 1
     elif v is None:
         inst.close = None
     else:
@@ -4544,14 +4753,13 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     )
     return inst
 
@@ -4641,9 +4849,11 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
+        known -= 1
     elif v is None:
         inst.logout = None
     else:
@@ -4656,14 +4866,13 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AgentAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     )
     return inst
 
@@ -4723,12 +4932,14 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
         return inst
+    known = 6
     v = obj.get("loadSession", _MISSING)
     if v.__class__ is bool:
         inst.load_session = v
     elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
+        known -= 1
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -4737,6 +4948,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             image=False, audio=False, embedded_context=False
         )
         absent.append("promptCapabilities")
+        known -= 1
     else:
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
@@ -4751,6 +4963,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
         absent.append("mcpCapabilities")
+        known -= 1
     else:
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
@@ -4762,6 +4975,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.session_capabilities = SessionCapabilities()
         absent.append("sessionCapabilities")
+        known -= 1
     else:
         try:
             inst.session_capabilities = _d_SessionCapabilities(
@@ -4775,6 +4989,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.auth = AgentAuthCapabilities()
         absent.append("auth")
+        known -= 1
     else:
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
@@ -4785,15 +5000,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4899,6 +5111,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
+    known = 5
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -4911,6 +5124,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             auth=AgentAuthCapabilities(),
         )
         absent.append("agentCapabilities")
+        known -= 1
     else:
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
@@ -4930,9 +5144,31 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 ),
             )
     v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "authMethods")
+            items3: list[AuthMethod] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _AuthMethod_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.auth_methods = items3
+        except DecodeError as exc:
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+    elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
+        known -= 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -4941,6 +5177,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
+        known -= 1
     elif v is None:
         inst.agent_info = None
     else:
@@ -4953,15 +5190,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5052,19 +5286,19 @@ def _d_SessionListCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionListCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     )
     return inst
 
@@ -5108,19 +5342,19 @@ def _d_SessionDeleteCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     )
     return inst
 
@@ -5164,18 +5398,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5225,19 +5461,19 @@ def _d_SessionResumeCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionResumeCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     )
     return inst
 
@@ -5281,19 +5517,19 @@ def _d_SessionCloseCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionCloseCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     )
     return inst
 
@@ -5335,20 +5571,18 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -5408,18 +5642,35 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "args")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.args = items4
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -5428,6 +5679,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         try:
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
@@ -5438,15 +5690,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodTerminal.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5524,11 +5773,13 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -5538,15 +5789,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodAgent.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -5610,11 +5858,13 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -5624,15 +5874,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_Implementation.issuperset(obj)
-        else _s.extra_fields(obj, _K_Implementation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5686,19 +5933,19 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AuthenticateResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     )
     return inst
 
@@ -5738,20 +5985,18 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -5801,9 +6046,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -5812,8 +6059,30 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "configOptions")
+            items3: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items3
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -5828,15 +6097,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -5895,7 +6161,21 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     else:
         _s.fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "availableModes")
+            items2: list[SessionMode] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_SessionMode(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.available_modes = items2
+        except DecodeError as exc:
+            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableModes")
     else:
         try:
@@ -5907,20 +6187,18 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionModeState.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -5981,11 +6259,13 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -5995,13 +6275,12 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionMode.issuperset(obj) else _s.extra_fields(obj, _K_SessionMode, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -6082,11 +6361,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6096,6 +6377,7 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -6105,14 +6387,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     )
     return inst
 
@@ -6202,11 +6483,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6216,6 +6499,7 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -6225,14 +6509,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     )
     return inst
 
@@ -6313,11 +6596,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6327,14 +6612,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     )
     return inst
 
@@ -6396,7 +6680,21 @@ def _d_SessionConfigSelectGroup(
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "options")
+            items3: list[SessionConfigSelectOption] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.options = items3
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         try:
@@ -6408,19 +6706,19 @@ def _d_SessionConfigSelectGroup(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     )
     return inst
 
@@ -6477,11 +6775,7 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -6521,11 +6815,7 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = (
-        {}
-        if _K_SessionConfigBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -6560,9 +6850,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -6571,8 +6863,30 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -6587,14 +6901,13 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_LoadSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     )
     return inst
 
@@ -6640,7 +6953,21 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "sessions")
+            items1: list[SessionInfo] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.sessions = items1
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "sessions")
     else:
         try:
@@ -6653,11 +6980,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
+        known -= 1
     elif v is None:
         inst.next_cursor = None
     else:
@@ -6667,14 +6996,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     )
     return inst
 
@@ -6740,9 +7068,27 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -6757,6 +7103,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -6766,6 +7113,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -6775,13 +7123,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -6840,19 +7187,19 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     )
     return inst
 
@@ -6894,9 +7241,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -6905,8 +7254,30 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -6921,14 +7292,13 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     )
     return inst
 
@@ -6978,19 +7348,19 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     )
     return inst
 
@@ -7030,19 +7400,19 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionModeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     )
     return inst
 
@@ -7080,7 +7450,28 @@ def _d_SetSessionConfigOptionResponse(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -7094,18 +7485,20 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
@@ -7155,20 +7548,18 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7226,12 +7617,14 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         inst.data = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
+        known -= 1
     else:
         inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7286,18 +7679,16 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_AgentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7352,19 +7743,19 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
     )
     return inst
 
@@ -7429,11 +7820,13 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -7443,13 +7836,14 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     )
     return inst
@@ -7518,11 +7912,13 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -7532,13 +7928,14 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
@@ -7607,11 +8004,13 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -7621,13 +8020,14 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
@@ -7709,11 +8109,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -7723,6 +8125,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
@@ -7732,13 +8135,36 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -7747,8 +8173,23 @@ def _d_SessionUpdateToolCallUpdate(
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -7759,11 +8200,13 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -7771,14 +8214,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     )
     return inst
 
@@ -7863,11 +8305,13 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -7877,13 +8321,12 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -7964,11 +8407,13 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
@@ -7976,19 +8421,57 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     else:
         try:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     else:
         try:
             inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
@@ -7997,11 +8480,13 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -8009,11 +8494,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -8113,18 +8599,18 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8171,7 +8657,21 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "entries")
+            items1: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_PlanEntry(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.entries = items1
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
@@ -8183,16 +8683,18 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -8258,9 +8760,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
+        known -= 1
     elif v is None:
         inst.input = None
     else:
@@ -8273,15 +8777,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommand.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -8337,19 +8838,19 @@ def _d_UnstructuredCommandInput(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_UnstructuredCommandInput.issuperset(obj)
-        else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     )
     return inst
 
@@ -8391,7 +8892,21 @@ def _d_AvailableCommandsUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "availableCommands")
+            items1: list[AvailableCommand] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.available_commands = items1
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableCommands")
     else:
         try:
@@ -8405,19 +8920,19 @@ def _d_AvailableCommandsUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     )
     return inst
 
@@ -8472,20 +8987,18 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CurrentModeUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -8532,7 +9045,28 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -8546,20 +9080,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConfigOptionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -8610,11 +9142,13 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -8624,6 +9158,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -8633,15 +9168,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionInfoUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -8708,16 +9240,18 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -8777,9 +9311,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
+        known -= 1
     elif v is None:
         inst.cost = None
     else:
@@ -8792,13 +9328,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -8855,18 +9390,20 @@ def _d_CompleteElicitationNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
@@ -8923,18 +9460,16 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -8979,12 +9514,14 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
+    known = 3
     v = obj.get("readTextFile", _MISSING)
     if v.__class__ is bool:
         inst.read_text_file = v
     elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
+        known -= 1
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
@@ -8993,6 +9530,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
+        known -= 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -9000,14 +9538,13 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_FileSystemCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     )
     inst.__acp_absent__ = frozenset(absent)
     return inst
@@ -9066,12 +9603,14 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
+    known = 2
     v = obj.get("terminal", _MISSING)
     if v.__class__ is bool:
         inst.terminal = v
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -9079,15 +9618,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9152,10 +9688,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
+    known = 6
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         absent.append("fs")
+        known -= 1
     else:
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
@@ -9172,11 +9710,13 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
+        known -= 1
     elif v is None:
         inst.session = None
     else:
@@ -9188,6 +9728,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
         absent.append("auth")
+        known -= 1
     else:
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
@@ -9196,6 +9737,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
+        known -= 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -9208,15 +9750,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9318,6 +9857,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
+    known = 4
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -9326,6 +9866,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             auth=AuthCapabilities(terminal=False),
         )
         absent.append("clientCapabilities")
+        known -= 1
     else:
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
@@ -9343,6 +9884,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
         inst.client_info = UNSET
+        known -= 1
     elif v is None:
         inst.client_info = None
     else:
@@ -9355,15 +9897,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9440,9 +9979,11 @@ def _d_ClientSessionCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9457,14 +9998,13 @@ def _d_ClientSessionCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ClientSessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     )
     return inst
 
@@ -9514,9 +10054,11 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
+        known -= 1
     elif v is None:
         inst.boolean = None
     else:
@@ -9529,13 +10071,14 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
@@ -9587,18 +10130,20 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
@@ -9645,9 +10190,11 @@ def _d_ElicitationCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
+        known -= 1
     elif v is None:
         inst.form = None
     else:
@@ -9658,6 +10205,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
+        known -= 1
     elif v is None:
         inst.url = None
     else:
@@ -9670,14 +10218,13 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     )
     return inst
 
@@ -9735,19 +10282,19 @@ def _d_ElicitationFormCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     )
     return inst
 
@@ -9793,19 +10340,19 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     )
     return inst
 
@@ -9856,19 +10403,19 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AuthenticateRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     )
     return inst
 
@@ -9913,20 +10460,18 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -9972,7 +10517,28 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "mcpServers")
+            items2: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _McpServer_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_McpServer(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items2
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
@@ -9985,9 +10551,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10002,15 +10586,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10078,18 +10659,18 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10142,7 +10723,15 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
@@ -10151,20 +10740,18 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerHttp.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10225,7 +10812,15 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
@@ -10234,18 +10829,18 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_McpServerSse.issuperset(obj) else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -10306,12 +10901,28 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "args")
+        items3: list[str] = []
+        i = 0
+        for x in v:
+            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            i += 1
+        inst.args = items3
+    elif v is _MISSING:
         _s.missing(path, "args")
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "env")
+        items4: list[EnvVariable] = []
+        i = 0
+        for x in v:
+            items4.append(_d_EnvVariable(x, (p4, i), ctx))
+            i += 1
+        inst.env = items4
+    elif v is _MISSING:
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
@@ -10320,20 +10931,18 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerStdio.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -10383,7 +10992,28 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "mcpServers")
+            items1: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _McpServer_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_McpServer(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items1
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
@@ -10410,9 +11040,27 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "additionalDirectories")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items4
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10427,15 +11075,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoadSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -10500,11 +11145,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -10514,6 +11161,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
+        known -= 1
     elif v is None:
         inst.cursor = None
     else:
@@ -10523,14 +11171,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     )
     return inst
 
@@ -10587,19 +11234,19 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     )
     return inst
 
@@ -10661,9 +11308,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10674,8 +11339,30 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        known -= 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -10686,14 +11373,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     )
     return inst
 
@@ -10762,19 +11448,19 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     )
     return inst
 
@@ -10836,19 +11522,19 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionModeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     )
     return inst
 
@@ -10917,18 +11603,20 @@ def _d_SetSessionConfigOptionRequestBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
@@ -11008,18 +11696,20 @@ def _d_SetSessionConfigOptionRequestValueId(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
@@ -11077,7 +11767,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "prompt")
+        items2: list[ContentBlock] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t2 := x.get("type")).__class__ is str
+                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+            ):
+                items2.append(d2(x, (p2, i), ctx))
+            else:
+                items2.append(_d_ContentBlock(x, (p2, i), ctx))
+            i += 1
+        inst.prompt = items2
+    elif v is _MISSING:
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
@@ -11086,20 +11791,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11164,11 +11867,7 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_ClientResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -11208,11 +11907,7 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_ClientResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -11247,19 +11942,19 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WriteTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     )
     return inst
 
@@ -11306,19 +12001,19 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReadTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     )
     return inst
 
@@ -11373,19 +12068,19 @@ def _d_RequestPermissionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     )
     return inst
 
@@ -11426,7 +12121,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        if len(obj) == 0 + ("outcome" in obj)
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -11478,19 +12173,19 @@ def _d_SelectedPermissionOutcome(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     )
     return inst
 
@@ -11542,19 +12237,19 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     )
     return inst
 
@@ -11613,9 +12308,11 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
+        known -= 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -11628,14 +12325,13 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalOutputResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     )
     return inst
 
@@ -11685,11 +12381,13 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        known -= 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -11702,6 +12400,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        known -= 1
     elif v is None:
         inst.signal = None
     else:
@@ -11711,15 +12410,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalExitStatus.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -11768,19 +12464,19 @@ def _d_ReleaseTerminalResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReleaseTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     )
     return inst
 
@@ -11824,11 +12520,13 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        known -= 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -11841,6 +12539,7 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        known -= 1
     elif v is None:
         inst.signal = None
     else:
@@ -11850,14 +12549,13 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WaitForTerminalExitResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     )
     return inst
 
@@ -11905,19 +12603,19 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_KillTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     )
     return inst
 
@@ -11962,11 +12660,13 @@ def _d_CreateElicitationResponseAccept(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -11974,13 +12674,14 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
@@ -12036,18 +12737,20 @@ def _d_CreateElicitationResponseDecline(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
@@ -12095,18 +12798,20 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
@@ -12154,17 +12859,17 @@ def _d_ElicitationAcceptAction(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     )
     return inst
 
@@ -12211,18 +12916,16 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12266,20 +12969,18 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -12330,19 +13031,19 @@ def _d_CancelRequestNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     )
     return inst
 

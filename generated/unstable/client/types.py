@@ -714,16 +714,16 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -785,19 +785,19 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WriteTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     )
     return inst
 
@@ -863,11 +863,13 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        known -= 1
     elif v is None:
         inst.line = None
     else:
@@ -880,6 +882,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = v
     elif v is _MISSING:
         inst.limit = UNSET
+        known -= 1
     elif v is None:
         inst.limit = None
     else:
@@ -892,14 +895,13 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReadTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     )
     return inst
 
@@ -965,7 +967,15 @@ def _d_RequestPermissionRequest(
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "options")
+        items3: list[PermissionOption] = []
+        i = 0
+        for x in v:
+            items3.append(_d_PermissionOption(x, (p3, i), ctx))
+            i += 1
+        inst.options = items3
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
@@ -974,19 +984,19 @@ def _d_RequestPermissionRequest(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     )
     return inst
 
@@ -1069,11 +1079,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -1083,6 +1095,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
@@ -1092,6 +1105,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -1101,13 +1115,36 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        known -= 1
     elif v is None:
         inst.name = None
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -1116,8 +1153,23 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -1128,11 +1180,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -1140,15 +1194,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1236,9 +1287,29 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("audience", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "audience")
+            items1: list[Role] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(
+                        _Role_VALUES[x]
+                        if x.__class__ is str and x in _Role_VALUES
+                        else _s.enum_fail((p1, i), "Role", x)
+                    )
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.audience = items1
+        except DecodeError as exc:
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    elif v is _MISSING:
         inst.audience = UNSET
+        known -= 1
     elif v is None:
         inst.audience = None
     else:
@@ -1260,6 +1331,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
+        known -= 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1269,6 +1341,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
+        known -= 1
     elif v is None:
         inst.priority = None
     else:
@@ -1281,13 +1354,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1346,9 +1418,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1361,13 +1435,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1431,9 +1504,11 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1446,6 +1521,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
+        known -= 1
     elif v is None:
         inst.uri = None
     else:
@@ -1455,13 +1531,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1530,9 +1605,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1545,13 +1622,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1620,9 +1696,11 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 8 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1635,6 +1713,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -1644,6 +1723,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1653,6 +1733,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
+        known -= 1
     elif v is None:
         inst.size = None
     else:
@@ -1665,6 +1746,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -1674,13 +1756,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1759,11 +1840,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1773,14 +1856,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TextResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     )
     return inst
 
@@ -1843,11 +1925,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1857,14 +1941,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BlobResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     )
     return inst
 
@@ -1918,9 +2001,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1933,15 +2018,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_EmbeddedResource.issuperset(obj)
-        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1998,16 +2080,18 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2064,11 +2148,13 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
         inst.old_text = v
     elif v is _MISSING:
         inst.old_text = UNSET
+        known -= 1
     elif v is None:
         inst.old_text = None
     else:
@@ -2078,11 +2164,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2141,16 +2228,18 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2204,11 +2293,13 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        known -= 1
     elif v is None:
         inst.line = None
     else:
@@ -2221,15 +2312,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallLocation.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2301,20 +2389,18 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PermissionOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2379,17 +2465,48 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "args")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.args = items3
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "env")
+            items4: list[EnvVariable] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.env = items4
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    elif v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -2400,6 +2517,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -2409,6 +2527,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = v
     elif v is _MISSING:
         inst.output_byte_limit = UNSET
+        known -= 1
     elif v is None:
         inst.output_byte_limit = None
     else:
@@ -2421,14 +2540,13 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2509,18 +2627,18 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2577,19 +2695,19 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalOutputRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     )
     return inst
 
@@ -2647,19 +2765,19 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReleaseTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2721,19 +2839,19 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WaitForTerminalExitRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     )
     return inst
 
@@ -2791,19 +2909,19 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_KillTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     )
     return inst
 
@@ -2858,11 +2976,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 6 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -2872,6 +2992,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2879,6 +3000,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2886,13 +3008,14 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     )
     return inst
@@ -2981,11 +3104,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 7 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -2995,6 +3120,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3002,6 +3128,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3009,14 +3136,13 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     )
     return inst
 
@@ -3096,19 +3222,19 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     )
     return inst
 
@@ -3156,9 +3282,7 @@ def _d_ElicitationRequestScope(
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
-        {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
@@ -3202,12 +3326,14 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
+    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
+        known -= 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3215,6 +3341,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3223,11 +3350,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
+        known -= 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "required")
+        items4: list[str] = []
+        i = 0
+        for x in v:
+            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            i += 1
+        inst.required = items4
+    elif v is _MISSING:
         inst.required = UNSET
+        known -= 1
     elif v is None:
         inst.required = None
     else:
@@ -3237,6 +3374,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3246,15 +3384,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3344,11 +3479,13 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3358,13 +3495,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3438,11 +3574,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3452,6 +3590,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3461,6 +3600,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
+        known -= 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3470,6 +3610,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
+        known -= 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3479,6 +3620,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
+        known -= 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3488,6 +3630,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = _StringFormat_VALUES[v]
     elif v is _MISSING:
         inst.format = UNSET
+        known -= 1
     elif v is None:
         inst.format = None
     else:
@@ -3497,20 +3640,39 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p8 = (path, "enum")
+        items8: list[str] = []
+        i = 0
+        for x in v:
+            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            i += 1
+        inst.enum = items8
+    elif v is _MISSING:
         inst.enum = UNSET
+        known -= 1
     elif v is None:
         inst.enum = None
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
     v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p9 = (path, "oneOf")
+        items9: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items9.append(_d_EnumOption(x, (p9, i), ctx))
+            i += 1
+        inst.one_of = items9
+    elif v is _MISSING:
         inst.one_of = UNSET
+        known -= 1
     elif v is None:
         inst.one_of = None
     else:
@@ -3520,14 +3682,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     )
     return inst
 
@@ -3634,11 +3795,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3648,6 +3811,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3657,6 +3821,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3666,6 +3831,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3675,6 +3841,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3687,14 +3854,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NumberPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     )
     return inst
 
@@ -3774,11 +3940,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3788,6 +3956,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3797,6 +3966,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3806,6 +3976,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3815,6 +3986,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3827,14 +3999,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_IntegerPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     )
     return inst
 
@@ -3912,11 +4083,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3926,6 +4099,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3935,6 +4109,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3944,14 +4119,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BooleanPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     )
     return inst
 
@@ -4008,7 +4182,15 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "enum")
+        items1: list[str] = []
+        i = 0
+        for x in v:
+            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            i += 1
+        inst.enum = items1
+    elif v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
@@ -4017,19 +4199,19 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -4070,7 +4252,15 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "anyOf")
+        items1: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items1.append(_d_EnumOption(x, (p1, i), ctx))
+            i += 1
+        inst.any_of = items1
+    elif v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
@@ -4079,19 +4269,19 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TitledMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -4155,11 +4345,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -4169,6 +4361,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -4178,6 +4371,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
+        known -= 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4187,13 +4381,29 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
+        known -= 1
     elif v is None:
         inst.max_items = None
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "default")
+            items6: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.default = items6
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -4206,14 +4416,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     )
     return inst
 
@@ -4290,11 +4499,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 4
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4302,6 +4513,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4309,14 +4521,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_ElicitationFormMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     )
     return inst
 
@@ -4376,11 +4587,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 5
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4388,6 +4601,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4395,15 +4609,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4460,20 +4671,18 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConnectMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4537,11 +4746,13 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
@@ -4551,15 +4762,12 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_MessageMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4621,19 +4829,19 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DisconnectMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     )
     return inst
 
@@ -4686,11 +4894,7 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_AgentResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4730,11 +4934,7 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_AgentResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4776,12 +4976,14 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
+    known = 4
     v = obj.get("image", _MISSING)
     if v.__class__ is bool:
         inst.image = v
     elif v is _MISSING:
         inst.image = False
         absent.append("image")
+        known -= 1
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
@@ -4790,6 +4992,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
+        known -= 1
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
@@ -4798,6 +5001,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
+        known -= 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -4805,15 +5009,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4889,12 +5090,14 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
         return inst
+    known = 4
     v = obj.get("http", _MISSING)
     if v.__class__ is bool:
         inst.http = v
     elif v is _MISSING:
         inst.http = False
         absent.append("http")
+        known -= 1
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
@@ -4903,6 +5106,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
+        known -= 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("acp", _MISSING)
@@ -4911,6 +5115,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.acp = False
         absent.append("acp")
+        known -= 1
     else:
         inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -4918,15 +5123,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4994,9 +5196,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
+        known -= 1
     elif v is None:
         inst.list = None
     else:
@@ -5007,6 +5211,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
+        known -= 1
     elif v is None:
         inst.delete = None
     else:
@@ -5017,6 +5222,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -5031,6 +5237,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("fork", _MISSING)
     if v is _MISSING:
         inst.fork = UNSET
+        known -= 1
     elif v is None:
         inst.fork = None
     else:
@@ -5041,6 +5248,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
+        known -= 1
     elif v is None:
         inst.resume = None
     else:
@@ -5051,6 +5259,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
+        known -= 1
     elif v is None:
         inst.close = None
     else:
@@ -5063,14 +5272,13 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     )
     return inst
 
@@ -5171,9 +5379,11 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
+        known -= 1
     elif v is None:
         inst.logout = None
     else:
@@ -5186,14 +5396,13 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AgentAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     )
     return inst
 
@@ -5266,12 +5475,14 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
         return inst
+    known = 9
     v = obj.get("loadSession", _MISSING)
     if v.__class__ is bool:
         inst.load_session = v
     elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
+        known -= 1
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -5280,6 +5491,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             image=False, audio=False, embedded_context=False
         )
         absent.append("promptCapabilities")
+        known -= 1
     else:
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
@@ -5294,6 +5506,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.mcp_capabilities = McpCapabilities(http=False, sse=False, acp=False)
         absent.append("mcpCapabilities")
+        known -= 1
     else:
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
@@ -5308,6 +5521,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.session_capabilities = SessionCapabilities()
         absent.append("sessionCapabilities")
+        known -= 1
     else:
         try:
             inst.session_capabilities = _d_SessionCapabilities(
@@ -5321,6 +5535,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.auth = AgentAuthCapabilities()
         absent.append("auth")
+        known -= 1
     else:
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
@@ -5329,6 +5544,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("providers", _MISSING)
     if v is _MISSING:
         inst.providers = UNSET
+        known -= 1
     elif v is None:
         inst.providers = None
     else:
@@ -5339,6 +5555,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
+        known -= 1
     elif v is None:
         inst.nes = None
     else:
@@ -5351,6 +5568,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.position_encoding = _PositionEncodingKind_VALUES[v]
     elif v is _MISSING:
         inst.position_encoding = UNSET
+        known -= 1
     elif v is None:
         inst.position_encoding = None
     else:
@@ -5362,15 +5580,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5506,6 +5721,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
+    known = 5
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -5518,6 +5734,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             auth=AgentAuthCapabilities(),
         )
         absent.append("agentCapabilities")
+        known -= 1
     else:
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
@@ -5537,9 +5754,31 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 ),
             )
     v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "authMethods")
+            items3: list[AuthMethod] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _AuthMethod_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.auth_methods = items3
+        except DecodeError as exc:
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+    elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
+        known -= 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -5548,6 +5787,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
+        known -= 1
     elif v is None:
         inst.agent_info = None
     else:
@@ -5560,15 +5800,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5659,19 +5896,19 @@ def _d_SessionListCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionListCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     )
     return inst
 
@@ -5715,19 +5952,19 @@ def _d_SessionDeleteCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     )
     return inst
 
@@ -5771,18 +6008,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5832,19 +6071,19 @@ def _d_SessionForkCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionForkCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     )
     return inst
 
@@ -5894,19 +6133,19 @@ def _d_SessionResumeCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionResumeCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     )
     return inst
 
@@ -5950,19 +6189,19 @@ def _d_SessionCloseCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionCloseCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     )
     return inst
 
@@ -6004,20 +6243,18 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6058,19 +6295,19 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ProvidersCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     )
     return inst
 
@@ -6120,9 +6357,11 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("events", _MISSING)
     if v is _MISSING:
         inst.events = UNSET
+        known -= 1
     elif v is None:
         inst.events = None
     else:
@@ -6133,6 +6372,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
+        known -= 1
     elif v is None:
         inst.context = None
     else:
@@ -6145,15 +6385,12 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6203,9 +6440,11 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("document", _MISSING)
     if v is _MISSING:
         inst.document = UNSET
+        known -= 1
     elif v is None:
         inst.document = None
     else:
@@ -6218,14 +6457,13 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesEventCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     )
     return inst
 
@@ -6280,9 +6518,11 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
         inst.did_open = UNSET
+        known -= 1
     elif v is None:
         inst.did_open = None
     else:
@@ -6293,6 +6533,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didChange", _MISSING)
     if v is _MISSING:
         inst.did_change = UNSET
+        known -= 1
     elif v is None:
         inst.did_change = None
     else:
@@ -6303,6 +6544,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didClose", _MISSING)
     if v is _MISSING:
         inst.did_close = UNSET
+        known -= 1
     elif v is None:
         inst.did_close = None
     else:
@@ -6313,6 +6555,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didSave", _MISSING)
     if v is _MISSING:
         inst.did_save = UNSET
+        known -= 1
     elif v is None:
         inst.did_save = None
     else:
@@ -6323,6 +6566,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didFocus", _MISSING)
     if v is _MISSING:
         inst.did_focus = UNSET
+        known -= 1
     elif v is None:
         inst.did_focus = None
     else:
@@ -6335,13 +6579,14 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentEventCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
     )
     return inst
@@ -6406,18 +6651,20 @@ def _d_NesDocumentDidOpenCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentDidOpenCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
     )
     return inst
@@ -6469,18 +6716,20 @@ def _d_NesDocumentDidChangeCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentDidChangeCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
@@ -6527,18 +6776,20 @@ def _d_NesDocumentDidCloseCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentDidCloseCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
     )
     return inst
@@ -6583,18 +6834,20 @@ def _d_NesDocumentDidSaveCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentDidSaveCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
     )
     return inst
@@ -6639,18 +6892,20 @@ def _d_NesDocumentDidFocusCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesDocumentDidFocusCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
     )
     return inst
@@ -6709,9 +6964,11 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
         inst.recent_files = UNSET
+        known -= 1
     elif v is None:
         inst.recent_files = None
     else:
@@ -6722,6 +6979,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("relatedSnippets", _MISSING)
     if v is _MISSING:
         inst.related_snippets = UNSET
+        known -= 1
     elif v is None:
         inst.related_snippets = None
     else:
@@ -6734,6 +6992,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("editHistory", _MISSING)
     if v is _MISSING:
         inst.edit_history = UNSET
+        known -= 1
     elif v is None:
         inst.edit_history = None
     else:
@@ -6744,6 +7003,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("userActions", _MISSING)
     if v is _MISSING:
         inst.user_actions = UNSET
+        known -= 1
     elif v is None:
         inst.user_actions = None
     else:
@@ -6754,6 +7014,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("openFiles", _MISSING)
     if v is _MISSING:
         inst.open_files = UNSET
+        known -= 1
     elif v is None:
         inst.open_files = None
     else:
@@ -6764,6 +7025,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("diagnostics", _MISSING)
     if v is _MISSING:
         inst.diagnostics = UNSET
+        known -= 1
     elif v is None:
         inst.diagnostics = None
     else:
@@ -6776,14 +7038,13 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesContextCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     )
     return inst
 
@@ -6852,11 +7113,13 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        known -= 1
     elif v is None:
         inst.max_count = None
     else:
@@ -6869,14 +7132,13 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesRecentFilesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
     )
     return inst
 
@@ -6924,18 +7186,20 @@ def _d_NesRelatedSnippetsCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesRelatedSnippetsCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
     )
     return inst
@@ -6981,11 +7245,13 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        known -= 1
     elif v is None:
         inst.max_count = None
     else:
@@ -6998,14 +7264,13 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesEditHistoryCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
     )
     return inst
 
@@ -7054,11 +7319,13 @@ def _d_NesUserActionsCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        known -= 1
     elif v is None:
         inst.max_count = None
     else:
@@ -7071,14 +7338,13 @@ def _d_NesUserActionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesUserActionsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
     )
     return inst
 
@@ -7126,19 +7392,19 @@ def _d_NesOpenFilesCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesOpenFilesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     )
     return inst
 
@@ -7182,19 +7448,19 @@ def _d_NesDiagnosticsCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDiagnosticsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
     )
     return inst
 
@@ -7255,18 +7521,35 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "args")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.args = items4
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -7275,6 +7558,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         try:
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
@@ -7285,15 +7569,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodTerminal.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7371,11 +7652,13 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -7385,15 +7668,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodAgent.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7457,11 +7737,13 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -7471,15 +7753,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_Implementation.issuperset(obj)
-        else _s.extra_fields(obj, _K_Implementation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7533,19 +7812,19 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AuthenticateResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     )
     return inst
 
@@ -7581,7 +7860,15 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersResponse)
     v = obj.get("providers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "providers")
+        items1: list[ProviderInfo] = []
+        i = 0
+        for x in v:
+            items1.append(_d_ProviderInfo(x, (p1, i), ctx))
+            i += 1
+        inst.providers = items1
+    elif v is _MISSING:
         _s.missing(path, "providers")
     else:
         inst.providers = _s.list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
@@ -7590,19 +7877,19 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListProvidersResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     )
     return inst
 
@@ -7655,7 +7942,21 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     else:
         _s.fail((path, "providerId"), "string", v)
     v = obj.get("supported", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "supported")
+            items2: list[LlmProtocol] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.supported = items2
+        except DecodeError as exc:
+            inst.supported = _s.tolerated(ctx, (path, "supported"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "supported")
     else:
         try:
@@ -7680,9 +7981,11 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("current", _MISSING)
     if v is _MISSING:
         inst.current = UNSET
+        known -= 1
     elif v is None:
         inst.current = None
     else:
@@ -7692,13 +7995,12 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ProviderInfo.issuperset(obj) else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -7773,19 +8075,19 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ProviderCurrentConfig.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     )
     return inst
 
@@ -7835,19 +8137,19 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetProviderResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
     )
     return inst
 
@@ -7895,19 +8197,19 @@ def _d_DisableProviderResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DisableProviderResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     )
     return inst
 
@@ -7953,20 +8255,18 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8016,9 +8316,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -8027,8 +8329,30 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "configOptions")
+            items3: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items3
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -8043,15 +8367,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8110,7 +8431,21 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     else:
         _s.fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "availableModes")
+            items2: list[SessionMode] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_SessionMode(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.available_modes = items2
+        except DecodeError as exc:
+            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableModes")
     else:
         try:
@@ -8122,20 +8457,18 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionModeState.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8196,11 +8529,13 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -8210,13 +8545,12 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionMode.issuperset(obj) else _s.extra_fields(obj, _K_SessionMode, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8297,11 +8631,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -8311,6 +8647,7 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -8320,14 +8657,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     )
     return inst
 
@@ -8417,11 +8753,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -8431,6 +8769,7 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -8440,14 +8779,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     )
     return inst
 
@@ -8528,11 +8866,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -8542,14 +8882,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     )
     return inst
 
@@ -8611,7 +8950,21 @@ def _d_SessionConfigSelectGroup(
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "options")
+            items3: list[SessionConfigSelectOption] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.options = items3
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         try:
@@ -8623,19 +8976,19 @@ def _d_SessionConfigSelectGroup(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     )
     return inst
 
@@ -8692,11 +9045,7 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -8736,11 +9085,7 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = (
-        {}
-        if _K_SessionConfigBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -8775,9 +9120,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -8786,8 +9133,30 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -8802,14 +9171,13 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_LoadSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     )
     return inst
 
@@ -8855,7 +9223,21 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "sessions")
+            items1: list[SessionInfo] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.sessions = items1
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "sessions")
     else:
         try:
@@ -8868,11 +9250,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
+        known -= 1
     elif v is None:
         inst.next_cursor = None
     else:
@@ -8882,14 +9266,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     )
     return inst
 
@@ -8955,9 +9338,27 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -8972,6 +9373,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -8981,6 +9383,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -8990,13 +9393,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9055,19 +9457,19 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     )
     return inst
 
@@ -9118,9 +9520,11 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -9129,8 +9533,30 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "configOptions")
+            items3: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items3
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9145,14 +9571,13 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ForkSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     )
     return inst
 
@@ -9212,9 +9637,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        known -= 1
     elif v is None:
         inst.modes = None
     else:
@@ -9223,8 +9650,30 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9239,14 +9688,13 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     )
     return inst
 
@@ -9296,19 +9744,19 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     )
     return inst
 
@@ -9348,19 +9796,19 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionModeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     )
     return inst
 
@@ -9398,7 +9846,28 @@ def _d_SetSessionConfigOptionResponse(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -9412,18 +9881,20 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
@@ -9474,9 +9945,11 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
         inst.usage = UNSET
+        known -= 1
     elif v is None:
         inst.usage = None
     else:
@@ -9489,15 +9962,12 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -9583,11 +10053,13 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("thoughtTokens", _MISSING)
     if v.__class__ is int:
         inst.thought_tokens = v
     elif v is _MISSING:
         inst.thought_tokens = UNSET
+        known -= 1
     elif v is None:
         inst.thought_tokens = None
     else:
@@ -9600,6 +10072,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = v
     elif v is _MISSING:
         inst.cached_read_tokens = UNSET
+        known -= 1
     elif v is None:
         inst.cached_read_tokens = None
     else:
@@ -9612,6 +10085,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_write_tokens = v
     elif v is _MISSING:
         inst.cached_write_tokens = UNSET
+        known -= 1
     elif v is None:
         inst.cached_write_tokens = None
     else:
@@ -9624,11 +10098,12 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Usage.issuperset(obj) else _s.extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -9702,20 +10177,18 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StartNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -9754,7 +10227,22 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesResponse)
     v = obj.get("suggestions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "suggestions")
+        items1: list[NesSuggestion] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t1 := x.get("kind")).__class__ is str
+                and (d1 := _NesSuggestion_TAGS.get(t1)) is not None
+            ):
+                items1.append(d1(x, (p1, i), ctx))
+            else:
+                items1.append(_d_NesSuggestion(x, (p1, i), ctx))
+            i += 1
+        inst.suggestions = items1
+    elif v is _MISSING:
         _s.missing(path, "suggestions")
     else:
         inst.suggestions = _s.list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
@@ -9763,20 +10251,18 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SuggestNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -9831,18 +10317,18 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesTextEdit.issuperset(obj) else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -9897,16 +10383,18 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Range.issuperset(obj) else _s.extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -9965,16 +10453,18 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Position.issuperset(obj) else _s.extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10033,7 +10523,15 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("edits", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "edits")
+        items3: list[NesTextEdit] = []
+        i = 0
+        for x in v:
+            items3.append(_d_NesTextEdit(x, (p3, i), ctx))
+            i += 1
+        inst.edits = items3
+    elif v is _MISSING:
         _s.missing(path, "edits")
     else:
         inst.edits = _s.list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
@@ -10043,9 +10541,11 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("kind" in obj)
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
         inst.cursor_position = UNSET
+        known -= 1
     elif v is None:
         inst.cursor_position = None
     else:
@@ -10058,15 +10558,12 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesEditSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10142,20 +10639,18 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("kind" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesJumpSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10236,19 +10731,19 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("kind" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesRenameSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     )
     return inst
 
@@ -10338,11 +10833,13 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("kind" in obj)
     v = obj.get("isRegex", _MISSING)
     if v.__class__ is bool:
         inst.is_regex = v
     elif v is _MISSING:
         inst.is_regex = UNSET
+        known -= 1
     elif v is None:
         inst.is_regex = None
     else:
@@ -10352,13 +10849,14 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesSearchAndReplaceSuggestion.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
     )
     return inst
@@ -10422,20 +10920,18 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -10490,12 +10986,14 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         inst.data = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
+        known -= 1
     else:
         inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -10550,18 +11048,16 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_AgentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -10616,19 +11112,19 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
     )
     return inst
 
@@ -10693,11 +11189,13 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -10707,13 +11205,14 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     )
     return inst
@@ -10782,11 +11281,13 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -10796,13 +11297,14 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
@@ -10871,11 +11373,13 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -10885,13 +11389,14 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
@@ -10975,11 +11480,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -10989,6 +11496,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
@@ -10998,6 +11506,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -11007,13 +11516,36 @@ def _d_SessionUpdateToolCallUpdate(
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        known -= 1
     elif v is None:
         inst.name = None
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -11022,8 +11554,23 @@ def _d_SessionUpdateToolCallUpdate(
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -11034,11 +11581,13 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -11046,14 +11595,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     )
     return inst
 
@@ -11149,11 +11697,13 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        known -= 1
     elif v is None:
         inst.message_id = None
     else:
@@ -11163,13 +11713,12 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11252,11 +11801,13 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10 + ("sessionUpdate" in obj)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        known -= 1
     elif v is None:
         inst.name = None
     else:
@@ -11266,6 +11817,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
@@ -11273,19 +11825,57 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     else:
         try:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     else:
         try:
             inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
@@ -11294,11 +11884,13 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -11306,11 +11898,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -11421,18 +12014,18 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -11479,7 +12072,21 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "entries")
+            items1: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_PlanEntry(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.entries = items1
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
@@ -11491,16 +12098,18 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -11554,7 +12163,21 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "entries")
+            items2: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.entries = items2
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
@@ -11566,18 +12189,18 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanItems.issuperset(obj) else _s.extra_fields(obj, _K_PlanItems, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -11648,16 +12271,18 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanFile.issuperset(obj) else _s.extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -11721,18 +12346,18 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanMarkdown.issuperset(obj) else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -11793,18 +12418,18 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanUpdate.issuperset(obj) else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -11859,18 +12484,18 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanRemoved.issuperset(obj) else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -11933,9 +12558,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
+        known -= 1
     elif v is None:
         inst.input = None
     else:
@@ -11948,15 +12575,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommand.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12012,19 +12636,19 @@ def _d_UnstructuredCommandInput(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_UnstructuredCommandInput.issuperset(obj)
-        else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     )
     return inst
 
@@ -12066,7 +12690,21 @@ def _d_AvailableCommandsUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "availableCommands")
+            items1: list[AvailableCommand] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.available_commands = items1
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableCommands")
     else:
         try:
@@ -12080,19 +12718,19 @@ def _d_AvailableCommandsUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     )
     return inst
 
@@ -12147,20 +12785,18 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CurrentModeUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12207,7 +12843,28 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -12221,20 +12878,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConfigOptionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12285,11 +12940,13 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -12299,6 +12956,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -12308,15 +12966,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionInfoUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -12383,16 +13038,18 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -12452,9 +13109,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
+        known -= 1
     elif v is None:
         inst.cost = None
     else:
@@ -12467,13 +13126,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -12539,9 +13197,32 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("sessionUpdate" in obj)
     v = obj.get("summary", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "summary")
+            items3: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _ContentBlock_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_ContentBlock(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.summary = items3
+        except DecodeError as exc:
+            inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
+    elif v is _MISSING:
         inst.summary = UNSET
+        known -= 1
     elif v is None:
         inst.summary = None
     else:
@@ -12554,6 +13235,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.error = v
     elif v is _MISSING:
         inst.error = UNSET
+        known -= 1
     elif v is None:
         inst.error = None
     else:
@@ -12563,15 +13245,12 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CompactionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -12659,19 +13338,19 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CompactionSummaryChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     )
     return inst
 
@@ -12736,18 +13415,20 @@ def _d_CompleteElicitationNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
@@ -12809,11 +13490,13 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
@@ -12823,14 +13506,13 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_MessageMcpNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     )
     return inst
 
@@ -12901,18 +13583,16 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -12957,12 +13637,14 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
+    known = 3
     v = obj.get("readTextFile", _MISSING)
     if v.__class__ is bool:
         inst.read_text_file = v
     elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
+        known -= 1
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
@@ -12971,6 +13653,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
+        known -= 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -12978,14 +13661,13 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_FileSystemCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     )
     inst.__acp_absent__ = frozenset(absent)
     return inst
@@ -13044,12 +13726,14 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
+    known = 2
     v = obj.get("terminal", _MISSING)
     if v.__class__ is bool:
         inst.terminal = v
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("_meta", _MISSING)
@@ -13057,15 +13741,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13143,10 +13824,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
+    known = 9
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         absent.append("fs")
+        known -= 1
     else:
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
@@ -13163,11 +13846,13 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
+        known -= 1
     elif v is None:
         inst.session = None
     else:
@@ -13178,6 +13863,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("plan", _MISSING)
     if v is _MISSING:
         inst.plan = UNSET
+        known -= 1
     elif v is None:
         inst.plan = None
     else:
@@ -13189,6 +13875,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
         absent.append("auth")
+        known -= 1
     else:
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
@@ -13197,6 +13884,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
+        known -= 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -13207,6 +13895,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
+        known -= 1
     elif v is None:
         inst.nes = None
     else:
@@ -13215,8 +13904,27 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         except DecodeError as exc:
             inst.nes = _s.tolerated(ctx, (path, "nes"), exc, UNSET)
     v = obj.get("positionEncodings", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p8 = (path, "positionEncodings")
+            items8: list[PositionEncodingKind] = []
+            i = 0
+            for x in v:
+                try:
+                    items8.append(
+                        _PositionEncodingKind_VALUES[x]
+                        if x.__class__ is str and x in _PositionEncodingKind_VALUES
+                        else _s.enum_fail((p8, i), "PositionEncodingKind", x)
+                    )
+                except DecodeError as exc:
+                    ctx.tolerated((p8, i), exc, "item dropped")
+                i += 1
+            inst.position_encodings = items8
+        except DecodeError as exc:
+            inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+    elif v is _MISSING:
         inst.position_encodings = UNSET
+        known -= 1
     else:
         try:
             inst.position_encodings = _s.skip_invalid(
@@ -13236,15 +13944,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13376,6 +14081,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
+    known = 4
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -13384,6 +14090,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             auth=AuthCapabilities(terminal=False),
         )
         absent.append("clientCapabilities")
+        known -= 1
     else:
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
@@ -13401,6 +14108,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
         inst.client_info = UNSET
+        known -= 1
     elif v is None:
         inst.client_info = None
     else:
@@ -13413,15 +14121,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13501,9 +14206,11 @@ def _d_ClientSessionCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
         inst.compaction = UNSET
+        known -= 1
     elif v is None:
         inst.compaction = None
     else:
@@ -13514,6 +14221,7 @@ def _d_ClientSessionCapabilities(
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     elif v is None:
         inst.config_options = None
     else:
@@ -13528,14 +14236,13 @@ def _d_ClientSessionCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ClientSessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     )
     return inst
 
@@ -13586,11 +14293,7 @@ def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = (
-        {}
-        if _K_CompactionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 0 else _s.extra_fields(obj, _K_CompactionCapabilities, path, ctx)
     return inst
 
 
@@ -13630,9 +14333,11 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
+        known -= 1
     elif v is None:
         inst.boolean = None
     else:
@@ -13645,13 +14350,14 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
@@ -13703,18 +14409,20 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
@@ -13757,20 +14465,18 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PlanCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -13819,9 +14525,11 @@ def _d_ElicitationCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
+        known -= 1
     elif v is None:
         inst.form = None
     else:
@@ -13832,6 +14540,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
+        known -= 1
     elif v is None:
         inst.url = None
     else:
@@ -13844,14 +14553,13 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     )
     return inst
 
@@ -13909,19 +14617,19 @@ def _d_ElicitationFormCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     )
     return inst
 
@@ -13967,19 +14675,19 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     )
     return inst
 
@@ -14028,9 +14736,11 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
         inst.jump = UNSET
+        known -= 1
     elif v is None:
         inst.jump = None
     else:
@@ -14041,6 +14751,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("rename", _MISSING)
     if v is _MISSING:
         inst.rename = UNSET
+        known -= 1
     elif v is None:
         inst.rename = None
     else:
@@ -14051,6 +14762,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("searchAndReplace", _MISSING)
     if v is _MISSING:
         inst.search_and_replace = UNSET
+        known -= 1
     elif v is None:
         inst.search_and_replace = None
     else:
@@ -14065,14 +14777,13 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ClientNesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     )
     return inst
 
@@ -14126,19 +14837,19 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesJumpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     )
     return inst
 
@@ -14180,19 +14891,19 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesRenameCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     )
     return inst
 
@@ -14236,18 +14947,20 @@ def _d_NesSearchAndReplaceCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_NesSearchAndReplaceCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
     )
     return inst
@@ -14297,19 +15010,19 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AuthenticateRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     )
     return inst
 
@@ -14354,19 +15067,19 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListProvidersRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     )
     return inst
 
@@ -14436,9 +15149,11 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
         inst.headers = UNSET
+        known -= 1
     else:
         inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
     v = obj.get("_meta", _MISSING)
@@ -14446,15 +15161,12 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SetProviderRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -14523,19 +15235,19 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DisableProviderRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     )
     return inst
 
@@ -14583,20 +15295,18 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -14642,7 +15352,28 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "mcpServers")
+            items2: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _McpServer_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_McpServer(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items2
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
@@ -14655,9 +15386,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -14672,15 +15421,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -14748,18 +15494,18 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -14812,7 +15558,15 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
@@ -14821,20 +15575,18 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerHttp.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -14895,7 +15647,15 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
@@ -14904,18 +15664,18 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_McpServerSse.issuperset(obj) else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -14980,18 +15740,18 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_McpServerAcp.issuperset(obj) else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15057,12 +15817,28 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "args")
+        items3: list[str] = []
+        i = 0
+        for x in v:
+            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            i += 1
+        inst.args = items3
+    elif v is _MISSING:
         _s.missing(path, "args")
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "env")
+        items4: list[EnvVariable] = []
+        i = 0
+        for x in v:
+            items4.append(_d_EnvVariable(x, (p4, i), ctx))
+            i += 1
+        inst.env = items4
+    elif v is _MISSING:
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
@@ -15071,20 +15847,18 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerStdio.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15134,7 +15908,28 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "mcpServers")
+            items1: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _McpServer_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_McpServer(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items1
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
@@ -15161,9 +15956,27 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "additionalDirectories")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items4
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15178,15 +15991,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoadSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -15251,11 +16061,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -15265,6 +16077,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
+        known -= 1
     elif v is None:
         inst.cursor = None
     else:
@@ -15274,14 +16087,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     )
     return inst
 
@@ -15338,19 +16150,19 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     )
     return inst
 
@@ -15412,9 +16224,27 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15425,8 +16255,30 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        known -= 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -15437,15 +16289,12 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ForkSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -15529,9 +16378,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15542,8 +16409,30 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        known -= 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -15554,14 +16443,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     )
     return inst
 
@@ -15630,19 +16518,19 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     )
     return inst
 
@@ -15704,19 +16592,19 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionModeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     )
     return inst
 
@@ -15785,18 +16673,20 @@ def _d_SetSessionConfigOptionRequestBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
@@ -15876,18 +16766,20 @@ def _d_SetSessionConfigOptionRequestValueId(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
@@ -15945,7 +16837,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "prompt")
+        items2: list[ContentBlock] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t2 := x.get("type")).__class__ is str
+                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+            ):
+                items2.append(d2(x, (p2, i), ctx))
+            else:
+                items2.append(_d_ContentBlock(x, (p2, i), ctx))
+            i += 1
+        inst.prompt = items2
+    elif v is _MISSING:
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
@@ -15954,20 +16861,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16032,18 +16937,29 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("workspaceUri", _MISSING)
     if v.__class__ is str:
         inst.workspace_uri = v
     elif v is _MISSING:
         inst.workspace_uri = UNSET
+        known -= 1
     elif v is None:
         inst.workspace_uri = None
     else:
         inst.workspace_uri = _s.tolerate(ctx, (path, "workspaceUri"), "string", v, UNSET)
     v = obj.get("workspaceFolders", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "workspaceFolders")
+        items2: list[WorkspaceFolder] = []
+        i = 0
+        for x in v:
+            items2.append(_d_WorkspaceFolder(x, (p2, i), ctx))
+            i += 1
+        inst.workspace_folders = items2
+    elif v is _MISSING:
         inst.workspace_folders = UNSET
+        known -= 1
     elif v is None:
         inst.workspace_folders = None
     else:
@@ -16051,6 +16967,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     v = obj.get("repository", _MISSING)
     if v is _MISSING:
         inst.repository = UNSET
+        known -= 1
     elif v is None:
         inst.repository = None
     else:
@@ -16063,15 +16980,12 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StartNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -16138,20 +17052,18 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WorkspaceFolder.issuperset(obj)
-        else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -16217,20 +17129,18 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRepository.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRepository, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -16314,9 +17224,11 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 8
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
         inst.selection = UNSET
+        known -= 1
     elif v is None:
         inst.selection = None
     else:
@@ -16324,6 +17236,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
+        known -= 1
     elif v is None:
         inst.context = None
     else:
@@ -16333,15 +17246,12 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SuggestNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -16422,44 +17332,99 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7
     v = obj.get("recentFiles", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "recentFiles")
+        items1: list[NesRecentFile] = []
+        i = 0
+        for x in v:
+            items1.append(_d_NesRecentFile(x, (p1, i), ctx))
+            i += 1
+        inst.recent_files = items1
+    elif v is _MISSING:
         inst.recent_files = UNSET
+        known -= 1
     elif v is None:
         inst.recent_files = None
     else:
         inst.recent_files = _s.list_of(v, (path, "recentFiles"), ctx, _d_NesRecentFile)
     v = obj.get("relatedSnippets", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "relatedSnippets")
+        items2: list[NesRelatedSnippet] = []
+        i = 0
+        for x in v:
+            items2.append(_d_NesRelatedSnippet(x, (p2, i), ctx))
+            i += 1
+        inst.related_snippets = items2
+    elif v is _MISSING:
         inst.related_snippets = UNSET
+        known -= 1
     elif v is None:
         inst.related_snippets = None
     else:
         inst.related_snippets = _s.list_of(v, (path, "relatedSnippets"), ctx, _d_NesRelatedSnippet)
     v = obj.get("editHistory", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "editHistory")
+        items3: list[NesEditHistoryEntry] = []
+        i = 0
+        for x in v:
+            items3.append(_d_NesEditHistoryEntry(x, (p3, i), ctx))
+            i += 1
+        inst.edit_history = items3
+    elif v is _MISSING:
         inst.edit_history = UNSET
+        known -= 1
     elif v is None:
         inst.edit_history = None
     else:
         inst.edit_history = _s.list_of(v, (path, "editHistory"), ctx, _d_NesEditHistoryEntry)
     v = obj.get("userActions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "userActions")
+        items4: list[NesUserAction] = []
+        i = 0
+        for x in v:
+            items4.append(_d_NesUserAction(x, (p4, i), ctx))
+            i += 1
+        inst.user_actions = items4
+    elif v is _MISSING:
         inst.user_actions = UNSET
+        known -= 1
     elif v is None:
         inst.user_actions = None
     else:
         inst.user_actions = _s.list_of(v, (path, "userActions"), ctx, _d_NesUserAction)
     v = obj.get("openFiles", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p5 = (path, "openFiles")
+        items5: list[NesOpenFile] = []
+        i = 0
+        for x in v:
+            items5.append(_d_NesOpenFile(x, (p5, i), ctx))
+            i += 1
+        inst.open_files = items5
+    elif v is _MISSING:
         inst.open_files = UNSET
+        known -= 1
     elif v is None:
         inst.open_files = None
     else:
         inst.open_files = _s.list_of(v, (path, "openFiles"), ctx, _d_NesOpenFile)
     v = obj.get("diagnostics", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p6 = (path, "diagnostics")
+        items6: list[NesDiagnostic] = []
+        i = 0
+        for x in v:
+            items6.append(_d_NesDiagnostic(x, (p6, i), ctx))
+            i += 1
+        inst.diagnostics = items6
+    elif v is _MISSING:
         inst.diagnostics = UNSET
+        known -= 1
     elif v is None:
         inst.diagnostics = None
     else:
@@ -16469,15 +17434,12 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesSuggestContext.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -16563,20 +17525,18 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRecentFile.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -16626,7 +17586,15 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("excerpts", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "excerpts")
+        items2: list[NesExcerpt] = []
+        i = 0
+        for x in v:
+            items2.append(_d_NesExcerpt(x, (p2, i), ctx))
+            i += 1
+        inst.excerpts = items2
+    elif v is _MISSING:
         _s.missing(path, "excerpts")
     else:
         inst.excerpts = _s.list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
@@ -16635,20 +17603,18 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRelatedSnippet.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -16714,18 +17680,18 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesExcerpt.issuperset(obj) else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -16786,19 +17752,19 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesEditHistoryEntry.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     )
     return inst
 
@@ -16872,20 +17838,18 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesUserAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -16957,9 +17921,11 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
         inst.visible_range = UNSET
+        known -= 1
     elif v is None:
         inst.visible_range = None
     else:
@@ -16972,6 +17938,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.last_focused_ms = v
     elif v is _MISSING:
         inst.last_focused_ms = UNSET
+        known -= 1
     elif v is None:
         inst.last_focused_ms = None
     else:
@@ -16984,13 +17951,12 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesOpenFile.issuperset(obj) else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -17071,20 +18037,18 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesDiagnostic.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -17145,20 +18109,18 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -17209,11 +18171,7 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_ClientResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -17253,11 +18211,7 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_ClientResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -17292,19 +18246,19 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WriteTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     )
     return inst
 
@@ -17351,19 +18305,19 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReadTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     )
     return inst
 
@@ -17418,19 +18372,19 @@ def _d_RequestPermissionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     )
     return inst
 
@@ -17471,7 +18425,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        if len(obj) == 0 + ("outcome" in obj)
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -17523,19 +18477,19 @@ def _d_SelectedPermissionOutcome(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     )
     return inst
 
@@ -17587,19 +18541,19 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     )
     return inst
 
@@ -17658,9 +18612,11 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
+        known -= 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -17673,14 +18629,13 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalOutputResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     )
     return inst
 
@@ -17730,11 +18685,13 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        known -= 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -17747,6 +18704,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        known -= 1
     elif v is None:
         inst.signal = None
     else:
@@ -17756,15 +18714,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalExitStatus.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -17813,19 +18768,19 @@ def _d_ReleaseTerminalResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ReleaseTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     )
     return inst
 
@@ -17869,11 +18824,13 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        known -= 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -17886,6 +18843,7 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        known -= 1
     elif v is None:
         inst.signal = None
     else:
@@ -17895,14 +18853,13 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_WaitForTerminalExitResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     )
     return inst
 
@@ -17950,19 +18907,19 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_KillTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     )
     return inst
 
@@ -18007,11 +18964,13 @@ def _d_CreateElicitationResponseAccept(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -18019,13 +18978,14 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
@@ -18081,18 +19041,20 @@ def _d_CreateElicitationResponseDecline(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
@@ -18140,18 +19102,20 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
@@ -18199,17 +19163,17 @@ def _d_ElicitationAcceptAction(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     )
     return inst
 
@@ -18256,20 +19220,18 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConnectMcpResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -18316,19 +19278,19 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DisconnectMcpResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     )
     return inst
 
@@ -18381,18 +19343,16 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -18436,20 +19396,18 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -18532,19 +19490,19 @@ def _d_DidOpenDocumentNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DidOpenDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
     )
     return inst
 
@@ -18623,7 +19581,21 @@ def _d_DidChangeDocumentNotification(
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("contentChanges", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "contentChanges")
+            items4: list[TextDocumentContentChangeEvent] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(_d_TextDocumentContentChangeEvent(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.content_changes = items4
+        except DecodeError as exc:
+            inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "contentChanges")
     else:
         try:
@@ -18637,18 +19609,20 @@ def _d_DidChangeDocumentNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_DidChangeDocumentNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
     )
     return inst
@@ -18714,9 +19688,11 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("range", _MISSING)
     if v is _MISSING:
         inst.range = UNSET
+        known -= 1
     elif v is None:
         inst.range = None
     else:
@@ -18726,13 +19702,14 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_TextDocumentContentChangeEvent.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
     )
     return inst
@@ -18800,18 +19777,20 @@ def _d_DidCloseDocumentNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_DidCloseDocumentNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
     )
     return inst
@@ -18874,19 +19853,19 @@ def _d_DidSaveDocumentNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DidSaveDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
     )
     return inst
 
@@ -18967,18 +19946,20 @@ def _d_DidFocusDocumentNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_DidFocusDocumentNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
     )
     return inst
@@ -19051,19 +20032,19 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AcceptNesNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     )
     return inst
 
@@ -19124,11 +20105,13 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("reason", _MISSING)
     if v.__class__ is str and v in _NesRejectReason_VALUES:
         inst.reason = _NesRejectReason_VALUES[v]
     elif v is _MISSING:
         inst.reason = UNSET
+        known -= 1
     elif v is None:
         inst.reason = None
     else:
@@ -19138,14 +20121,13 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RejectNesNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
     )
     return inst
 
@@ -19202,19 +20184,19 @@ def _d_CancelRequestNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     )
     return inst
 

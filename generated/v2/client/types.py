@@ -561,16 +561,16 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -623,7 +623,15 @@ def _d_RequestPermissionRequest(
     else:
         _s.fail((path, "title"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "options")
+        items3: list[PermissionOption] = []
+        i = 0
+        for x in v:
+            items3.append(_d_PermissionOption(x, (p3, i), ctx))
+            i += 1
+        inst.options = items3
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
@@ -634,11 +642,13 @@ def _d_RequestPermissionRequest(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -646,12 +656,13 @@ def _d_RequestPermissionRequest(
     v = obj.get("subject", _MISSING)
     if (
         v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _RequestPermissionSubject_TAGS.get(t2)) is not None
+        and (t5 := v.get("type")).__class__ is str
+        and (d5 := _RequestPermissionSubject_TAGS.get(t5)) is not None
     ):
-        inst.subject = d2(v, (path, "subject"), ctx)
+        inst.subject = d5(v, (path, "subject"), ctx)
     elif v is _MISSING:
         inst.subject = UNSET
+        known -= 1
     elif v is None:
         inst.subject = None
     else:
@@ -661,14 +672,13 @@ def _d_RequestPermissionRequest(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     )
     return inst
 
@@ -767,11 +777,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -781,6 +793,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -790,13 +803,36 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -805,8 +841,23 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -817,11 +868,13 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -829,15 +882,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -923,9 +973,25 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("audience", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "audience")
+            items1: list[Role] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.audience = items1
+        except DecodeError as exc:
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    elif v is _MISSING:
         inst.audience = UNSET
+        known -= 1
     elif v is None:
         inst.audience = None
     else:
@@ -943,6 +1009,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
+        known -= 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -952,6 +1019,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
+        known -= 1
     elif v is None:
         inst.priority = None
     else:
@@ -964,13 +1032,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1031,9 +1098,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1046,13 +1115,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1116,11 +1184,13 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("type" in obj)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
+        known -= 1
     elif v is None:
         inst.uri = None
     else:
@@ -1128,6 +1198,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1140,13 +1211,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1215,9 +1285,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1230,13 +1302,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1293,18 +1364,35 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.theme = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("sizes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "sizes")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.sizes = items3
+        except DecodeError as exc:
+            inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+    elif v is _MISSING:
         inst.sizes = UNSET
+        known -= 1
     elif v is None:
         inst.sizes = None
     else:
@@ -1317,11 +1405,12 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.theme = v
     elif v is _MISSING:
         inst.theme = UNSET
+        known -= 1
     elif v is None:
         inst.theme = None
     else:
         inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if _K_Icon.issuperset(obj) else _s.extra_fields(obj, _K_Icon, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1403,11 +1492,13 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -1417,13 +1508,29 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("icons", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "icons")
+            items5: list[Icon] = []
+            i = 0
+            for x in v:
+                try:
+                    items5.append(_d_Icon(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.icons = items5
+        except DecodeError as exc:
+            inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
+    elif v is _MISSING:
         inst.icons = UNSET
+        known -= 1
     elif v is None:
         inst.icons = None
     else:
@@ -1436,6 +1543,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1445,6 +1553,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
+        known -= 1
     elif v is None:
         inst.size = None
     else:
@@ -1455,6 +1564,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1467,13 +1577,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1556,11 +1665,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1570,14 +1681,13 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TextResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     )
     return inst
 
@@ -1640,11 +1750,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1654,14 +1766,13 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BlobResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     )
     return inst
 
@@ -1715,9 +1826,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        known -= 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1730,15 +1843,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_EmbeddedResource.issuperset(obj)
-        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1795,16 +1905,18 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1857,11 +1969,13 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        known -= 1
     elif v is None:
         inst.file_type = None
     else:
@@ -1871,6 +1985,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1880,15 +1995,12 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeAdd.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -1953,11 +2065,13 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        known -= 1
     elif v is None:
         inst.file_type = None
     else:
@@ -1967,6 +2081,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1976,15 +2091,12 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeDelete.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2049,11 +2161,13 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        known -= 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2063,6 +2177,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -2072,15 +2187,12 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeModify.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2152,11 +2264,13 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        known -= 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2166,6 +2280,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -2175,15 +2290,12 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeMove.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2257,11 +2369,13 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        known -= 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2271,6 +2385,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        known -= 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -2280,15 +2395,12 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeCopy.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2346,11 +2458,7 @@ def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChan
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    inst.extra = (
-        {}
-        if _K_DiffPathChange.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
     return inst
 
 
@@ -2392,11 +2500,7 @@ def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPath
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    inst.extra = (
-        {}
-        if _K_DiffPathPairChange.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
     return inst
 
 
@@ -2440,9 +2544,7 @@ def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    inst.extra = (
-        {} if _K_DiffPatch.issuperset(obj) else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
     return inst
 
 
@@ -2473,7 +2575,25 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("changes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "changes")
+        items1: list[DiffChange] = []
+        i = 0
+        for x in v:
+            try:
+                if (
+                    x.__class__ is dict
+                    and (t1 := x.get("operation")).__class__ is str
+                    and (d1 := _DiffChange_TAGS.get(t1)) is not None
+                ):
+                    items1.append(d1(x, (p1, i), ctx))
+                else:
+                    items1.append(_d_DiffChange(x, (p1, i), ctx))
+            except DecodeError as exc:
+                ctx.tolerated((p1, i), exc, "item dropped")
+            i += 1
+        inst.changes = items1
+    elif v is _MISSING:
         _s.missing(path, "changes")
     else:
         inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
@@ -2483,9 +2603,11 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
         inst.patch = UNSET
+        known -= 1
     elif v is None:
         inst.patch = None
     else:
@@ -2498,11 +2620,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2567,16 +2690,18 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2630,11 +2755,13 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        known -= 1
     elif v is None:
         inst.line = None
     else:
@@ -2647,15 +2774,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallLocation.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2710,7 +2834,7 @@ def _d_ToolCallPermissionSubject(
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
         {}
-        if _K_ToolCallPermissionSubject.issuperset(obj)
+        if len(obj) == 1 + ("type" in obj)
         else _s.extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
     return inst
@@ -2768,11 +2892,13 @@ def _d_CommandPermissionSubject(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("type" in obj)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2782,6 +2908,7 @@ def _d_CommandPermissionSubject(
         inst.terminal_id = v
     elif v is _MISSING:
         inst.terminal_id = UNSET
+        known -= 1
     elif v is None:
         inst.terminal_id = None
     else:
@@ -2791,14 +2918,13 @@ def _d_CommandPermissionSubject(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CommandPermissionSubject.issuperset(obj)
-        else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     )
     return inst
 
@@ -2872,20 +2998,18 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PermissionOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2941,11 +3065,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 6 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -2955,6 +3081,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2962,6 +3089,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2969,13 +3097,14 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
         {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     )
     return inst
@@ -3064,11 +3193,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 7 + ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -3078,6 +3209,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3085,6 +3217,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3092,14 +3225,13 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     )
     return inst
 
@@ -3179,19 +3311,19 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     )
     return inst
 
@@ -3239,9 +3371,7 @@ def _d_ElicitationRequestScope(
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
-        {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
@@ -3285,12 +3415,14 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
+    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
+        known -= 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3298,6 +3430,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3306,11 +3439,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
+        known -= 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "required")
+        items4: list[str] = []
+        i = 0
+        for x in v:
+            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            i += 1
+        inst.required = items4
+    elif v is _MISSING:
         inst.required = UNSET
+        known -= 1
     elif v is None:
         inst.required = None
     else:
@@ -3320,6 +3463,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3329,15 +3473,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3427,11 +3568,13 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3441,13 +3584,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3521,11 +3663,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3535,6 +3679,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3544,6 +3689,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
+        known -= 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3553,6 +3699,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
+        known -= 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3562,6 +3709,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
+        known -= 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3571,6 +3719,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = v
     elif v is _MISSING:
         inst.format = UNSET
+        known -= 1
     elif v is None:
         inst.format = None
     else:
@@ -3580,20 +3729,39 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p8 = (path, "enum")
+        items8: list[str] = []
+        i = 0
+        for x in v:
+            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            i += 1
+        inst.enum = items8
+    elif v is _MISSING:
         inst.enum = UNSET
+        known -= 1
     elif v is None:
         inst.enum = None
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
     v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p9 = (path, "oneOf")
+        items9: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items9.append(_d_EnumOption(x, (p9, i), ctx))
+            i += 1
+        inst.one_of = items9
+    elif v is _MISSING:
         inst.one_of = UNSET
+        known -= 1
     elif v is None:
         inst.one_of = None
     else:
@@ -3603,14 +3771,13 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     )
     return inst
 
@@ -3719,11 +3886,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3733,6 +3902,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3742,6 +3912,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3751,6 +3922,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3760,6 +3932,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3772,14 +3945,13 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NumberPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     )
     return inst
 
@@ -3859,11 +4031,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -3873,6 +4047,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -3882,6 +4057,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        known -= 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3891,6 +4067,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        known -= 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3900,6 +4077,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -3912,14 +4090,13 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_IntegerPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     )
     return inst
 
@@ -3997,11 +4174,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -4011,6 +4190,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -4020,6 +4200,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -4029,14 +4210,13 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BooleanPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     )
     return inst
 
@@ -4093,7 +4273,15 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "enum")
+        items1: list[str] = []
+        i = 0
+        for x in v:
+            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            i += 1
+        inst.enum = items1
+    elif v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
@@ -4102,19 +4290,19 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_StringMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -4155,7 +4343,15 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "anyOf")
+        items1: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items1.append(_d_EnumOption(x, (p1, i), ctx))
+            i += 1
+        inst.any_of = items1
+    elif v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
@@ -4164,19 +4360,19 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TitledMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     )
     return inst
 
@@ -4240,11 +4436,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -4254,6 +4452,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -4263,6 +4462,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
+        known -= 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4272,13 +4472,29 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
+        known -= 1
     elif v is None:
         inst.max_items = None
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "default")
+            items6: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.default = items6
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    elif v is _MISSING:
         inst.default = UNSET
+        known -= 1
     elif v is None:
         inst.default = None
     else:
@@ -4291,14 +4507,13 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     )
     return inst
 
@@ -4375,11 +4590,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    known = 4
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4387,6 +4604,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4394,14 +4612,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
     inst.extra = (
-        {}
-        if _K_ElicitationFormMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     )
     return inst
 
@@ -4461,11 +4678,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    known = 5
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        known -= 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4473,6 +4692,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        known -= 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4480,15 +4700,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        known -= 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4543,11 +4760,7 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_AgentResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4587,11 +4800,7 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_AgentResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4628,9 +4837,11 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
+        known -= 1
     elif v is None:
         inst.session = None
     else:
@@ -4641,6 +4852,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
+        known -= 1
     elif v is None:
         inst.auth = None
     else:
@@ -4653,15 +4865,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -4742,18 +4951,42 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
+    known = 5
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = AgentCapabilities()
         absent.append("capabilities")
+        known -= 1
     else:
         try:
             inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
     v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "authMethods")
+            items4: list[AuthMethod] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _AuthMethod_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_AuthMethod(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.auth_methods = items4
+        except DecodeError as exc:
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+    elif v is _MISSING:
         inst.auth_methods = UNSET
+        known -= 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -4764,15 +4997,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4855,11 +5085,13 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -4869,15 +5101,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_Implementation.issuperset(obj)
-        else _s.extra_fields(obj, _K_Implementation, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -4937,9 +5166,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
         inst.prompt = UNSET
+        known -= 1
     elif v is None:
         inst.prompt = None
     else:
@@ -4950,6 +5181,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("mcp", _MISSING)
     if v is _MISSING:
         inst.mcp = UNSET
+        known -= 1
     elif v is None:
         inst.mcp = None
     else:
@@ -4960,6 +5192,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
+        known -= 1
     elif v is None:
         inst.delete = None
     else:
@@ -4970,6 +5203,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -4986,14 +5220,13 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     )
     return inst
 
@@ -5082,9 +5315,11 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("image", _MISSING)
     if v is _MISSING:
         inst.image = UNSET
+        known -= 1
     elif v is None:
         inst.image = None
     else:
@@ -5095,6 +5330,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("audio", _MISSING)
     if v is _MISSING:
         inst.audio = UNSET
+        known -= 1
     elif v is None:
         inst.audio = None
     else:
@@ -5105,6 +5341,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("embeddedContext", _MISSING)
     if v is _MISSING:
         inst.embedded_context = UNSET
+        known -= 1
     elif v is None:
         inst.embedded_context = None
     else:
@@ -5119,15 +5356,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5204,19 +5438,19 @@ def _d_PromptImageCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_PromptImageCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     )
     return inst
 
@@ -5260,19 +5494,19 @@ def _d_PromptAudioCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_PromptAudioCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     )
     return inst
 
@@ -5316,18 +5550,20 @@ def _d_PromptEmbeddedContextCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_PromptEmbeddedContextCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
@@ -5372,9 +5608,11 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
         inst.stdio = UNSET
+        known -= 1
     elif v is None:
         inst.stdio = None
     else:
@@ -5385,6 +5623,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     v = obj.get("http", _MISSING)
     if v is _MISSING:
         inst.http = UNSET
+        known -= 1
     elif v is None:
         inst.http = None
     else:
@@ -5397,15 +5636,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5458,19 +5694,19 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_McpStdioCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     )
     return inst
 
@@ -5512,19 +5748,19 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_McpHttpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     )
     return inst
 
@@ -5568,19 +5804,19 @@ def _d_SessionDeleteCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     )
     return inst
 
@@ -5624,18 +5860,20 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5683,19 +5921,19 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AgentAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     )
     return inst
 
@@ -5753,18 +5991,18 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -5826,26 +6064,58 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "args")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.args = items4
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "env")
+            items5: list[EnvVariable] = []
+            i = 0
+            for x in v:
+                try:
+                    items5.append(_d_EnvVariable(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.env = items5
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    elif v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -5856,15 +6126,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodTerminal.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5945,11 +6212,13 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -5959,15 +6228,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodAgent.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6017,20 +6283,18 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoginAuthResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6069,20 +6333,18 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutAuthResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6129,9 +6391,32 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -6144,15 +6429,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6234,11 +6516,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6248,6 +6532,7 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -6257,14 +6542,13 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     )
     return inst
 
@@ -6354,11 +6638,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6368,6 +6654,7 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        known -= 1
     elif v is None:
         inst.category = None
     else:
@@ -6377,14 +6664,13 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     )
     return inst
 
@@ -6465,11 +6751,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        known -= 1
     elif v is None:
         inst.description = None
     else:
@@ -6479,14 +6767,13 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     )
     return inst
 
@@ -6548,7 +6835,21 @@ def _d_SessionConfigSelectGroup(
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "options")
+            items3: list[SessionConfigSelectOption] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.options = items3
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         try:
@@ -6560,19 +6861,19 @@ def _d_SessionConfigSelectGroup(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     )
     return inst
 
@@ -6629,11 +6930,7 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -6673,11 +6970,7 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = (
-        {}
-        if _K_SessionConfigBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -6706,7 +6999,21 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "sessions")
+            items1: list[SessionInfo] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.sessions = items1
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "sessions")
     else:
         try:
@@ -6719,11 +7026,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
+        known -= 1
     elif v is None:
         inst.next_cursor = None
     else:
@@ -6733,14 +7042,13 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     )
     return inst
 
@@ -6806,9 +7114,27 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -6823,6 +7149,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -6832,6 +7159,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -6841,13 +7169,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -6906,19 +7233,19 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     )
     return inst
 
@@ -6959,9 +7286,32 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        known -= 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -6974,14 +7324,13 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     )
     return inst
 
@@ -7025,19 +7374,19 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     )
     return inst
 
@@ -7075,7 +7424,28 @@ def _d_SetSessionConfigOptionResponse(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -7089,18 +7459,20 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
@@ -7143,20 +7515,18 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7215,12 +7585,14 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         inst.data = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
+        known -= 1
     else:
         inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7275,18 +7647,16 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_AgentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7343,19 +7713,19 @@ def _d_UpdateSessionNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_UpdateSessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
     )
     return inst
 
@@ -7426,18 +7796,20 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     )
     return inst
@@ -7514,18 +7886,20 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
@@ -7602,18 +7976,20 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
@@ -7667,7 +8043,7 @@ def _d_SessionUpdateStateUpdate(
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
-        if _K_SessionUpdateStateUpdate.issuperset(obj)
+        if len(obj) == 0 + ("sessionUpdate" in obj)
         else _s.extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
     return inst
@@ -7732,11 +8108,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -7746,6 +8124,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
+        known -= 1
     elif v is None:
         inst.kind = None
     else:
@@ -7755,13 +8134,36 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
+        known -= 1
     elif v is None:
         inst.status = None
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -7770,8 +8172,23 @@ def _d_SessionUpdateToolCallUpdate(
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        known -= 1
     elif v is None:
         inst.locations = None
     else:
@@ -7782,11 +8199,13 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        known -= 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        known -= 1
     else:
         inst.raw_output = v
     v = obj.get("_meta", _MISSING)
@@ -7794,14 +8213,13 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     )
     return inst
 
@@ -7894,18 +8312,18 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -7961,9 +8379,32 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -7976,13 +8417,12 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UserMessage.issuperset(obj) else _s.extra_fields(obj, _K_UserMessage, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8050,9 +8490,32 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -8065,13 +8528,12 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AgentMessage.issuperset(obj) else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8139,9 +8601,32 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
@@ -8154,13 +8639,12 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AgentThought.issuperset(obj) else _s.extra_fields(obj, _K_AgentThought, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8218,20 +8702,18 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("state" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RunningStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8272,11 +8754,13 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("state" in obj)
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str:
         inst.stop_reason = v
     elif v is _MISSING:
         inst.stop_reason = UNSET
+        known -= 1
     elif v is None:
         inst.stop_reason = None
     else:
@@ -8286,15 +8770,12 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_IdleStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -8343,19 +8824,19 @@ def _d_RequiresActionStateUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("state" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequiresActionStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
     )
     return inst
 
@@ -8418,19 +8899,19 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ToolCallContentChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     )
     return inst
 
@@ -8493,20 +8974,18 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalOutput.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -8550,11 +9029,13 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        known -= 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -8567,6 +9048,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        known -= 1
     elif v is None:
         inst.signal = None
     else:
@@ -8576,15 +9058,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalExitStatus.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -8652,11 +9131,13 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6 + ("sessionUpdate" in obj)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
         inst.command = UNSET
+        known -= 1
     elif v is None:
         inst.command = None
     else:
@@ -8666,6 +9147,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -8673,6 +9155,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("output", _MISSING)
     if v is _MISSING:
         inst.output = UNSET
+        known -= 1
     elif v is None:
         inst.output = None
     else:
@@ -8683,6 +9166,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
+        known -= 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -8695,15 +9179,12 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -8782,19 +9263,19 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalOutputChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     )
     return inst
 
@@ -8867,18 +9348,18 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8932,7 +9413,21 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "entries")
+            items2: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.entries = items2
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
@@ -8944,18 +9439,18 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanItems.issuperset(obj) else _s.extra_fields(obj, _K_PlanItems, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9017,18 +9512,18 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanUpdate.issuperset(obj) else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9085,9 +9580,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
+        known -= 1
     elif v is None:
         inst.input = None
     else:
@@ -9100,15 +9597,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommand.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9162,20 +9656,18 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TextCommandInput.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9217,7 +9709,21 @@ def _d_AvailableCommandsUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "availableCommands")
+            items1: list[AvailableCommand] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.available_commands = items1
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableCommands")
     else:
         try:
@@ -9231,19 +9737,19 @@ def _d_AvailableCommandsUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     )
     return inst
 
@@ -9289,7 +9795,28 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -9303,20 +9830,18 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConfigOptionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9367,11 +9892,13 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        known -= 1
     elif v is None:
         inst.title = None
     else:
@@ -9381,6 +9908,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        known -= 1
     elif v is None:
         inst.updated_at = None
     else:
@@ -9390,15 +9918,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionInfoUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9468,16 +9993,18 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9537,9 +10064,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
+        known -= 1
     elif v is None:
         inst.cost = None
     else:
@@ -9552,13 +10081,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9615,18 +10143,20 @@ def _d_CompleteElicitationNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
@@ -9683,18 +10213,16 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9735,9 +10263,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
+        known -= 1
     elif v is None:
         inst.auth = None
     else:
@@ -9748,6 +10278,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
+        known -= 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -9760,15 +10291,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -9847,10 +10375,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
+    known = 4
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = ClientCapabilities()
         absent.append("capabilities")
+        known -= 1
     else:
         try:
             inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
@@ -9861,15 +10391,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9927,9 +10454,11 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
         inst.terminal = UNSET
+        known -= 1
     elif v is None:
         inst.terminal = None
     else:
@@ -9942,15 +10471,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -10004,19 +10530,19 @@ def _d_TerminalAuthCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TerminalAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     )
     return inst
 
@@ -10064,9 +10590,11 @@ def _d_ElicitationCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
+        known -= 1
     elif v is None:
         inst.form = None
     else:
@@ -10077,6 +10605,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
+        known -= 1
     elif v is None:
         inst.url = None
     else:
@@ -10089,14 +10618,13 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     )
     return inst
 
@@ -10154,19 +10682,19 @@ def _d_ElicitationFormCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     )
     return inst
 
@@ -10212,19 +10740,19 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     )
     return inst
 
@@ -10275,20 +10803,18 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoginAuthRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -10336,20 +10862,18 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutAuthRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -10405,9 +10929,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "additionalDirectories")
+            items2: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items2
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10418,8 +10960,30 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "mcpServers")
+            items3: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _McpServer_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_McpServer(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items3
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        known -= 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -10430,15 +10994,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10508,18 +11069,18 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10577,9 +11138,19 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         inst.headers = UNSET
+        known -= 1
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     v = obj.get("_meta", _MISSING)
@@ -10587,15 +11158,12 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerHttp.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10661,14 +11229,33 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 5 + ("type" in obj)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "args")
+        items3: list[str] = []
+        i = 0
+        for x in v:
+            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            i += 1
+        inst.args = items3
+    elif v is _MISSING:
         inst.args = UNSET
+        known -= 1
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "env")
+        items4: list[EnvVariable] = []
+        i = 0
+        for x in v:
+            items4.append(_d_EnvVariable(x, (p4, i), ctx))
+            i += 1
+        inst.env = items4
+    elif v is _MISSING:
         inst.env = UNSET
+        known -= 1
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
     v = obj.get("_meta", _MISSING)
@@ -10676,15 +11263,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerStdio.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -10738,11 +11322,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        known -= 1
     elif v is None:
         inst.cwd = None
     else:
@@ -10752,6 +11338,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
+        known -= 1
     elif v is None:
         inst.cursor = None
     else:
@@ -10761,14 +11348,13 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ListSessionsRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     )
     return inst
 
@@ -10823,19 +11409,19 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_DeleteSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     )
     return inst
 
@@ -10898,9 +11484,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 6
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        known -= 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10911,8 +11515,30 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        known -= 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -10921,6 +11547,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     v = obj.get("replayFrom", _MISSING)
     if v is _MISSING:
         inst.replay_from = UNSET
+        known -= 1
     elif v is None:
         inst.replay_from = None
     else:
@@ -10933,14 +11560,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_ResumeSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     )
     return inst
 
@@ -11010,20 +11636,18 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReplayFromStart.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11070,19 +11694,19 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CloseSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     )
     return inst
 
@@ -11153,18 +11777,20 @@ def _d_SetSessionConfigOptionRequestId(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestId.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
     )
     return inst
@@ -11244,18 +11870,20 @@ def _d_SetSessionConfigOptionRequestBoolean(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
@@ -11313,7 +11941,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "prompt")
+        items2: list[ContentBlock] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t2 := x.get("type")).__class__ is str
+                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+            ):
+                items2.append(d2(x, (p2, i), ctx))
+            else:
+                items2.append(_d_ContentBlock(x, (p2, i), ctx))
+            i += 1
+        inst.prompt = items2
+    elif v is _MISSING:
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
@@ -11322,20 +11965,18 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11400,11 +12041,7 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_ClientResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -11444,11 +12081,7 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_ClientResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -11496,19 +12129,19 @@ def _d_RequestPermissionResponse(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     )
     return inst
 
@@ -11549,7 +12182,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        if len(obj) == 0 + ("outcome" in obj)
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -11601,19 +12234,19 @@ def _d_SelectedPermissionOutcome(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     )
     return inst
 
@@ -11663,11 +12296,13 @@ def _d_CreateElicitationResponseAccept(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
@@ -11675,13 +12310,14 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
@@ -11737,18 +12373,20 @@ def _d_CreateElicitationResponseDecline(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
@@ -11796,18 +12434,20 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
+        if len(obj) == known
         else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
@@ -11855,17 +12495,17 @@ def _d_ElicitationAcceptAction(
         inst.content = UNSET
         inst.extra = {}
         return inst
+    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        known -= 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     )
     return inst
 
@@ -11912,18 +12552,16 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
-    )
+    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -11969,19 +12607,19 @@ def _d_CancelSessionNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CancelSessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
     )
     return inst
 
@@ -12035,17 +12673,17 @@ def _d_ProtocolLevelNotification(
         inst.params = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        known -= 1
     elif v is None:
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
     inst.extra = (
-        {}
-        if _K_ProtocolLevelNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
     )
     return inst
 
@@ -12090,19 +12728,19 @@ def _d_CancelRequestNotification(
         inst.meta = UNSET
         inst.extra = {}
         return inst
+    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        known -= 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     )
     return inst
 
