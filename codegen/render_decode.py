@@ -62,6 +62,10 @@ class ObjectPlan:
     known: str | None
     """The initial count, where there are optional fields to count (else None)."""
     no_unknown: str
+    tail: str | None = None
+    """The wire name of the last optional field, where the decoder first checks whether every
+    other key of `obj` is a known field: then that field is absent and none is unknown, and
+    the decoder is done without looking it up (`_meta`, last and rarely sent, mostly)."""
 
 
 class DecodePlanner(TypeView):
@@ -181,9 +185,12 @@ class DecodePlanner(TypeView):
         wires = [f.wire for f in o.fields] + ([o.tag.wire] if o.tag else [])
         assert len(set(wires)) == len(wires), f"{o.name}: a wire name twice"  # counting needs distinct keys
         tagged = f" + ({o.tag.wire!r} in obj)" if o.tag else ""
-        if all(f.required for f in o.fields):
+        optional = [f for f in o.fields if not f.required]
+        if not optional:
             return ObjectPlan(None, f"len(obj) == {len(o.fields)}{tagged}")
-        return ObjectPlan(f"{len(o.fields)}{tagged}", "len(obj) == known")
+        # With one optional field the quick path (only_required) already made the same check.
+        tail = optional[-1].wire if len(optional) > 1 and not o.one_of_keys else None
+        return ObjectPlan(f"{len(o.fields)}{tagged}", "len(obj) == known", tail)
 
     def fallback(self, f: Field) -> str:
         """What a malformed lenient value becomes."""

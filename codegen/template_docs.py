@@ -66,7 +66,8 @@ FILTERS = {
     "decoder can set every optional field absent at once; empty where there is nothing to gain",
     "object_plan": "for an `ObjectDef`, an `ObjectPlan`: `known`, the count of fields `obj` holds if no optional "
     "one is absent (a local the decoder decrements per absent field; None without optional fields), and "
-    "`no_unknown`, the check that `obj` has no key besides its fields and tag",
+    "`no_unknown`, the check that `obj` has no key besides its fields and tag, and `tail`, the wire name of "
+    "the last optional field where the decoder first checks that every other key is a known field (None: no check)",
     "dec": "an expression decoding JSON value `v` of `TypeExpr` `t` at path `p` (raises `DecodeError`)",
     "enc": "an expression encoding Python value `v` of `TypeExpr` `t` to JSON",
     "fn": "a decoder function `(value, path, ctx)` for a `TypeExpr` (list items, map values, union variants)",

@@ -234,11 +234,13 @@ def skip_invalid(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> 
     if value.__class__ is not list:
         fail(path, "array", value)
     out: list[Any] = []
-    for i, x in enumerate(value):
+    i = 0
+    for x in value:
         try:
             out.append(item(x, (path, i), ctx))
         except DecodeError as exc:
             ctx.tolerated((path, i), exc, "item dropped")
+        i += 1
     return out
 
 
@@ -258,16 +260,25 @@ def tolerated(ctx: DecodeContext, path: PathT, exc: DecodeError, fallback: _T) -
     return fallback
 
 
+# Plain loops, not comprehensions: a comprehension is a function call of its own (Python 3.11).
 def list_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> list[Any]:
     if value.__class__ is not list:
         fail(path, "array", value)
-    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
+    out: list[Any] = []
+    i = 0
+    for x in value:
+        out.append(item(x, (path, i), ctx))
+        i += 1
+    return out
 
 
 def map_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> dict[str, Any]:
     if value.__class__ is not dict:
         fail(path, "object", value)
-    return {k: item(x, (path, k), ctx) for k, x in cast(JsonObject, value).items()}
+    out: dict[str, Any] = {}
+    for k, x in cast(JsonObject, value).items():
+        out[k] = item(x, (path, k), ctx)
+    return out
 
 
 def d_str(value: Any, path: PathT, ctx: DecodeContext) -> str:

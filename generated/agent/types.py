@@ -649,6 +649,11 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -936,6 +941,11 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1085,6 +1095,11 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1166,6 +1181,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1262,6 +1282,11 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = None
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1353,6 +1378,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1487,6 +1517,11 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1587,6 +1622,11 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1672,6 +1712,11 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1749,6 +1794,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1895,6 +1945,11 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.old_text = None
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2043,6 +2098,11 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2271,6 +2331,11 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3115,6 +3180,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3226,6 +3297,11 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3413,6 +3489,11 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3585,6 +3666,11 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3730,6 +3816,11 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3850,6 +3941,11 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4147,6 +4243,11 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4515,6 +4616,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         known -= 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4619,6 +4726,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         known -= 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4748,6 +4861,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4861,6 +4979,11 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4995,6 +5118,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5185,6 +5314,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5685,6 +5820,11 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5784,6 +5924,11 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5869,6 +6014,11 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6092,6 +6242,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6270,6 +6425,11 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6382,6 +6542,11 @@ def _d_SessionConfigOptionSelect(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6504,6 +6669,11 @@ def _d_SessionConfigOptionBoolean(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6607,6 +6777,11 @@ def _d_SessionConfigSelectOption(
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6896,6 +7071,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6991,6 +7171,11 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7118,6 +7303,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7287,6 +7477,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7831,6 +8026,11 @@ def _d_SessionUpdateUserMessageChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7923,6 +8123,11 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8015,6 +8220,11 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8209,6 +8419,11 @@ def _d_SessionUpdateToolCallUpdate(
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8316,6 +8531,11 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8489,6 +8709,11 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8772,6 +8997,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9163,6 +9393,11 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9323,6 +9558,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9533,6 +9773,12 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         known -= 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9613,6 +9859,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9745,6 +9997,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9892,6 +10150,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9993,6 +10257,11 @@ def _d_ClientSessionCapabilities(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10066,6 +10335,11 @@ def _d_SessionConfigOptionsCapabilities(
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10213,6 +10487,11 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10581,6 +10860,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11070,6 +11354,11 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11166,6 +11455,11 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11368,6 +11662,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12320,6 +12619,11 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12405,6 +12709,11 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12544,6 +12853,11 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12671,6 +12985,11 @@ def _d_CreateElicitationResponseAccept(
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET

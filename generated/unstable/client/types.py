@@ -890,6 +890,11 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1189,6 +1194,11 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1349,6 +1359,11 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1430,6 +1445,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1526,6 +1546,11 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = None
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1617,6 +1642,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1751,6 +1781,11 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1851,6 +1886,11 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1936,6 +1976,11 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2013,6 +2058,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2159,6 +2209,11 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.old_text = None
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2307,6 +2362,11 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2535,6 +2595,11 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3379,6 +3444,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3490,6 +3561,11 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3677,6 +3753,11 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3849,6 +3930,11 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3994,6 +4080,11 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4114,6 +4205,11 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4411,6 +4507,11 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4757,6 +4858,11 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.params = None
     else:
         _s.fail((path, "params"), "object", v)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5004,6 +5110,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         known -= 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5118,6 +5230,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         known -= 1
     else:
         inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5267,6 +5385,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5391,6 +5514,11 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5575,6 +5703,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.position_encoding = _s.tolerate(
             ctx, (path, "positionEncoding"), "a known PositionEncodingKind", v, UNSET
         )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5795,6 +5929,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6380,6 +6520,11 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
             inst.context = _d_NesContextCapabilities(v, (path, "context"), ctx)
         except DecodeError as exc:
             inst.context = _s.tolerated(ctx, (path, "context"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6452,6 +6597,11 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
             inst.document = _d_NesDocumentEventCapabilities(v, (path, "document"), ctx)
         except DecodeError as exc:
             inst.document = _s.tolerated(ctx, (path, "document"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6574,6 +6724,11 @@ def _d_NesDocumentEventCapabilities(
             inst.did_focus = _d_NesDocumentDidFocusCapabilities(v, (path, "didFocus"), ctx)
         except DecodeError as exc:
             inst.did_focus = _s.tolerated(ctx, (path, "didFocus"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7033,6 +7188,11 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
             inst.diagnostics = _d_NesDiagnosticsCapabilities(v, (path, "diagnostics"), ctx)
         except DecodeError as exc:
             inst.diagnostics = _s.tolerated(ctx, (path, "diagnostics"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7127,6 +7287,11 @@ def _d_NesRecentFilesCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7259,6 +7424,11 @@ def _d_NesEditHistoryCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7333,6 +7503,11 @@ def _d_NesUserActionsCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7564,6 +7739,11 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7663,6 +7843,11 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7748,6 +7933,11 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7990,6 +8180,11 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.current = None
     else:
         inst.current = _d_ProviderCurrentConfig(v, (path, "current"), ctx)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8362,6 +8557,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8540,6 +8740,11 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8652,6 +8857,11 @@ def _d_SessionConfigOptionSelect(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8774,6 +8984,11 @@ def _d_SessionConfigOptionBoolean(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8877,6 +9092,11 @@ def _d_SessionConfigSelectOption(
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9166,6 +9386,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9261,6 +9486,11 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9388,6 +9618,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9566,6 +9801,11 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9683,6 +9923,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9957,6 +10202,11 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
             inst.usage = _d_Usage(v, (path, "usage"), ctx)
         except DecodeError as exc:
             inst.usage = _s.tolerated(ctx, (path, "usage"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10093,6 +10343,11 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
             inst.cached_write_tokens = _s.as_int(v, (path, "cachedWriteTokens"))
         except DecodeError as exc:
             inst.cached_write_tokens = _s.tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10553,6 +10808,11 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
             inst.cursor_position = _d_Position(v, (path, "cursorPosition"), ctx)
         except DecodeError as exc:
             inst.cursor_position = _s.tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10844,6 +11104,11 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.is_regex = None
     else:
         _s.fail((path, "isRegex"), "boolean", v)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11200,6 +11465,11 @@ def _d_SessionUpdateUserMessageChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11292,6 +11562,11 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11384,6 +11659,11 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11590,6 +11870,11 @@ def _d_SessionUpdateToolCallUpdate(
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11708,6 +11993,11 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11893,6 +12183,11 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12570,6 +12865,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12961,6 +13261,11 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13121,6 +13426,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13240,6 +13550,11 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.error = None
     else:
         inst.error = _s.tolerate(ctx, (path, "error"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13501,6 +13816,11 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.params = None
     else:
         inst.params = _s.tolerate(ctx, (path, "params"), "object", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13656,6 +13976,12 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         known -= 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13736,6 +14062,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         known -= 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -13939,6 +14271,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             )
         except DecodeError as exc:
             inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -14116,6 +14454,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -14231,6 +14575,11 @@ def _d_ClientSessionCapabilities(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -14345,6 +14694,11 @@ def _d_SessionConfigOptionsCapabilities(
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -14548,6 +14902,11 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -14772,6 +15131,11 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
             )
         except DecodeError as exc:
             inst.search_and_replace = _s.tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -15156,6 +15520,11 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         known -= 1
     else:
         inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -15416,6 +15785,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -15986,6 +16360,11 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -16082,6 +16461,11 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -16284,6 +16668,11 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -16438,6 +16827,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -16975,6 +17369,11 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
             inst.repository = _d_NesRepository(v, (path, "repository"), ctx)
         except DecodeError as exc:
             inst.repository = _s.tolerated(ctx, (path, "repository"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -17241,6 +17640,11 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.context = None
     else:
         inst.context = _d_NesSuggestContext(v, (path, "context"), ctx)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -17429,6 +17833,11 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.diagnostics = None
     else:
         inst.diagnostics = _s.list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -17946,6 +18355,11 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
             inst.last_focused_ms = _s.as_int(v, (path, "lastFocusedMs"))
         except DecodeError as exc:
             inst.last_focused_ms = _s.tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -18624,6 +19038,11 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -18709,6 +19128,11 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -18848,6 +19272,11 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -18975,6 +19404,11 @@ def _d_CreateElicitationResponseAccept(
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
@@ -19697,6 +20131,11 @@ def _d_TextDocumentContentChangeEvent(
         inst.range = None
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -20116,6 +20555,11 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.reason = None
     else:
         inst.reason = _s.tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v

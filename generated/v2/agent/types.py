@@ -667,6 +667,11 @@ def _d_RequestPermissionRequest(
         inst.subject = None
     else:
         inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -877,6 +882,11 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1027,6 +1037,11 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1110,6 +1125,11 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1206,6 +1226,11 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1297,6 +1322,11 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1400,6 +1430,11 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
             inst.sizes = _s.skip_invalid(v, (path, "sizes"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.theme = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("theme", _MISSING)
     if v.__class__ is str:
         inst.theme = v
@@ -1572,6 +1607,11 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1676,6 +1716,11 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1761,6 +1806,11 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1838,6 +1888,11 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -1990,6 +2045,11 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2086,6 +2146,11 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2182,6 +2247,11 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2285,6 +2355,11 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2390,6 +2465,11 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2615,6 +2695,11 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
         except DecodeError as exc:
             inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2769,6 +2854,11 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -2913,6 +3003,11 @@ def _d_CommandPermissionSubject(
         inst.terminal_id = None
     else:
         inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3468,6 +3563,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3579,6 +3680,11 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3766,6 +3872,11 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -3940,6 +4051,11 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4085,6 +4201,11 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4205,6 +4326,11 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4502,6 +4628,11 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4860,6 +4991,11 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -4992,6 +5128,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
             inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5096,6 +5238,11 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5215,6 +5362,11 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5351,6 +5503,11 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
             )
         except DecodeError as exc:
             inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -5631,6 +5788,11 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
             inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
         except DecodeError as exc:
             inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6121,6 +6283,11 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6223,6 +6390,11 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6424,6 +6596,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6537,6 +6714,11 @@ def _d_SessionConfigOptionSelect(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6659,6 +6841,11 @@ def _d_SessionConfigOptionBoolean(
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -6762,6 +6949,11 @@ def _d_SessionConfigSelectOption(
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7037,6 +7229,11 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7164,6 +7361,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -7319,6 +7521,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8208,6 +8415,11 @@ def _d_SessionUpdateToolCallUpdate(
         known -= 1
     else:
         inst.raw_output = v
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8412,6 +8624,11 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8523,6 +8740,11 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8634,6 +8856,11 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -8765,6 +8992,11 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.stop_reason = None
     else:
         inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9053,6 +9285,11 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9174,6 +9411,11 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9592,6 +9834,11 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -9913,6 +10160,11 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10076,6 +10328,11 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10286,6 +10543,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10386,6 +10648,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10466,6 +10734,11 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
             inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
         except DecodeError as exc:
             inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10613,6 +10886,11 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -10989,6 +11267,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11153,6 +11436,11 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         known -= 1
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11258,6 +11546,11 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         known -= 1
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11343,6 +11636,11 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -11555,6 +11853,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
         except DecodeError as exc:
             inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
@@ -12307,6 +12610,11 @@ def _d_CreateElicitationResponseAccept(
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    if len(obj) == known - 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
