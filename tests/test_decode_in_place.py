@@ -193,3 +193,30 @@ def _drops_cleanly(cls: type[Any], full: dict[str, Any], key: str) -> bool:
     except T.DecodeError:
         return False
     return True
+
+
+# -- from_dict: one class attribute to call ----------------------------------------------------
+
+
+def test_from_dict_of_a_variant_class_checks_its_tag_first() -> None:
+    assert T.TextContent.from_dict({"text": "x"}) == T.TextContent(text="x")
+    assert T.TextContent.from_dict({"type": "text", "text": "x"}) == T.TextContent(text="x")
+    with pytest.raises(T.DecodeError) as info:
+        T.TextContent.from_dict({"type": "image", "text": "x"})
+    assert (info.value.path, info.value.message) == ("type", "expected 'text', got 'image'")
+    with pytest.raises(T.DecodeError) as info:
+        T.TextContent.from_dict({"type": "image"})  # the tag is checked before the fields
+    assert info.value.path == "type"
+    with pytest.raises(T.DecodeError) as info:
+        T.SessionUpdateAgentMessageChunk.from_dict([])
+    assert (info.value.path, info.value.message) == ("", "expected object, got array")
+
+
+def test_from_dict_uses_the_context_it_is_given() -> None:
+    ctx = T.DecodeContext()
+    decoded = T.SessionInfoUpdate.from_dict({"title": 5}, ctx)
+    assert decoded.title is T.UNSET and [w.path for w in ctx.warnings] == ["title"]
+    with pytest.raises(T.DecodeError):
+        T.SessionInfoUpdate.from_dict({"title": 5}, T.DecodeContext(strict=True))
+    with pytest.raises(T.DecodeError):
+        T.TextContent.from_dict({"text": "x", "annotations": 5}, T.DecodeContext(strict=True))

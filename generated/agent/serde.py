@@ -330,6 +330,16 @@ def check_tag(obj: Any, wire: str, value: str) -> None:
         raise DecodeError((None, wire), f"expected {value!r}, got {obj[wire]!r}")
 
 
+def _tag_checked(decoder: Decoder, wire: str, value: str) -> Decoder:
+    """`decoder`, for a variant class decoded on its own (`from_dict`): checks the tag first."""
+
+    def decode(obj: Any, path: PathT, ctx: DecodeContext) -> Any:
+        check_tag(obj, wire, value)
+        return decoder(obj, path, ctx)
+
+    return decode
+
+
 def encode_any(value: object) -> Any:
     """Encode a union value: a generated class, a list of them, or a JSON scalar."""
     to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
@@ -407,7 +417,8 @@ class Wire:
     """
 
     __slots__ = ()
-    _decode: ClassVar[Decoder]
+    _from: ClassVar[Decoder]
+    """What `from_dict` calls: the class's decoder, behind the tag check for a variant class."""
     _tag: ClassVar[tuple[str, str] | None] = None
 
     def __init_subclass__(
@@ -416,15 +427,13 @@ class Wire:
         super().__init_subclass__()
         # dataclass(slots=True) rebuilds the class without these arguments: keep what is set.
         if decoder is not None:
-            cls._decode = decoder
+            cls._from = decoder if tag is None else _tag_checked(decoder, *tag)
             cls._tag = tag
 
     @classmethod
     def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
         """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
-        if cls._tag is not None:
-            check_tag(obj, *cls._tag)
-        value: _W = cls._decode(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
+        value: _W = cls._from(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
         return value
 
     @classmethod
