@@ -139,7 +139,6 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         failure=renderer.failure,
         fallback=renderer.fallback,
         enum_dec=renderer.enum_dec,
-        only_required=renderer.only_required,
         object_plan=renderer.object_plan,
         dec=renderer.dec,
         enc=renderer.enc,

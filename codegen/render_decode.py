@@ -54,18 +54,25 @@ class ListLoop:
 
 @dataclass(frozen=True)
 class ObjectPlan:
-    """How an object decoder tells its wire fields apart from unknown ones without a set
-    operation: `known` counts the fields `obj` holds if none of its optional ones is absent
-    (each absent one then takes 1 off), and `no_unknown` holds when `obj` has no other key
-    (field wire names and the tag are distinct, so equal counts mean equal key sets)."""
+    """How an object decoder tells its fields from unknown keys without a set operation.
 
-    known: str | None
-    """The initial count, where there are optional fields to count (else None)."""
+    A local `n` counts the keys of `obj` besides the tag, plus one per absent optional field
+    (the decoder adds it): it equals the number of fields exactly when no key is unknown,
+    since field wire names and the tag are distinct.
+    """
+
+    quick: str
+    """A check that `obj` holds only its required fields (and tag), setting `n`: the decoder
+    then sets every optional field absent at once; "" where there is nothing to gain."""
+    count: str | None
+    """The statement setting `n` where no quick check does (None: none needed)."""
+    tail: str | None
+    """The wire name of the last optional field, where the decoder first checks `tail_check`:
+    every other key of `obj` is a known field, so this one is absent and none is unknown (it is
+    `_meta` mostly: last, and rarely sent); None where no such check is made."""
+    tail_check: str
     no_unknown: str
-    tail: str | None = None
-    """The wire name of the last optional field, where the decoder first checks whether every
-    other key of `obj` is a known field: then that field is absent and none is unknown, and
-    the decoder is done without looking it up (`_meta`, last and rarely sent, mostly)."""
+    """The check that `obj` has no key besides its fields and tag."""
 
 
 class DecodePlanner(TypeView):
@@ -172,25 +179,19 @@ class DecodePlanner(TypeView):
             return f"_s.enum_fail({p}, {plan.enum!r}, v)"
         return f"_s.fail({p}, {plan.expected!r}, v)"
 
-    def only_required(self, o: ObjectDef) -> str:
-        """A check that an object holds only its required fields (and its tag), so the decoder
-        can set every optional field absent at once; "" where there is nothing to gain."""
-        if o.one_of_keys or all(f.required for f in o.fields):
-            return ""
-        required = sum(f.required for f in o.fields)
-        return f"len(obj) == {required}" + (f" + ({o.tag.wire!r} in obj)" if o.tag else "")
-
     def object_plan(self, o: ObjectDef) -> ObjectPlan:
         """How `o`'s decoder finds out whether `obj` holds unknown fields (see ObjectPlan)."""
         wires = [f.wire for f in o.fields] + ([o.tag.wire] if o.tag else [])
         assert len(set(wires)) == len(wires), f"{o.name}: a wire name twice"  # counting needs distinct keys
-        tagged = f" + ({o.tag.wire!r} in obj)" if o.tag else ""
+        size = f"len(obj) - ({o.tag.wire!r} in obj)" if o.tag else "len(obj)"
+        fields, required = len(o.fields), sum(f.required for f in o.fields)
+        if fields == required:
+            return ObjectPlan("", None, None, "", f"{size} == {fields}")
+        quick = "" if o.one_of_keys else f"(n := {size}) == {required}"
         optional = [f for f in o.fields if not f.required]
-        if not optional:
-            return ObjectPlan(None, f"len(obj) == {len(o.fields)}{tagged}")
-        # With one optional field the quick path (only_required) already made the same check.
+        # With one optional field the quick check already made the tail check.
         tail = optional[-1].wire if len(optional) > 1 and not o.one_of_keys else None
-        return ObjectPlan(f"{len(o.fields)}{tagged}", "len(obj) == known", tail)
+        return ObjectPlan(quick, None if quick else f"n = {size}", tail, f"n == {fields - 1}", f"n == {fields}")
 
     def fallback(self, f: Field) -> str:
         """What a malformed lenient value becomes."""

@@ -62,12 +62,11 @@ FILTERS = {
     "failure": "the statement for a `Field` value that failed its inline check (tolerated when lenient)",
     "fallback": "what a malformed lenient `Field` value becomes (its `on_error` default, else `UNSET`)",
     "enum_dec": "the expression decoding JSON value `obj` as an `EnumDef`",
-    "only_required": "for an `ObjectDef`, a check that `obj` holds only its required fields (and tag), so a "
-    "decoder can set every optional field absent at once; empty where there is nothing to gain",
-    "object_plan": "for an `ObjectDef`, an `ObjectPlan`: `known`, the count of fields `obj` holds if no optional "
-    "one is absent (a local the decoder decrements per absent field; None without optional fields), and "
-    "`no_unknown`, the check that `obj` has no key besides its fields and tag, and `tail`, the wire name of "
-    "the last optional field where the decoder first checks that every other key is a known field (None: no check)",
+    "object_plan": "for an `ObjectDef`, an `ObjectPlan`: how its decoder tells fields from unknown keys by "
+    "counting (a local `n`: the keys besides the tag, plus one per absent optional field): `quick`, a check that "
+    "`obj` holds only its required fields (setting `n`; empty where there is nothing to gain), `count`, the "
+    "statement setting `n` where no quick check does, `tail`, the last optional field, before which "
+    "`tail_check` tells that every other key is a known field, and `no_unknown`",
     "dec": "an expression decoding JSON value `v` of `TypeExpr` `t` at path `p` (raises `DecodeError`)",
     "enc": "an expression encoding Python value `v` of `TypeExpr` `t` to JSON",
     "fn": "a decoder function `(value, path, ctx)` for a `TypeExpr` (list items, map values, union variants)",

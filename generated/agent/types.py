@@ -468,21 +468,20 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -539,25 +538,22 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -615,20 +611,19 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -641,7 +636,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = v
     elif v is _MISSING:
         inst.limit = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.limit = None
     else:
@@ -649,7 +644,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -659,14 +654,12 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -743,25 +736,22 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -829,7 +819,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -841,13 +831,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -857,7 +846,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -867,7 +856,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -896,7 +885,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -921,7 +910,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -932,16 +921,16 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -951,12 +940,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1025,7 +1014,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.audience = UNSET
         inst.last_modified = UNSET
@@ -1033,7 +1022,6 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
         try:
@@ -1055,7 +1043,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.audience = None
     else:
@@ -1077,7 +1065,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1087,7 +1075,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.priority = None
     else:
@@ -1095,7 +1083,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1105,12 +1093,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1163,17 +1151,16 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1181,7 +1168,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1191,12 +1178,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1253,18 +1240,17 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1277,12 +1263,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.uri = None
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1292,12 +1278,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1360,17 +1346,16 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1378,7 +1363,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1388,12 +1373,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1452,7 +1437,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.description = UNSET
@@ -1462,11 +1447,10 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 8 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1479,7 +1463,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -1489,7 +1473,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1499,7 +1483,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.size = None
     else:
@@ -1512,12 +1496,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1527,12 +1511,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1605,24 +1589,23 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1632,14 +1615,12 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1695,24 +1676,23 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1722,14 +1702,12 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1776,17 +1754,16 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1794,7 +1771,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1804,12 +1781,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1861,23 +1838,22 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1928,24 +1904,23 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
         inst.old_text = v
     elif v is _MISSING:
         inst.old_text = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.old_text = None
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1955,12 +1930,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2014,23 +1989,22 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2078,19 +2052,18 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -2098,7 +2071,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2108,12 +2081,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2180,23 +2153,22 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         _s.missing(path, "kind")
     else:
         _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2252,7 +2224,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
         inst.env = UNSET
@@ -2261,7 +2233,6 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         try:
@@ -2279,7 +2250,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -2302,7 +2273,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -2313,7 +2284,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -2323,7 +2294,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = v
     elif v is _MISSING:
         inst.output_byte_limit = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.output_byte_limit = None
     else:
@@ -2331,7 +2302,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2341,14 +2312,12 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2423,23 +2392,22 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2491,25 +2459,22 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2561,25 +2526,22 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2635,25 +2597,22 @@ def _d_WaitForTerminalExitRequest(
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     return inst
 
 
@@ -2705,25 +2664,22 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2777,13 +2733,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 6 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -2793,7 +2749,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2801,7 +2757,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2809,16 +2765,12 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -2905,13 +2857,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 7 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -2921,7 +2873,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2929,7 +2881,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2937,14 +2889,12 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3018,25 +2968,22 @@ def _d_ElicitationSessionScope(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3116,7 +3063,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.type = "object"
         inst.title = UNSET
@@ -3127,14 +3074,13 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
-    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-        known -= 1
+        n += 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3142,7 +3088,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3151,7 +3097,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
-        known -= 1
+        n += 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
@@ -3165,7 +3111,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = items4
     elif v is _MISSING:
         inst.required = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.required = None
     else:
@@ -3175,12 +3121,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3191,12 +3137,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3280,24 +3226,23 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3307,12 +3252,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3372,7 +3317,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3386,13 +3331,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3402,7 +3346,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3412,7 +3356,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3422,7 +3366,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3432,7 +3376,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3442,7 +3386,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = _StringFormat_VALUES[v]
     elif v is _MISSING:
         inst.format = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.format = None
     else:
@@ -3452,7 +3396,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3468,7 +3412,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = items8
     elif v is _MISSING:
         inst.enum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.enum = None
     else:
@@ -3484,12 +3428,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3499,14 +3443,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3602,7 +3544,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3612,13 +3554,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3628,7 +3569,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3638,7 +3579,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3648,7 +3589,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3658,7 +3599,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3666,7 +3607,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3676,14 +3617,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3752,7 +3691,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3762,13 +3701,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3778,7 +3716,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3788,7 +3726,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3798,7 +3736,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3808,7 +3746,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3816,7 +3754,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3826,14 +3764,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3902,7 +3838,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3910,13 +3846,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3926,7 +3861,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3936,12 +3871,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3951,14 +3886,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4026,25 +3959,22 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4096,25 +4026,22 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4167,7 +4094,7 @@ def _d_MultiSelectPropertySchema(
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4177,13 +4104,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4193,7 +4119,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4203,7 +4129,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4213,7 +4139,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_items = None
     else:
@@ -4235,7 +4161,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4243,7 +4169,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4253,14 +4179,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4336,13 +4260,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 4
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4350,7 +4274,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4358,14 +4282,12 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4424,13 +4346,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 5
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4438,7 +4360,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4446,12 +4368,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4579,7 +4501,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.image = False
         inst.audio = False
@@ -4588,14 +4510,13 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
-    known = 4
     v = obj.get("image", _MISSING)
     if v.__class__ is bool:
         inst.image = v
     elif v is _MISSING:
         inst.image = False
         absent.append("image")
-        known -= 1
+        n += 1
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
@@ -4604,7 +4525,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
-        known -= 1
+        n += 1
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
@@ -4613,10 +4534,10 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
-        known -= 1
+        n += 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4627,12 +4548,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4699,7 +4620,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.http = False
         inst.sse = False
@@ -4707,14 +4628,13 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["http", "sse"])
         return inst
-    known = 3
     v = obj.get("http", _MISSING)
     if v.__class__ is bool:
         inst.http = v
     elif v is _MISSING:
         inst.http = False
         absent.append("http")
-        known -= 1
+        n += 1
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
@@ -4723,10 +4643,10 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
-        known -= 1
+        n += 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4737,12 +4657,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4791,7 +4711,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.list = UNSET
         inst.delete = UNSET
@@ -4801,11 +4721,10 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.list = None
     else:
@@ -4816,7 +4735,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.delete = None
     else:
@@ -4827,7 +4746,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -4842,7 +4761,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.resume = None
     else:
@@ -4853,7 +4772,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.close = None
     else:
@@ -4861,7 +4780,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4871,14 +4790,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -4961,17 +4878,16 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.logout = None
     else:
@@ -4979,7 +4895,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4989,14 +4905,12 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5040,7 +4954,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.load_session = False
         inst.prompt_capabilities = PromptCapabilities(
@@ -5055,14 +4969,13 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
         return inst
-    known = 6
     v = obj.get("loadSession", _MISSING)
     if v.__class__ is bool:
         inst.load_session = v
     elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
-        known -= 1
+        n += 1
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -5071,7 +4984,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             image=False, audio=False, embedded_context=False
         )
         absent.append("promptCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
@@ -5086,7 +4999,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.mcp_capabilities = McpCapabilities(http=False, sse=False)
         absent.append("mcpCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
@@ -5098,7 +5011,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.session_capabilities = SessionCapabilities()
         absent.append("sessionCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.session_capabilities = _d_SessionCapabilities(
@@ -5112,13 +5025,13 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.auth = AgentAuthCapabilities()
         absent.append("auth")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5129,12 +5042,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5223,7 +5136,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.agent_capabilities = AgentCapabilities(
             load_session=False,
@@ -5240,7 +5153,6 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
-    known = 5
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -5253,7 +5165,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             auth=AgentAuthCapabilities(),
         )
         absent.append("agentCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
@@ -5297,7 +5209,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -5306,7 +5218,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.agent_info = None
     else:
@@ -5314,7 +5226,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5325,12 +5237,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5416,25 +5328,22 @@ def _d_SessionListCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5472,25 +5381,22 @@ def _d_SessionDeleteCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -5528,25 +5434,24 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if len(obj) == known
+        if n == 1
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5591,25 +5496,22 @@ def _d_SessionResumeCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     return inst
 
 
@@ -5647,25 +5549,22 @@ def _d_SessionCloseCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -5701,23 +5600,22 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -5769,7 +5667,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.args = UNSET
@@ -5777,13 +5675,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -5805,7 +5702,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -5814,13 +5711,13 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5830,12 +5727,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5907,24 +5804,23 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5934,12 +5830,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -5997,24 +5893,23 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6024,12 +5919,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -6078,25 +5973,22 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -6130,23 +6022,22 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -6189,18 +6080,17 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -6232,7 +6122,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -6242,7 +6132,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6252,12 +6142,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6337,23 +6227,22 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
             inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -6408,24 +6297,23 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6435,12 +6323,12 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -6514,20 +6402,19 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    if len(obj) == 4 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6537,12 +6424,12 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6552,14 +6439,12 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -6641,20 +6526,19 @@ def _d_SessionConfigOptionBoolean(
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6664,12 +6548,12 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6679,14 +6563,12 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -6760,24 +6642,23 @@ def _d_SessionConfigSelectOption(
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6787,14 +6668,12 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -6876,25 +6755,22 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -7018,18 +6894,17 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -7061,7 +6936,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -7071,7 +6946,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7081,14 +6956,12 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -7154,24 +7027,23 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7181,14 +7053,12 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7245,7 +7115,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.title = UNSET
@@ -7253,7 +7123,6 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -7273,7 +7142,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -7288,7 +7157,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -7298,12 +7167,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7313,12 +7182,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7372,25 +7241,22 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7424,18 +7290,17 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -7467,7 +7332,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -7477,7 +7342,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7487,14 +7352,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7538,25 +7401,22 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7590,25 +7450,22 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -7675,26 +7532,23 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
@@ -7738,23 +7592,22 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         _s.missing(path, "stopReason")
     else:
         _s.enum_fail((path, "stopReason"), "StopReason", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7807,19 +7660,18 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
-        known -= 1
+        n += 1
     else:
         inst.data = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7869,21 +7721,20 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7933,25 +7784,22 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -8009,24 +7857,23 @@ def _d_SessionUpdateUserMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8036,16 +7883,12 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -8106,24 +7949,23 @@ def _d_SessionUpdateAgentMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8133,15 +7975,13 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
@@ -8203,24 +8043,23 @@ def _d_SessionUpdateAgentThoughtChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8230,15 +8069,13 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
@@ -8307,7 +8144,7 @@ def _d_SessionUpdateToolCallUpdate(
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -8319,13 +8156,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -8335,7 +8171,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -8345,7 +8181,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -8374,7 +8210,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8399,7 +8235,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -8410,16 +8246,16 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8429,14 +8265,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -8514,24 +8348,23 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8541,12 +8374,12 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8616,7 +8449,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -8627,13 +8460,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
@@ -8641,7 +8473,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -8668,7 +8500,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
@@ -8691,7 +8523,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
@@ -8700,16 +8532,16 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8719,12 +8551,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -8819,23 +8651,22 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         _s.missing(path, "status")
     else:
         _s.enum_fail((path, "status"), "PlanEntryStatus", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8903,23 +8734,22 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -8979,17 +8809,16 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.input = None
     else:
@@ -8997,7 +8826,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9007,12 +8836,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9063,25 +8892,22 @@ def _d_UnstructuredCommandInput(
         _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -9145,25 +8971,22 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9212,23 +9035,22 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -9305,23 +9127,22 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9365,20 +9186,19 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
-    if len(obj) == 0 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -9388,12 +9208,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9403,12 +9223,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9470,23 +9290,22 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9540,17 +9359,16 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cost = None
     else:
@@ -9558,7 +9376,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9568,12 +9386,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9625,26 +9443,23 @@ def _d_CompleteElicitationNotification(
         _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
 
@@ -9695,21 +9510,20 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9746,7 +9560,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.read_text_file = False
         inst.write_text_file = False
@@ -9754,14 +9568,13 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
-    known = 3
     v = obj.get("readTextFile", _MISSING)
     if v.__class__ is bool:
         inst.read_text_file = v
     elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
-        known -= 1
+        n += 1
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
@@ -9770,10 +9583,10 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
-        known -= 1
+        n += 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9784,14 +9597,12 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9842,24 +9653,23 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
-    known = 2
     v = obj.get("terminal", _MISSING)
     if v.__class__ is bool:
         inst.terminal = v
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-        known -= 1
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9870,12 +9680,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9929,7 +9739,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         inst.terminal = False
@@ -9940,12 +9750,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
-    known = 6
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         absent.append("fs")
-        known -= 1
+        n += 1
     else:
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
@@ -9962,13 +9771,13 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-        known -= 1
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.session = None
     else:
@@ -9980,7 +9789,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
         absent.append("auth")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
@@ -9989,7 +9798,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -9997,7 +9806,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10008,12 +9817,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10103,7 +9912,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.client_capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -10115,7 +9924,6 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
-    known = 4
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -10124,7 +9932,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             auth=AuthCapabilities(terminal=False),
         )
         absent.append("clientCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
@@ -10142,7 +9950,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
         inst.client_info = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.client_info = None
     else:
@@ -10150,7 +9958,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10161,12 +9969,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10237,17 +10045,16 @@ def _d_ClientSessionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -10257,7 +10064,7 @@ def _d_ClientSessionCapabilities(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10267,14 +10074,12 @@ def _d_ClientSessionCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     return inst
 
 
@@ -10317,17 +10122,16 @@ def _d_SessionConfigOptionsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.boolean = None
     else:
@@ -10335,7 +10139,7 @@ def _d_SessionConfigOptionsCapabilities(
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10345,15 +10149,13 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -10399,26 +10201,23 @@ def _d_BooleanConfigOptionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
 
@@ -10457,18 +10256,17 @@ def _d_ElicitationCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.form = None
     else:
@@ -10479,7 +10277,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.url = None
     else:
@@ -10487,7 +10285,7 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10497,14 +10295,12 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10556,25 +10352,22 @@ def _d_ElicitationFormCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -10614,25 +10407,22 @@ def _d_ElicitationUrlCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -10677,25 +10467,22 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -10734,23 +10521,22 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -10824,13 +10610,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -10850,7 +10635,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10860,7 +10645,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10870,12 +10655,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10938,23 +10723,22 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -11019,23 +10803,22 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -11108,23 +10891,22 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -11210,23 +10992,22 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11318,13 +11099,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -11344,7 +11124,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -11354,7 +11134,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11364,12 +11144,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -11427,20 +11207,19 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -11450,12 +11229,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11465,14 +11244,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11523,25 +11300,22 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11595,14 +11369,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -11622,7 +11395,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -11656,13 +11429,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11672,14 +11445,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11742,25 +11513,22 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11816,25 +11584,22 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         _s.missing(path, "modeId")
     else:
         _s.fail((path, "modeId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -11897,26 +11662,23 @@ def _d_SetSessionConfigOptionRequestBoolean(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11990,26 +11752,23 @@ def _d_SetSessionConfigOptionRequestValueId(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -12085,23 +11844,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -12236,25 +11994,22 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -12295,25 +12050,22 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -12362,25 +12114,22 @@ def _d_RequestPermissionResponse(
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -12420,7 +12169,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if len(obj) == 0 + ("outcome" in obj)
+        if len(obj) - ("outcome" in obj) == 0
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -12467,25 +12216,22 @@ def _d_SelectedPermissionOutcome(
         _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
-    if len(obj) == 1 + ("outcome" in obj):
+    if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -12531,25 +12277,22 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -12601,17 +12344,16 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         _s.missing(path, "truncated")
     else:
         _s.fail((path, "truncated"), "boolean", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -12619,7 +12361,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12629,14 +12371,12 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -12678,20 +12418,19 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -12704,12 +12443,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12719,12 +12458,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -12768,25 +12507,22 @@ def _d_ReleaseTerminalResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -12822,20 +12558,19 @@ def _d_WaitForTerminalExitResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -12848,12 +12583,12 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12863,14 +12598,12 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     return inst
 
 
@@ -12912,25 +12645,22 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -12968,24 +12698,23 @@ def _d_CreateElicitationResponseAccept(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
@@ -12993,15 +12722,13 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
@@ -13051,26 +12778,23 @@ def _d_CreateElicitationResponseDecline(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -13112,26 +12836,23 @@ def _d_CreateElicitationResponseCancel(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
@@ -13173,23 +12894,20 @@ def _d_ElicitationAcceptAction(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -13230,21 +12948,20 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -13283,23 +13000,22 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -13345,25 +13061,22 @@ def _d_CancelRequestNotification(
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 

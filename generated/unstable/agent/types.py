@@ -709,21 +709,20 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -780,25 +779,22 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -856,20 +852,19 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -882,7 +877,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = v
     elif v is _MISSING:
         inst.limit = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.limit = None
     else:
@@ -890,7 +885,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -900,14 +895,12 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -984,25 +977,22 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1071,7 +1061,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -1084,13 +1074,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -1100,7 +1089,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -1110,7 +1099,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -1120,7 +1109,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.name = None
     else:
@@ -1149,7 +1138,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -1174,7 +1163,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -1185,16 +1174,16 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1204,12 +1193,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1289,7 +1278,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.audience = UNSET
         inst.last_modified = UNSET
@@ -1297,7 +1286,6 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
         try:
@@ -1319,7 +1307,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.audience = None
     else:
@@ -1341,7 +1329,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1351,7 +1339,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.priority = None
     else:
@@ -1359,7 +1347,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1369,12 +1357,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1427,17 +1415,16 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1445,7 +1432,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1455,12 +1442,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1517,18 +1504,17 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1541,12 +1527,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.uri = None
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1556,12 +1542,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1624,17 +1610,16 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1642,7 +1627,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1652,12 +1637,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1716,7 +1701,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.description = UNSET
@@ -1726,11 +1711,10 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 8 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1743,7 +1727,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -1753,7 +1737,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1763,7 +1747,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.size = None
     else:
@@ -1776,12 +1760,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1791,12 +1775,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1869,24 +1853,23 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1896,14 +1879,12 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1959,24 +1940,23 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1986,14 +1966,12 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -2040,17 +2018,16 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -2058,7 +2035,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2068,12 +2045,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -2125,23 +2102,22 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2192,24 +2168,23 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
         inst.old_text = v
     elif v is _MISSING:
         inst.old_text = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.old_text = None
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2219,12 +2194,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2278,23 +2253,22 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2342,19 +2316,18 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -2362,7 +2335,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2372,12 +2345,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2444,23 +2417,22 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         _s.missing(path, "kind")
     else:
         _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2516,7 +2488,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
         inst.env = UNSET
@@ -2525,7 +2497,6 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         try:
@@ -2543,7 +2514,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -2566,7 +2537,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -2577,7 +2548,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -2587,7 +2558,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = v
     elif v is _MISSING:
         inst.output_byte_limit = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.output_byte_limit = None
     else:
@@ -2595,7 +2566,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2605,14 +2576,12 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2687,23 +2656,22 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2755,25 +2723,22 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2825,25 +2790,22 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2899,25 +2861,22 @@ def _d_WaitForTerminalExitRequest(
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     return inst
 
 
@@ -2969,25 +2928,22 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -3041,13 +2997,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 6 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -3057,7 +3013,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3065,7 +3021,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3073,16 +3029,12 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -3169,13 +3121,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 7 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -3185,7 +3137,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3193,7 +3145,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3201,14 +3153,12 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3282,25 +3232,22 @@ def _d_ElicitationSessionScope(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3380,7 +3327,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.type = "object"
         inst.title = UNSET
@@ -3391,14 +3338,13 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
-    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-        known -= 1
+        n += 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3406,7 +3352,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3415,7 +3361,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
-        known -= 1
+        n += 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
@@ -3429,7 +3375,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = items4
     elif v is _MISSING:
         inst.required = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.required = None
     else:
@@ -3439,12 +3385,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3455,12 +3401,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3544,24 +3490,23 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3571,12 +3516,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3636,7 +3581,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3650,13 +3595,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3666,7 +3610,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3676,7 +3620,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3686,7 +3630,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3696,7 +3640,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3706,7 +3650,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = _StringFormat_VALUES[v]
     elif v is _MISSING:
         inst.format = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.format = None
     else:
@@ -3716,7 +3660,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3732,7 +3676,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = items8
     elif v is _MISSING:
         inst.enum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.enum = None
     else:
@@ -3748,12 +3692,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3763,14 +3707,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3866,7 +3808,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3876,13 +3818,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3892,7 +3833,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3902,7 +3843,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3912,7 +3853,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3922,7 +3863,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3930,7 +3871,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3940,14 +3881,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -4016,7 +3955,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4026,13 +3965,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4042,7 +3980,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4052,7 +3990,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -4062,7 +4000,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -4072,7 +4010,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4080,7 +4018,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4090,14 +4028,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4166,7 +4102,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4174,13 +4110,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4190,7 +4125,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4200,12 +4135,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4215,14 +4150,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4290,25 +4223,22 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4360,25 +4290,22 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4431,7 +4358,7 @@ def _d_MultiSelectPropertySchema(
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4441,13 +4368,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4457,7 +4383,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4467,7 +4393,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4477,7 +4403,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_items = None
     else:
@@ -4499,7 +4425,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4507,7 +4433,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4517,14 +4443,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4600,13 +4524,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 4
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4614,7 +4538,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4622,14 +4546,12 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4688,13 +4610,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 5
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4702,7 +4624,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4710,12 +4632,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4767,23 +4689,22 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4841,24 +4762,23 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         _s.fail((path, "params"), "object", v)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4868,12 +4788,12 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4930,25 +4850,22 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -5073,7 +4990,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.image = False
         inst.audio = False
@@ -5082,14 +4999,13 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
-    known = 4
     v = obj.get("image", _MISSING)
     if v.__class__ is bool:
         inst.image = v
     elif v is _MISSING:
         inst.image = False
         absent.append("image")
-        known -= 1
+        n += 1
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
@@ -5098,7 +5014,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
-        known -= 1
+        n += 1
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
@@ -5107,10 +5023,10 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
-        known -= 1
+        n += 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5121,12 +5037,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5193,7 +5109,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.http = False
         inst.sse = False
@@ -5202,14 +5118,13 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
         return inst
-    known = 4
     v = obj.get("http", _MISSING)
     if v.__class__ is bool:
         inst.http = v
     elif v is _MISSING:
         inst.http = False
         absent.append("http")
-        known -= 1
+        n += 1
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
@@ -5218,7 +5133,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
-        known -= 1
+        n += 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("acp", _MISSING)
@@ -5227,10 +5142,10 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.acp = False
         absent.append("acp")
-        known -= 1
+        n += 1
     else:
         inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5241,12 +5156,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5303,7 +5218,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.list = UNSET
         inst.delete = UNSET
@@ -5314,11 +5229,10 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.list = None
     else:
@@ -5329,7 +5243,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.delete = None
     else:
@@ -5340,7 +5254,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -5355,7 +5269,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("fork", _MISSING)
     if v is _MISSING:
         inst.fork = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.fork = None
     else:
@@ -5366,7 +5280,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.resume = None
     else:
@@ -5377,7 +5291,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.close = None
     else:
@@ -5385,7 +5299,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5395,14 +5309,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5496,17 +5408,16 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.logout = None
     else:
@@ -5514,7 +5425,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5524,14 +5435,12 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5585,7 +5494,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.load_session = False
         inst.prompt_capabilities = PromptCapabilities(
@@ -5603,14 +5512,13 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
         return inst
-    known = 9
     v = obj.get("loadSession", _MISSING)
     if v.__class__ is bool:
         inst.load_session = v
     elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
-        known -= 1
+        n += 1
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -5619,7 +5527,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             image=False, audio=False, embedded_context=False
         )
         absent.append("promptCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
@@ -5634,7 +5542,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.mcp_capabilities = McpCapabilities(http=False, sse=False, acp=False)
         absent.append("mcpCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
@@ -5649,7 +5557,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.session_capabilities = SessionCapabilities()
         absent.append("sessionCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.session_capabilities = _d_SessionCapabilities(
@@ -5663,7 +5571,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.auth = AgentAuthCapabilities()
         absent.append("auth")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
@@ -5672,7 +5580,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("providers", _MISSING)
     if v is _MISSING:
         inst.providers = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.providers = None
     else:
@@ -5683,7 +5591,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.nes = None
     else:
@@ -5696,14 +5604,14 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.position_encoding = _PositionEncodingKind_VALUES[v]
     elif v is _MISSING:
         inst.position_encoding = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.position_encoding = None
     else:
         inst.position_encoding = _s.tolerate(
             ctx, (path, "positionEncoding"), "a known PositionEncodingKind", v, UNSET
         )
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5714,12 +5622,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5838,7 +5746,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.agent_capabilities = AgentCapabilities(
             load_session=False,
@@ -5855,7 +5763,6 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
-    known = 5
     v = obj.get("agentCapabilities", _MISSING)
     if v is _MISSING:
         inst.agent_capabilities = AgentCapabilities(
@@ -5868,7 +5775,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             auth=AgentAuthCapabilities(),
         )
         absent.append("agentCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
@@ -5912,7 +5819,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -5921,7 +5828,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.agent_info = None
     else:
@@ -5929,7 +5836,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5940,12 +5847,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -6031,25 +5938,22 @@ def _d_SessionListCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -6087,25 +5991,22 @@ def _d_SessionDeleteCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -6143,25 +6044,24 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if len(obj) == known
+        if n == 1
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -6206,25 +6106,22 @@ def _d_SessionForkCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionForkCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -6268,25 +6165,22 @@ def _d_SessionResumeCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     return inst
 
 
@@ -6324,25 +6218,22 @@ def _d_SessionCloseCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6378,23 +6269,22 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6430,25 +6320,22 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProvidersCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6490,18 +6377,17 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.events = UNSET
         inst.context = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("events", _MISSING)
     if v is _MISSING:
         inst.events = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.events = None
     else:
@@ -6512,7 +6398,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.context = None
     else:
@@ -6520,7 +6406,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
             inst.context = _d_NesContextCapabilities(v, (path, "context"), ctx)
         except DecodeError as exc:
             inst.context = _s.tolerated(ctx, (path, "context"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6530,12 +6416,12 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6579,17 +6465,16 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEventCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.document = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("document", _MISSING)
     if v is _MISSING:
         inst.document = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.document = None
     else:
@@ -6597,7 +6482,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
             inst.document = _d_NesDocumentEventCapabilities(v, (path, "document"), ctx)
         except DecodeError as exc:
             inst.document = _s.tolerated(ctx, (path, "document"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6607,14 +6492,12 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6658,7 +6541,7 @@ def _d_NesDocumentEventCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentEventCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.did_open = UNSET
         inst.did_change = UNSET
@@ -6668,11 +6551,10 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
         inst.did_open = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.did_open = None
     else:
@@ -6683,7 +6565,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didChange", _MISSING)
     if v is _MISSING:
         inst.did_change = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.did_change = None
     else:
@@ -6694,7 +6576,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didClose", _MISSING)
     if v is _MISSING:
         inst.did_close = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.did_close = None
     else:
@@ -6705,7 +6587,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didSave", _MISSING)
     if v is _MISSING:
         inst.did_save = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.did_save = None
     else:
@@ -6716,7 +6598,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didFocus", _MISSING)
     if v is _MISSING:
         inst.did_focus = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.did_focus = None
     else:
@@ -6724,7 +6606,7 @@ def _d_NesDocumentEventCapabilities(
             inst.did_focus = _d_NesDocumentDidFocusCapabilities(v, (path, "didFocus"), ctx)
         except DecodeError as exc:
             inst.did_focus = _s.tolerated(ctx, (path, "didFocus"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6734,16 +6616,12 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
     return inst
 
 
@@ -6801,26 +6679,23 @@ def _d_NesDocumentDidOpenCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidOpenCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
     )
     return inst
 
@@ -6866,26 +6741,23 @@ def _d_NesDocumentDidChangeCapabilities(
         _s.missing(path, "syncKind")
     else:
         _s.enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6926,26 +6798,23 @@ def _d_NesDocumentDidCloseCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidCloseCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
     )
     return inst
 
@@ -6984,26 +6853,23 @@ def _d_NesDocumentDidSaveCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidSaveCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
     )
     return inst
 
@@ -7042,26 +6908,23 @@ def _d_NesDocumentDidFocusCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidFocusCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
     )
     return inst
 
@@ -7108,7 +6971,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesContextCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.recent_files = UNSET
         inst.related_snippets = UNSET
@@ -7119,11 +6982,10 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
         inst.recent_files = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.recent_files = None
     else:
@@ -7134,7 +6996,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("relatedSnippets", _MISSING)
     if v is _MISSING:
         inst.related_snippets = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.related_snippets = None
     else:
@@ -7147,7 +7009,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("editHistory", _MISSING)
     if v is _MISSING:
         inst.edit_history = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.edit_history = None
     else:
@@ -7158,7 +7020,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("userActions", _MISSING)
     if v is _MISSING:
         inst.user_actions = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.user_actions = None
     else:
@@ -7169,7 +7031,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("openFiles", _MISSING)
     if v is _MISSING:
         inst.open_files = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.open_files = None
     else:
@@ -7180,7 +7042,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("diagnostics", _MISSING)
     if v is _MISSING:
         inst.diagnostics = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.diagnostics = None
     else:
@@ -7188,7 +7050,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
             inst.diagnostics = _d_NesDiagnosticsCapabilities(v, (path, "diagnostics"), ctx)
         except DecodeError as exc:
             inst.diagnostics = _s.tolerated(ctx, (path, "diagnostics"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7198,14 +7060,12 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -7267,19 +7127,18 @@ def _d_NesRecentFilesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFilesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -7287,7 +7146,7 @@ def _d_NesRecentFilesCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7297,14 +7156,12 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7346,26 +7203,23 @@ def _d_NesRelatedSnippetsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippetsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
     )
     return inst
 
@@ -7404,19 +7258,18 @@ def _d_NesEditHistoryCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -7424,7 +7277,7 @@ def _d_NesEditHistoryCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7434,14 +7287,12 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
     return inst
 
 
@@ -7483,19 +7334,18 @@ def _d_NesUserActionsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserActionsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -7503,7 +7353,7 @@ def _d_NesUserActionsCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7513,14 +7363,12 @@ def _d_NesUserActionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
     return inst
 
 
@@ -7562,25 +7410,22 @@ def _d_NesOpenFilesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFilesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7618,25 +7463,22 @@ def _d_NesDiagnosticsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnosticsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
     return inst
 
 
@@ -7688,7 +7530,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.args = UNSET
@@ -7696,13 +7538,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -7724,7 +7565,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -7733,13 +7574,13 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7749,12 +7590,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7826,24 +7667,23 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7853,12 +7693,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7916,24 +7756,23 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7943,12 +7782,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7997,25 +7836,22 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -8062,25 +7898,22 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         _s.missing(path, "providers")
     else:
         inst.providers = _s.list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -8165,22 +7998,21 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         _s.missing(path, "required")
     else:
         _s.fail((path, "required"), "boolean", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("current", _MISSING)
     if v is _MISSING:
         inst.current = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.current = None
     else:
         inst.current = _d_ProviderCurrentConfig(v, (path, "current"), ctx)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8190,12 +8022,12 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -8265,25 +8097,22 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -8327,25 +8156,22 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -8387,25 +8213,22 @@ def _d_DisableProviderResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -8445,23 +8268,22 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8504,18 +8326,17 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -8547,7 +8368,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -8557,7 +8378,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8567,12 +8388,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8652,23 +8473,22 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
             inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8723,24 +8543,23 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8750,12 +8569,12 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8829,20 +8648,19 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    if len(obj) == 4 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -8852,12 +8670,12 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8867,14 +8685,12 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -8956,20 +8772,19 @@ def _d_SessionConfigOptionBoolean(
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -8979,12 +8794,12 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8994,14 +8809,12 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -9075,24 +8888,23 @@ def _d_SessionConfigSelectOption(
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9102,14 +8914,12 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -9191,25 +9001,22 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -9333,18 +9140,17 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -9376,7 +9182,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9386,7 +9192,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9396,14 +9202,12 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -9469,24 +9273,23 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9496,14 +9299,12 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -9560,7 +9361,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.title = UNSET
@@ -9568,7 +9369,6 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -9588,7 +9388,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -9603,7 +9403,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -9613,12 +9413,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9628,12 +9428,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9687,25 +9487,22 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9748,18 +9545,17 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -9791,7 +9587,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9801,7 +9597,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9811,14 +9607,12 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9870,18 +9664,17 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -9913,7 +9706,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9923,7 +9716,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9933,14 +9726,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9984,25 +9775,22 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -10036,25 +9824,22 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -10121,26 +9906,23 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
@@ -10184,17 +9966,16 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         _s.missing(path, "stopReason")
     else:
         _s.enum_fail((path, "stopReason"), "StopReason", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
         inst.usage = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.usage = None
     else:
@@ -10202,7 +9983,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
             inst.usage = _d_Usage(v, (path, "usage"), ctx)
         except DecodeError as exc:
             inst.usage = _s.tolerated(ctx, (path, "usage"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10212,12 +9993,12 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -10295,7 +10076,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         _s.missing(path, "outputTokens")
     else:
         inst.output_tokens = _s.as_int(v, (path, "outputTokens"))
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.thought_tokens = UNSET
         inst.cached_read_tokens = UNSET
@@ -10303,13 +10084,12 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("thoughtTokens", _MISSING)
     if v.__class__ is int:
         inst.thought_tokens = v
     elif v is _MISSING:
         inst.thought_tokens = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.thought_tokens = None
     else:
@@ -10322,7 +10102,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = v
     elif v is _MISSING:
         inst.cached_read_tokens = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cached_read_tokens = None
     else:
@@ -10335,7 +10115,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_write_tokens = v
     elif v is _MISSING:
         inst.cached_write_tokens = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cached_write_tokens = None
     else:
@@ -10343,7 +10123,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
             inst.cached_write_tokens = _s.as_int(v, (path, "cachedWriteTokens"))
         except DecodeError as exc:
             inst.cached_write_tokens = _s.tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10353,12 +10133,12 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -10427,23 +10207,22 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -10501,23 +10280,22 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         _s.missing(path, "suggestions")
     else:
         inst.suggestions = _s.list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -10567,23 +10345,22 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -10633,23 +10410,22 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         _s.missing(path, "end")
     else:
         inst.end = _d_Position(v, (path, "end"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -10703,23 +10479,22 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         _s.missing(path, "character")
     else:
         inst.character = _s.as_int(v, (path, "character"))
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10790,17 +10565,16 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         _s.missing(path, "edits")
     else:
         inst.edits = _s.list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
-    if len(obj) == 3 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("kind" in obj)
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
         inst.cursor_position = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cursor_position = None
     else:
@@ -10808,7 +10582,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
             inst.cursor_position = _d_Position(v, (path, "cursorPosition"), ctx)
         except DecodeError as exc:
             inst.cursor_position = _s.tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10818,12 +10592,12 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10894,23 +10668,22 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         _s.missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
-    if len(obj) == 3 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("kind" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10986,25 +10759,22 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         _s.missing(path, "newName")
     else:
         _s.fail((path, "newName"), "string", v)
-    if len(obj) == 4 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("kind" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -11087,24 +10857,23 @@ def _d_NesSearchAndReplaceSuggestion(
         _s.missing(path, "replace")
     else:
         _s.fail((path, "replace"), "string", v)
-    if len(obj) == 4 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("kind" in obj)
     v = obj.get("isRegex", _MISSING)
     if v.__class__ is bool:
         inst.is_regex = v
     elif v is _MISSING:
         inst.is_regex = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.is_regex = None
     else:
         _s.fail((path, "isRegex"), "boolean", v)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11114,16 +10883,12 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
     return inst
 
 
@@ -11180,23 +10945,22 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -11246,19 +11010,18 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
-        known -= 1
+        n += 1
     else:
         inst.data = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -11308,21 +11071,20 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -11372,25 +11134,22 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -11448,24 +11207,23 @@ def _d_SessionUpdateUserMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11475,16 +11233,12 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -11545,24 +11299,23 @@ def _d_SessionUpdateAgentMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11572,15 +11325,13 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
@@ -11642,24 +11393,23 @@ def _d_SessionUpdateAgentThoughtChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11669,15 +11419,13 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
@@ -11747,7 +11495,7 @@ def _d_SessionUpdateToolCallUpdate(
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -11760,13 +11508,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10 + ("sessionUpdate" in obj)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -11776,7 +11523,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -11786,7 +11533,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -11796,7 +11543,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.name = None
     else:
@@ -11825,7 +11572,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -11850,7 +11597,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -11861,16 +11608,16 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11880,14 +11627,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -11976,24 +11721,23 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12003,12 +11747,12 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -12079,7 +11823,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.name = UNSET
         inst.kind = UNSET
@@ -12091,13 +11835,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10 + ("sessionUpdate" in obj)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.name = None
     else:
@@ -12107,7 +11850,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
@@ -12115,7 +11858,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
@@ -12142,7 +11885,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
@@ -12165,7 +11908,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
@@ -12174,16 +11917,16 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12193,12 +11936,12 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -12304,23 +12047,22 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         _s.missing(path, "status")
     else:
         _s.enum_fail((path, "status"), "PlanEntryStatus", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -12388,23 +12130,22 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -12479,23 +12220,22 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -12561,23 +12301,22 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -12636,23 +12375,22 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -12708,23 +12446,22 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -12774,23 +12511,22 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -12847,17 +12583,16 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.input = None
     else:
@@ -12865,7 +12600,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12875,12 +12610,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12931,25 +12666,22 @@ def _d_UnstructuredCommandInput(
         _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -13013,25 +12745,22 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -13080,23 +12809,22 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -13173,23 +12901,22 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -13233,20 +12960,19 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
-    if len(obj) == 0 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -13256,12 +12982,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13271,12 +12997,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -13338,23 +13064,22 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -13408,17 +13133,16 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cost = None
     else:
@@ -13426,7 +13150,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13436,12 +13160,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -13500,14 +13224,13 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.summary = UNSET
         inst.error = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("sessionUpdate" in obj)
     v = obj.get("summary", _MISSING)
     if v.__class__ is list:
         try:
@@ -13532,7 +13255,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
             inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
     elif v is _MISSING:
         inst.summary = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.summary = None
     else:
@@ -13545,12 +13268,12 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.error = v
     elif v is _MISSING:
         inst.error = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.error = None
     else:
         inst.error = _s.tolerate(ctx, (path, "error"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13560,12 +13283,12 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -13648,25 +13371,22 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -13725,26 +13445,23 @@ def _d_CompleteElicitationNotification(
         _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
 
@@ -13799,24 +13516,23 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = _s.tolerate(ctx, (path, "params"), "object", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13826,14 +13542,12 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -13898,21 +13612,20 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -13949,7 +13662,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.read_text_file = False
         inst.write_text_file = False
@@ -13957,14 +13670,13 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
-    known = 3
     v = obj.get("readTextFile", _MISSING)
     if v.__class__ is bool:
         inst.read_text_file = v
     elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
-        known -= 1
+        n += 1
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
@@ -13973,10 +13685,10 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
-        known -= 1
+        n += 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13987,14 +13699,12 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14045,24 +13755,23 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
-    known = 2
     v = obj.get("terminal", _MISSING)
     if v.__class__ is bool:
         inst.terminal = v
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-        known -= 1
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14073,12 +13782,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14142,7 +13851,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         inst.terminal = False
@@ -14156,12 +13865,11 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
-    known = 9
     v = obj.get("fs", _MISSING)
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         absent.append("fs")
-        known -= 1
+        n += 1
     else:
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
@@ -14178,13 +13886,13 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
-        known -= 1
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.session = None
     else:
@@ -14195,7 +13903,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("plan", _MISSING)
     if v is _MISSING:
         inst.plan = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.plan = None
     else:
@@ -14207,7 +13915,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
         absent.append("auth")
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
@@ -14216,7 +13924,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -14227,7 +13935,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.nes = None
     else:
@@ -14256,7 +13964,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
     elif v is _MISSING:
         inst.position_encodings = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.position_encodings = _s.skip_invalid(
@@ -14271,7 +13979,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             )
         except DecodeError as exc:
             inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14282,12 +13990,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14407,7 +14115,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.client_capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -14419,7 +14127,6 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
-    known = 4
     v = obj.get("clientCapabilities", _MISSING)
     if v is _MISSING:
         inst.client_capabilities = ClientCapabilities(
@@ -14428,7 +14135,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             auth=AuthCapabilities(terminal=False),
         )
         absent.append("clientCapabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
@@ -14446,7 +14153,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
         inst.client_info = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.client_info = None
     else:
@@ -14454,7 +14161,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14465,12 +14172,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14543,18 +14250,17 @@ def _d_ClientSessionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.compaction = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
         inst.compaction = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.compaction = None
     else:
@@ -14565,7 +14271,7 @@ def _d_ClientSessionCapabilities(
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -14575,7 +14281,7 @@ def _d_ClientSessionCapabilities(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14585,14 +14291,12 @@ def _d_ClientSessionCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     return inst
 
 
@@ -14676,17 +14380,16 @@ def _d_SessionConfigOptionsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.boolean = None
     else:
@@ -14694,7 +14397,7 @@ def _d_SessionConfigOptionsCapabilities(
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14704,15 +14407,13 @@ def _d_SessionConfigOptionsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -14758,26 +14459,23 @@ def _d_BooleanConfigOptionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
 
@@ -14814,23 +14512,22 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -14872,18 +14569,17 @@ def _d_ElicitationCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.form = None
     else:
@@ -14894,7 +14590,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.url = None
     else:
@@ -14902,7 +14598,7 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14912,14 +14608,12 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -14971,25 +14665,22 @@ def _d_ElicitationFormCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -15029,25 +14720,22 @@ def _d_ElicitationUrlCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -15087,7 +14775,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.jump = UNSET
         inst.rename = UNSET
@@ -15095,11 +14783,10 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
         inst.jump = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.jump = None
     else:
@@ -15110,7 +14797,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("rename", _MISSING)
     if v is _MISSING:
         inst.rename = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.rename = None
     else:
@@ -15121,7 +14808,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("searchAndReplace", _MISSING)
     if v is _MISSING:
         inst.search_and_replace = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.search_and_replace = None
     else:
@@ -15131,7 +14818,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
             )
         except DecodeError as exc:
             inst.search_and_replace = _s.tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15141,14 +14828,12 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -15196,25 +14881,22 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -15250,25 +14932,22 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -15306,26 +14985,23 @@ def _d_NesSearchAndReplaceCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
     )
     return inst
 
@@ -15369,25 +15045,22 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -15426,25 +15099,22 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -15507,20 +15177,19 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
         inst.headers = UNSET
-        known -= 1
+        n += 1
     else:
         inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15530,12 +15199,12 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -15599,25 +15268,22 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         _s.missing(path, "providerId")
     else:
         _s.fail((path, "providerId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -15659,23 +15325,22 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -15749,13 +15414,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -15775,7 +15439,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15785,7 +15449,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15795,12 +15459,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -15863,23 +15527,22 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -15944,23 +15607,22 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -16033,23 +15695,22 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -16109,23 +15770,22 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -16216,23 +15876,22 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -16324,13 +15983,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -16350,7 +16008,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -16360,7 +16018,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16370,12 +16028,12 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -16433,20 +16091,19 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -16456,12 +16113,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16471,14 +16128,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -16529,25 +16184,22 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -16601,14 +16253,13 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -16628,7 +16279,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -16662,13 +16313,13 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16678,12 +16329,12 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -16760,14 +16411,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -16787,7 +16437,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -16821,13 +16471,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16837,14 +16487,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -16907,25 +16555,22 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -16981,25 +16626,22 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         _s.missing(path, "modeId")
     else:
         _s.fail((path, "modeId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -17062,26 +16704,23 @@ def _d_SetSessionConfigOptionRequestBoolean(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -17155,26 +16794,23 @@ def _d_SetSessionConfigOptionRequestValueId(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -17250,23 +16886,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -17323,7 +16958,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.workspace_uri = UNSET
         inst.workspace_folders = UNSET
@@ -17331,13 +16966,12 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("workspaceUri", _MISSING)
     if v.__class__ is str:
         inst.workspace_uri = v
     elif v is _MISSING:
         inst.workspace_uri = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.workspace_uri = None
     else:
@@ -17353,7 +16987,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.workspace_folders = items2
     elif v is _MISSING:
         inst.workspace_folders = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.workspace_folders = None
     else:
@@ -17361,7 +16995,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     v = obj.get("repository", _MISSING)
     if v is _MISSING:
         inst.repository = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.repository = None
     else:
@@ -17369,7 +17003,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
             inst.repository = _d_NesRepository(v, (path, "repository"), ctx)
         except DecodeError as exc:
             inst.repository = _s.tolerated(ctx, (path, "repository"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17379,12 +17013,12 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -17446,23 +17080,22 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -17523,23 +17156,22 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         _s.missing(path, "remoteUrl")
     else:
         _s.fail((path, "remoteUrl"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRepository, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -17616,18 +17248,17 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         _s.missing(path, "triggerKind")
     else:
         _s.enum_fail((path, "triggerKind"), "NesTriggerKind", v)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.selection = UNSET
         inst.context = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 8
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
         inst.selection = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.selection = None
     else:
@@ -17635,12 +17266,12 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.context = None
     else:
         inst.context = _d_NesSuggestContext(v, (path, "context"), ctx)
-    if len(obj) == known - 1:
+    if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17650,12 +17281,12 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
+    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -17725,7 +17356,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSuggestContext)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.recent_files = UNSET
         inst.related_snippets = UNSET
@@ -17736,7 +17367,6 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7
     v = obj.get("recentFiles", _MISSING)
     if v.__class__ is list:
         p1 = (path, "recentFiles")
@@ -17748,7 +17378,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.recent_files = items1
     elif v is _MISSING:
         inst.recent_files = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.recent_files = None
     else:
@@ -17764,7 +17394,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.related_snippets = items2
     elif v is _MISSING:
         inst.related_snippets = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.related_snippets = None
     else:
@@ -17780,7 +17410,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.edit_history = items3
     elif v is _MISSING:
         inst.edit_history = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.edit_history = None
     else:
@@ -17796,7 +17426,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.user_actions = items4
     elif v is _MISSING:
         inst.user_actions = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.user_actions = None
     else:
@@ -17812,7 +17442,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.open_files = items5
     elif v is _MISSING:
         inst.open_files = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.open_files = None
     else:
@@ -17828,12 +17458,12 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.diagnostics = items6
     elif v is _MISSING:
         inst.diagnostics = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.diagnostics = None
     else:
         inst.diagnostics = _s.list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17843,12 +17473,12 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -17929,23 +17559,22 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -18007,23 +17636,22 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         _s.missing(path, "excerpts")
     else:
         inst.excerpts = _s.list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -18084,23 +17712,22 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -18156,25 +17783,22 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         _s.missing(path, "diff")
     else:
         _s.fail((path, "diff"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -18242,23 +17866,22 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         _s.missing(path, "timestampMs")
     else:
         inst.timestamp_ms = _s.as_int(v, (path, "timestampMs"))
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -18323,18 +17946,17 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         _s.missing(path, "languageId")
     else:
         _s.fail((path, "languageId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.visible_range = UNSET
         inst.last_focused_ms = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
         inst.visible_range = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.visible_range = None
     else:
@@ -18347,7 +17969,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.last_focused_ms = v
     elif v is _MISSING:
         inst.last_focused_ms = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.last_focused_ms = None
     else:
@@ -18355,7 +17977,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
             inst.last_focused_ms = _s.as_int(v, (path, "lastFocusedMs"))
         except DecodeError as exc:
             inst.last_focused_ms = _s.tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18365,12 +17987,12 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -18446,23 +18068,22 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -18518,23 +18139,22 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -18655,25 +18275,22 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -18714,25 +18331,22 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -18781,25 +18395,22 @@ def _d_RequestPermissionResponse(
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -18839,7 +18450,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if len(obj) == 0 + ("outcome" in obj)
+        if len(obj) - ("outcome" in obj) == 0
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -18886,25 +18497,22 @@ def _d_SelectedPermissionOutcome(
         _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
-    if len(obj) == 1 + ("outcome" in obj):
+    if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -18950,25 +18558,22 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -19020,17 +18625,16 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         _s.missing(path, "truncated")
     else:
         _s.fail((path, "truncated"), "boolean", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -19038,7 +18642,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -19048,14 +18652,12 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -19097,20 +18699,19 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -19123,12 +18724,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -19138,12 +18739,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -19187,25 +18788,22 @@ def _d_ReleaseTerminalResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -19241,20 +18839,19 @@ def _d_WaitForTerminalExitResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -19267,12 +18864,12 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -19282,14 +18879,12 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     return inst
 
 
@@ -19331,25 +18926,22 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -19387,24 +18979,23 @@ def _d_CreateElicitationResponseAccept(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
@@ -19412,15 +19003,13 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
@@ -19470,26 +19059,23 @@ def _d_CreateElicitationResponseDecline(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -19531,26 +19117,23 @@ def _d_CreateElicitationResponseCancel(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
@@ -19592,23 +19175,20 @@ def _d_ElicitationAcceptAction(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -19649,23 +19229,22 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19707,25 +19286,22 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19772,21 +19348,20 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -19825,23 +19400,22 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -19919,25 +19493,22 @@ def _d_DidOpenDocumentNotification(
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
     return inst
 
 
@@ -20038,27 +19609,22 @@ def _d_DidChangeDocumentNotification(
             )
         except DecodeError as exc:
             inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
     return inst
 
 
@@ -20116,22 +19682,21 @@ def _d_TextDocumentContentChangeEvent(
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("range", _MISSING)
     if v is _MISSING:
         inst.range = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.range = None
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -20141,15 +19706,13 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
     )
     return inst
 
@@ -20211,27 +19774,22 @@ def _d_DidCloseDocumentNotification(
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
     return inst
 
 
@@ -20287,25 +19845,22 @@ def _d_DidSaveDocumentNotification(
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
     return inst
 
 
@@ -20380,27 +19935,22 @@ def _d_DidFocusDocumentNotification(
         _s.missing(path, "visibleRange")
     else:
         inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
     return inst
 
 
@@ -20466,25 +20016,22 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -20538,24 +20085,23 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("reason", _MISSING)
     if v.__class__ is str and v in _NesRejectReason_VALUES:
         inst.reason = _NesRejectReason_VALUES[v]
     elif v is _MISSING:
         inst.reason = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.reason = None
     else:
         inst.reason = _s.tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -20565,14 +20111,12 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -20623,25 +20167,22 @@ def _d_CancelRequestNotification(
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 

@@ -556,21 +556,20 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -635,20 +634,19 @@ def _d_RequestPermissionRequest(
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.subject = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -662,12 +660,12 @@ def _d_RequestPermissionRequest(
         inst.subject = d5(v, (path, "subject"), ctx)
     elif v is _MISSING:
         inst.subject = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.subject = None
     else:
         inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -677,14 +675,12 @@ def _d_RequestPermissionRequest(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -770,7 +766,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.kind = UNSET
@@ -782,13 +778,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -798,7 +793,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -808,7 +803,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -837,7 +832,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -862,7 +857,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -873,16 +868,16 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -892,12 +887,12 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -975,7 +970,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.audience = UNSET
         inst.last_modified = UNSET
@@ -983,7 +978,6 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
         try:
@@ -1001,7 +995,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.audience = None
     else:
@@ -1019,7 +1013,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1029,7 +1023,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.priority = None
     else:
@@ -1037,7 +1031,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1047,12 +1041,12 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1107,17 +1101,16 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1125,7 +1118,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1135,12 +1128,12 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1197,20 +1190,19 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.uri = UNSET
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("type" in obj)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.uri = None
     else:
@@ -1218,7 +1210,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1226,7 +1218,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1236,12 +1228,12 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1304,17 +1296,16 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1322,7 +1313,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1332,12 +1323,12 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1387,20 +1378,19 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         _s.missing(path, "src")
     else:
         _s.fail((path, "src"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.sizes = UNSET
         inst.theme = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1422,7 +1412,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
             inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
     elif v is _MISSING:
         inst.sizes = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.sizes = None
     else:
@@ -1430,7 +1420,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
             inst.sizes = _s.skip_invalid(v, (path, "sizes"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.theme = UNSET
         inst.extra = {}
@@ -1440,12 +1430,12 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.theme = v
     elif v is _MISSING:
         inst.theme = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.theme = None
     else:
         inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Icon, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1516,7 +1506,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -1527,13 +1517,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -1543,7 +1532,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -1565,7 +1554,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
             inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
     elif v is _MISSING:
         inst.icons = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.icons = None
     else:
@@ -1578,7 +1567,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1588,7 +1577,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.size = None
     else:
@@ -1599,7 +1588,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1607,7 +1596,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1617,12 +1606,12 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1699,24 +1688,23 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1726,14 +1714,12 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1789,24 +1775,23 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1816,14 +1801,12 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1870,17 +1853,16 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1888,7 +1870,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1898,12 +1880,12 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1955,23 +1937,22 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2017,20 +1998,19 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2040,12 +2020,12 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2055,12 +2035,12 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -2118,20 +2098,19 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2141,12 +2120,12 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2156,12 +2135,12 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2219,20 +2198,19 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2242,12 +2220,12 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2257,12 +2235,12 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2327,20 +2305,19 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2350,12 +2327,12 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2365,12 +2342,12 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2437,20 +2414,19 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("operation" in obj)
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2460,12 +2436,12 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2475,12 +2451,12 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2677,17 +2653,16 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         _s.missing(path, "changes")
     else:
         inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.patch = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
         inst.patch = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.patch = None
     else:
@@ -2695,7 +2670,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
         except DecodeError as exc:
             inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2705,12 +2680,12 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2770,23 +2745,22 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2834,19 +2808,18 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -2854,7 +2827,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2864,12 +2837,12 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2924,7 +2897,7 @@ def _d_ToolCallPermissionSubject(
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
         {}
-        if len(obj) == 1 + ("type" in obj)
+        if len(obj) - ("type" in obj) == 1
         else _s.extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
     return inst
@@ -2975,20 +2948,19 @@ def _d_CommandPermissionSubject(
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.terminal_id = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("type" in obj)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2998,12 +2970,12 @@ def _d_CommandPermissionSubject(
         inst.terminal_id = v
     elif v is _MISSING:
         inst.terminal_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.terminal_id = None
     else:
         inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3013,14 +2985,12 @@ def _d_CommandPermissionSubject(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     return inst
 
 
@@ -3088,23 +3058,22 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         _s.missing(path, "kind")
     else:
         _s.fail((path, "kind"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -3160,13 +3129,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 6 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -3176,7 +3145,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3184,7 +3153,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3192,16 +3161,12 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -3288,13 +3253,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 7 + ("mode" in obj)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -3304,7 +3269,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3312,7 +3277,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3320,14 +3285,12 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3401,25 +3364,22 @@ def _d_ElicitationSessionScope(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3499,7 +3459,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.type = "object"
         inst.title = UNSET
@@ -3510,14 +3470,13 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
-    known = 6
     v = obj.get("type", _MISSING)
     if v.__class__ is str and v in _ElicitationSchemaType_VALUES:
         inst.type = _ElicitationSchemaType_VALUES[v]
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
-        known -= 1
+        n += 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3525,7 +3484,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3534,7 +3493,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
-        known -= 1
+        n += 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
@@ -3548,7 +3507,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = items4
     elif v is _MISSING:
         inst.required = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.required = None
     else:
@@ -3558,12 +3517,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3574,12 +3533,12 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3663,24 +3622,23 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3690,12 +3648,12 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3755,7 +3713,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3769,13 +3727,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 10 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3785,7 +3742,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3795,7 +3752,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3805,7 +3762,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3815,7 +3772,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3825,7 +3782,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = v
     elif v is _MISSING:
         inst.format = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.format = None
     else:
@@ -3835,7 +3792,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3851,7 +3808,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = items8
     elif v is _MISSING:
         inst.enum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.enum = None
     else:
@@ -3867,12 +3824,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
-    if len(obj) == known - 1:
+    if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -3882,14 +3839,12 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3987,7 +3942,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3997,13 +3952,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4013,7 +3967,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4023,7 +3977,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -4033,7 +3987,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -4043,7 +3997,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4051,7 +4005,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4061,14 +4015,12 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -4137,7 +4089,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4147,13 +4099,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4163,7 +4114,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4173,7 +4124,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -4183,7 +4134,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -4193,7 +4144,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4201,7 +4152,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4211,14 +4162,12 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4287,7 +4236,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4295,13 +4244,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4311,7 +4259,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4321,12 +4269,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4336,14 +4284,12 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4411,25 +4357,22 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4481,25 +4424,22 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4552,7 +4492,7 @@ def _d_MultiSelectPropertySchema(
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4562,13 +4502,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4578,7 +4517,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4588,7 +4527,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4598,7 +4537,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.max_items = None
     else:
@@ -4620,7 +4559,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4628,7 +4567,7 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4638,14 +4577,12 @@ def _d_MultiSelectPropertySchema(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4721,13 +4658,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
-    known = 4
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4735,7 +4672,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4743,14 +4680,12 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4809,13 +4744,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    known = 5
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
-        known -= 1
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4823,7 +4758,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4831,12 +4766,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
-        known -= 1
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4961,18 +4896,17 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.session = UNSET
         inst.auth = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.session = None
     else:
@@ -4983,7 +4917,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.auth = None
     else:
@@ -4991,7 +4925,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5001,12 +4935,12 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -5079,7 +5013,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = AgentCapabilities()
         inst.auth_methods = UNSET
@@ -5087,12 +5021,11 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
-    known = 5
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = AgentCapabilities()
         absent.append("capabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
@@ -5122,13 +5055,13 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
     elif v is _MISSING:
         inst.auth_methods = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
             inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5139,12 +5072,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5221,24 +5154,23 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5248,12 +5180,12 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5304,7 +5236,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.prompt = UNSET
         inst.mcp = UNSET
@@ -5313,11 +5245,10 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
         inst.prompt = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.prompt = None
     else:
@@ -5328,7 +5259,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("mcp", _MISSING)
     if v is _MISSING:
         inst.mcp = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.mcp = None
     else:
@@ -5339,7 +5270,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.delete = None
     else:
@@ -5350,7 +5281,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -5362,7 +5293,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5372,14 +5303,12 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5459,7 +5388,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.image = UNSET
         inst.audio = UNSET
@@ -5467,11 +5396,10 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("image", _MISSING)
     if v is _MISSING:
         inst.image = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.image = None
     else:
@@ -5482,7 +5410,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("audio", _MISSING)
     if v is _MISSING:
         inst.audio = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.audio = None
     else:
@@ -5493,7 +5421,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("embeddedContext", _MISSING)
     if v is _MISSING:
         inst.embedded_context = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.embedded_context = None
     else:
@@ -5503,7 +5431,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
             )
         except DecodeError as exc:
             inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5513,12 +5441,12 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5590,25 +5518,22 @@ def _d_PromptImageCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptImageCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     return inst
 
 
@@ -5646,25 +5571,22 @@ def _d_PromptAudioCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptAudioCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     return inst
 
 
@@ -5702,26 +5624,23 @@ def _d_PromptEmbeddedContextCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptEmbeddedContextCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
@@ -5758,18 +5677,17 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stdio = UNSET
         inst.http = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
         inst.stdio = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.stdio = None
     else:
@@ -5780,7 +5698,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     v = obj.get("http", _MISSING)
     if v is _MISSING:
         inst.http = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.http = None
     else:
@@ -5788,7 +5706,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
             inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
         except DecodeError as exc:
             inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5798,12 +5716,12 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5851,25 +5769,22 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpStdioCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     return inst
 
 
@@ -5905,25 +5820,22 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpHttpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     return inst
 
 
@@ -5961,25 +5873,22 @@ def _d_SessionDeleteCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -6017,25 +5926,24 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if len(obj) == known
+        if n == 1
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -6078,25 +5986,22 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -6148,23 +6053,22 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -6218,7 +6122,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.args = UNSET
@@ -6226,13 +6130,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6254,7 +6157,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -6277,13 +6180,13 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6293,12 +6196,12 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -6373,24 +6276,23 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6400,12 +6302,12 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6450,23 +6352,22 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6500,23 +6401,22 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6557,13 +6457,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -6588,7 +6487,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -6596,7 +6495,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6606,12 +6505,12 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6686,20 +6585,19 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    if len(obj) == 4 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 7 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6709,12 +6607,12 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6724,14 +6622,12 @@ def _d_SessionConfigOptionSelect(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -6813,20 +6709,19 @@ def _d_SessionConfigOptionBoolean(
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("type" in obj)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6836,12 +6731,12 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6851,14 +6746,12 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -6932,24 +6825,23 @@ def _d_SessionConfigSelectOption(
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6959,14 +6851,12 @@ def _d_SessionConfigSelectOption(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -7048,25 +6938,22 @@ def _d_SessionConfigSelectGroup(
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -7212,24 +7099,23 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7239,14 +7125,12 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7303,7 +7187,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.title = UNSET
@@ -7311,7 +7195,6 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -7331,7 +7214,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -7346,7 +7229,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -7356,12 +7239,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7371,12 +7254,12 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7430,25 +7313,22 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7482,13 +7362,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -7513,7 +7392,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -7521,7 +7400,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7531,14 +7410,12 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7576,25 +7453,22 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7661,26 +7535,23 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
@@ -7717,23 +7588,22 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7787,19 +7657,18 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
-        known -= 1
+        n += 1
     else:
         inst.data = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7849,21 +7718,20 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7915,25 +7783,22 @@ def _d_UpdateSessionNotification(
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
     return inst
 
 
@@ -7998,27 +7863,22 @@ def _d_SessionUpdateUserMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -8088,26 +7948,23 @@ def _d_SessionUpdateAgentMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
@@ -8178,26 +8035,23 @@ def _d_SessionUpdateAgentThoughtChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
@@ -8250,7 +8104,7 @@ def _d_SessionUpdateStateUpdate(
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
-        if len(obj) == 0 + ("sessionUpdate" in obj)
+        if len(obj) - ("sessionUpdate" in obj) == 0
         else _s.extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
     return inst
@@ -8303,7 +8157,7 @@ def _d_SessionUpdateToolCallUpdate(
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.kind = UNSET
@@ -8315,13 +8169,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 9 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -8331,7 +8184,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -8341,7 +8194,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -8370,7 +8223,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8395,7 +8248,7 @@ def _d_SessionUpdateToolCallUpdate(
             inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -8406,16 +8259,16 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
-        known -= 1
+        n += 1
     else:
         inst.raw_output = v
-    if len(obj) == known - 1:
+    if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8425,14 +8278,12 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -8519,23 +8370,22 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8585,13 +8435,12 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8616,7 +8465,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8624,7 +8473,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8634,12 +8483,12 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UserMessage, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8701,13 +8550,12 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8732,7 +8580,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8740,7 +8588,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8750,12 +8598,12 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8817,13 +8665,12 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8848,7 +8695,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8856,7 +8703,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8866,12 +8713,12 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AgentThought, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8924,23 +8771,22 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RunningStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("state" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8975,24 +8821,23 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IdleStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stop_reason = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("state" in obj)
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str:
         inst.stop_reason = v
     elif v is _MISSING:
         inst.stop_reason = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.stop_reason = None
     else:
         inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9002,12 +8847,12 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -9051,25 +8896,22 @@ def _d_RequiresActionStateUpdate(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequiresActionStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("state" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
     return inst
 
 
@@ -9126,25 +8968,22 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         _s.missing(path, "content")
     else:
         inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     return inst
 
 
@@ -9201,23 +9040,22 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -9254,20 +9092,19 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -9280,12 +9117,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9295,12 +9132,12 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -9359,7 +9196,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.command = UNSET
         inst.cwd = UNSET
@@ -9368,13 +9205,12 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6 + ("sessionUpdate" in obj)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
         inst.command = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.command = None
     else:
@@ -9384,7 +9220,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -9392,7 +9228,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("output", _MISSING)
     if v is _MISSING:
         inst.output = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.output = None
     else:
@@ -9403,7 +9239,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -9411,7 +9247,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9421,12 +9257,12 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -9500,25 +9336,22 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     return inst
 
 
@@ -9585,23 +9418,22 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -9676,23 +9508,22 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9749,23 +9580,22 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9816,17 +9646,16 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.input = None
     else:
@@ -9834,7 +9663,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9844,12 +9673,12 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9898,23 +9727,22 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9979,25 +9807,22 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -10072,23 +9897,22 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("sessionUpdate" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -10132,20 +9956,19 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
-    if len(obj) == 0 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3 + ("sessionUpdate" in obj)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -10155,12 +9978,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10170,12 +9993,12 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -10240,23 +10063,22 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -10310,17 +10132,16 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("sessionUpdate" in obj)
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cost = None
     else:
@@ -10328,7 +10149,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10338,12 +10159,12 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -10395,26 +10216,23 @@ def _d_CompleteElicitationNotification(
         _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
 
@@ -10465,21 +10283,20 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -10513,18 +10330,17 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.auth = UNSET
         inst.elicitation = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.auth = None
     else:
@@ -10535,7 +10351,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -10543,7 +10359,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10553,12 +10369,12 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -10630,25 +10446,24 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = ClientCapabilities()
         inst.meta = UNSET
         inst.extra = {}
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
-    known = 4
     v = obj.get("capabilities", _MISSING)
     if v is _MISSING:
         inst.capabilities = ClientCapabilities()
         absent.append("capabilities")
-        known -= 1
+        n += 1
     else:
         try:
             inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10659,12 +10474,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10716,17 +10531,16 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
         inst.terminal = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.terminal = None
     else:
@@ -10734,7 +10548,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
             inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
         except DecodeError as exc:
             inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10744,12 +10558,12 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -10798,25 +10612,22 @@ def _d_TerminalAuthCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     return inst
 
 
@@ -10856,18 +10667,17 @@ def _d_ElicitationCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.form = None
     else:
@@ -10878,7 +10688,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.url = None
     else:
@@ -10886,7 +10696,7 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10896,14 +10706,12 @@ def _d_ElicitationCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10955,25 +10763,22 @@ def _d_ElicitationFormCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -11013,25 +10818,22 @@ def _d_ElicitationUrlCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -11076,23 +10878,22 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -11135,23 +10936,22 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -11200,14 +11000,13 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -11227,7 +11026,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -11261,13 +11060,13 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11277,12 +11076,12 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -11347,23 +11146,22 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -11415,13 +11213,12 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
         p3 = (path, "headers")
@@ -11433,10 +11230,10 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.headers = items3
     elif v is _MISSING:
         inst.headers = UNSET
-        known -= 1
+        n += 1
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == known - 1:
+    if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11446,12 +11243,12 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -11510,14 +11307,13 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 5 + ("type" in obj)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         p3 = (path, "args")
@@ -11529,7 +11325,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.args = items3
     elif v is _MISSING:
         inst.args = UNSET
-        known -= 1
+        n += 1
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
@@ -11543,10 +11339,10 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.env = items4
     elif v is _MISSING:
         inst.env = UNSET
-        known -= 1
+        n += 1
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
-    if len(obj) == known - 1:
+    if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11556,12 +11352,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11608,20 +11404,19 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -11631,12 +11426,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
-    if len(obj) == known - 1:
+    if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11646,14 +11441,12 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11702,25 +11495,22 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11774,7 +11564,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
@@ -11782,7 +11572,6 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 6
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
         try:
@@ -11802,7 +11591,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             )
     elif v is _MISSING:
         inst.additional_directories = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -11836,7 +11625,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
-        known -= 1
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -11845,7 +11634,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     v = obj.get("replayFrom", _MISSING)
     if v is _MISSING:
         inst.replay_from = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.replay_from = None
     else:
@@ -11853,7 +11642,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
         except DecodeError as exc:
             inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
-    if len(obj) == known - 1:
+    if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11863,14 +11652,12 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11934,23 +11721,22 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReplayFromStart)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11992,25 +11778,22 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -12075,26 +11858,23 @@ def _d_SetSessionConfigOptionRequestId(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
     )
     return inst
 
@@ -12168,26 +11948,23 @@ def _d_SetSessionConfigOptionRequestBoolean(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 4 + ("type" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -12263,23 +12040,22 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 3
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -12427,25 +12203,22 @@ def _d_RequestPermissionResponse(
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -12485,7 +12258,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if len(obj) == 0 + ("outcome" in obj)
+        if len(obj) - ("outcome" in obj) == 0
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -12532,25 +12305,22 @@ def _d_SelectedPermissionOutcome(
         _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
-    if len(obj) == 1 + ("outcome" in obj):
+    if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("outcome" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -12593,24 +12363,23 @@ def _d_CreateElicitationResponseAccept(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 2 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    if len(obj) == known - 1:
+    if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
@@ -12618,15 +12387,13 @@ def _d_CreateElicitationResponseAccept(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
@@ -12676,26 +12443,23 @@ def _d_CreateElicitationResponseDecline(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12737,26 +12501,23 @@ def _d_CreateElicitationResponseCancel(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 1 + ("action" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if len(obj) == known
-        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
@@ -12798,23 +12559,20 @@ def _d_ElicitationAcceptAction(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
         return inst
-    known = 1
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12855,21 +12613,20 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if len(obj) == known else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12910,25 +12667,22 @@ def _d_CancelSessionNotification(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
     return inst
 
 
@@ -12976,23 +12730,20 @@ def _d_ProtocolLevelNotification(
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
     return inst
 
 
@@ -13031,25 +12782,22 @@ def _d_CancelRequestNotification(
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
         return inst
-    known = 2
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
-        known -= 1
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if len(obj) == known else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 
