@@ -20,7 +20,6 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from json.scanner import make_scanner
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 _orjson: Any
@@ -360,9 +359,9 @@ def parser(decoder: json.JSONDecoder, fallback: Callable[[str], Any]) -> Callabl
     whitespace aside) is the result; anything else (leading whitespace, a BOM, empty text, extra
     data) is handed to `fallback`, so every error and edge case is exactly the decoder's own.
     """
-    # make_scanner reads the decoder's hooks (parse_float, parse_constant, ...); the C scanner
-    # clears its key memo after every call, as the decoder's own does.
-    scan = make_scanner(cast(Any, decoder))
+    # The decoder's own scanner (built from its hooks: parse_float, parse_constant, ...), the one
+    # `decode` calls; the C scanner clears its key memo after every call.
+    scan: Callable[[str, int], tuple[Any, int]] = cast(Any, decoder).scan_once
     space = _WHITESPACE.match
 
     def parse(text: str) -> Any:
