@@ -197,7 +197,7 @@ def json_texts(draw: st.DrawFn) -> str:
     return draw(pad) + json.dumps(value) + draw(pad)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=100, deadline=None, database=None)
 @given(json_texts())
 def test_loads_matches_the_stdlib_on_random_text(text: str) -> None:
     assert outcome(types.loads, text) == outcome(stdlib_loads, text)
