@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,15 @@ def test_distinct_sources_skips_only_files_whose_whole_import_closure_is_identic
     # A star import in __init__ may bind any name: `from . import x` then depends on it.
     kept = {rel for rel in [*same, "changed.py"] if stands_for[d / rel] == d / rel}
     assert kept == {"__init__.py", "by_name.py", "binds.py", "middle.py", "uses_changed.py", "up.py"}
+
+
+@pytest.mark.xdist_group("probe")
+def test_xdist_groups_take_effect(request: pytest.FixtureRequest) -> None:
+    """Session fixtures that generate or type-check are computed once because their tests share
+    an xdist_group; pytest-xdist marks a grouped test by suffixing its nodeid (pytest 9.2 undid
+    that silently, and every worker computed every such fixture)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@probe"), request.node.nodeid
 
 
 def test_ruff_on_generator() -> None:
