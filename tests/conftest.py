@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typecheck import PyrightRun, pyright_strict
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -30,3 +31,19 @@ def golden_generation() -> dict[Path, dict[str, str]]:
 
     targets = load_targets(ROOT / "pyproject.toml")
     return {target.out: files for target, files in zip(targets, generate_all(targets), strict=True)}
+
+
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for every mypy run of this test process (each xdist worker has its own
+    base temp, so no two processes write one cache): the standard library, and generated/ as
+    imported by several tests, are analysed once per process instead of once per run."""
+    return tmp_path_factory.getbasetemp() / "mypy-cache"
+
+
+@pytest.fixture(scope="session")
+def golden_pyright(tmp_path_factory: pytest.TempPathFactory) -> PyrightRun:
+    """basedpyright strict over every golden package (generated/), in one run per test process;
+    tests using it carry `@pytest.mark.xdist_group("pyright")` so that one worker runs it."""
+    goldens = sorted(p.parent for p in GENERATED.rglob("__init__.py"))
+    return pyright_strict(goldens, tmp_path_factory.mktemp("golden_pyright"))

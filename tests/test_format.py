@@ -158,7 +158,7 @@ BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False,
 def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
     """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
     Python file the same under ruff and black. One test, so that black formats the pieces all of
-    them share once (an xdist group would spread them over workers: pytest 9.2 + xdist 3.8)."""
+    them share once."""
     assert importlib.metadata.version("black") == BLACK_READ, "re-read black for the argument of ByStatement"
     apis = ApiCache()
     rendered: dict[str, dict[str, str]] = {}

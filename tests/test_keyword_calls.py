@@ -14,8 +14,6 @@ import asyncio
 import importlib
 import json
 import re
-import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Awaitable
@@ -26,7 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
-from typecheck import mypy_strict
+from typecheck import PyrightRun, mypy_strict, pyright_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -84,33 +82,17 @@ def error_lines(output: str, file: str) -> set[int]:
 
 
 @pytest.fixture(scope="session")
-def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """One mypy and one basedpyright run over the snippet and the generated role packages."""
+def checked(tmp_path_factory: pytest.TempPathFactory, mypy_cache: Path) -> tuple[Path, str, str]:
+    """One mypy and one basedpyright run over the snippet, which imports generated/client."""
     work = tmp_path_factory.mktemp("keyword_static")
-    packages = {
-        "client": "client",
-        "agent": "agent",
-        "unstable_client": "unstable/client",
-        "unstable_agent": "unstable/agent",
-        "v2_client": "v2/client",
-        "v2_agent": "v2/agent",
-    }
-    for name, path in packages.items():
-        shutil.copytree(ROOT / "generated" / path, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-    (work / "snippet.py").write_text(SNIPPET)
-    role_files = [f"{name}/{name.rsplit('_', 1)[-1]}.py" for name in packages]
-    config = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": ["snippet.py", *role_files]}
-    (work / "pyrightconfig.json").write_text(json.dumps(config))
-    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=work / ".mypy")
-    pyright = subprocess.run(
-        [str(Path(sys.executable).parent / "basedpyright"), "--project", str(work / "pyrightconfig.json")],
-        cwd=work,
-        capture_output=True,
-        text=True,
-    )
-    return work, mypy.stdout + mypy.stderr, pyright.stdout + pyright.stderr
+    snippet = work / "snippet.py"
+    snippet.write_text(SNIPPET)
+    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
+    pyright = pyright_strict([], work, files=[snippet], extra_paths=[ROOT / "generated"])
+    return work, mypy.stdout + mypy.stderr, "\n".join(pyright.problems(snippet)) + "\n" + json.dumps(pyright.summary)
 
 
+@pytest.mark.xdist_group("keyword-mypy")
 def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     _, mypy, _ = checked
     assert "snippet.py" in mypy  # the run reached the snippet
@@ -118,19 +100,20 @@ def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     assert 'Unexpected keyword argument "promt"' in mypy
 
 
+@pytest.mark.xdist_group("keyword-mypy")
 def test_pyright_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
     _, _, pyright = checked
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
 
 
-def test_role_modules_are_pyright_strict_clean(checked: tuple[Path, str, str]) -> None:
-    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry points."""
-    work, _, pyright = checked
-    role_files = sorted(work.glob("*/agent.py")) + sorted(work.glob("*/client.py"))
+@pytest.mark.xdist_group("pyright")
+def test_role_modules_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
+    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry
+    points (the suite's one basedpyright run over generated/)."""
+    role_files = sorted((ROOT / "generated").rglob("agent.py")) + sorted((ROOT / "generated").rglob("client.py"))
     assert len(role_files) == 6
-    found = [f"{rel}:{n}" for rel in (str(f.relative_to(work)) for f in role_files) for n in error_lines(pyright, rel)]
-    assert re.search(r"\d+ errors?, \d+ warnings?", pyright), pyright  # the run happened
-    assert not found, pyright
+    found = [line for path in role_files for line in golden_pyright.problems(path)]
+    assert not found, "\n".join(found)
 
 
 # -- runtime ----------------------------------------------------------------------------------
@@ -339,6 +322,7 @@ def clash_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModuleTyp
         sys.path.remove(str(work))
 
 
+@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
 def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     clash_pkg: tuple[Path, ModuleType],
 ) -> None:
@@ -370,10 +354,11 @@ def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     assert cancel["method"] == "$/cancel_request"
 
 
-def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> None:
+@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
+def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], mypy_cache: Path) -> None:
     work, _ = clash_pkg
     (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
-    mypy = mypy_strict(work, "--no-error-summary", "clash_pkg", "clash_snippet.py", cache=work / ".mypy")
+    mypy = mypy_strict(work, "--no-error-summary", "clash_pkg", "clash_snippet.py", cache=mypy_cache)
     output = mypy.stdout + mypy.stderr
     assert "clash_snippet.py" in output
     assert error_lines(output, "clash_snippet.py") == marked_lines(CLASH_SNIPPET), output
@@ -381,17 +366,19 @@ def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType]) -> 
     assert "clash_pkg/client.py" not in output, output
 
 
-def test_examples_type_check_with_the_keyword_form(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("keyword-mypy")
+def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
     examples = ROOT / "examples"
     sources = [examples / "echo_client.py", examples / "echo_agent.py"]
     keyword_calls = re.compile(r"await self\.(?:agent|peer)\.\w+\(\w+=")
     assert all(keyword_calls.search(path.read_text()) for path in sources)
-    mypy = mypy_strict(ROOT, *map(str, sources), cache=tmp_path, mypypath=ROOT / "generated")
+    mypy = mypy_strict(ROOT, *map(str, sources), cache=mypy_cache, mypypath=ROOT / "generated")
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
-def test_readme_examples_type_check(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("keyword-mypy")
+def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
@@ -406,7 +393,7 @@ def test_readme_examples_type_check(tmp_path: Path) -> None:
     mypy = mypy_strict(
         tmp_path,
         *[f"readme_{name}.py" for name in (*examples, "calls")],
-        cache=tmp_path / ".m",
+        cache=mypy_cache,
         mypypath=ROOT / "generated",
     )
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr

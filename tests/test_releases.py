@@ -4,17 +4,20 @@ For each vendored release x {stable, unstable where shipped} x {agent, client}: 
 and compare `METHODS` with the methods the schema defines, derived here independently of the
 generator from meta.json and the variants of the message unions (AgentRequest, ClientResponse,
 ...). All packages then go through one batched `mypy --strict` run.
+
+A case that is also a [tool.acp-codegen] target of this repository (same role, same schema file)
+is not generated again: its package is the golden one in generated/, which tests/test_golden.py
+keeps equal to a fresh generation (`--package`, which only names the package in comments and a
+docstring, is exercised by the other cases). So the one mypy run here also checks the goldens.
 """
 
 from __future__ import annotations
 
-import fcntl
 import importlib
 import json
-import os
 import re
+import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,8 +25,10 @@ from typing import Any
 import pytest
 from typecheck import mypy_strict, packages
 
+from codegen.config import load_targets
 from codegen.errors import CodegenError
 from codegen.generate import ApiCache, Target, generate_files
+from codegen.load import locate
 from codegen.write import write_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,46 +55,52 @@ CASES = _cases()
 # (it decodes as `v == "2.0"` to the literal itself): no release is expected to fail any more.
 
 
+# The session fixtures below serve every test of this module: one worker runs them all.
+pytestmark = pytest.mark.xdist_group("releases")
+
+
 def _package(case_id: str) -> str:
     return "rel_" + re.sub(r"\W", "_", case_id)
 
 
-def _once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
-    """`make(directory)` run once per test session, even across xdist workers (which share the
-    parent of their temp roots): the first worker computes and stores the JSON result, the
-    others wait on the lock and read it."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    directory = root / f"shared-{name}"
-    with open(root / f"shared-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = directory / "result.json"
-        if not done.is_file():
-            directory.mkdir(exist_ok=True)
-            result = make(directory)
-            done.write_text(json.dumps(result))
-        return json.loads(done.read_text())
+def _goldens() -> dict[str, Target]:
+    """case id -> the [tool.acp-codegen] target generating the same role from the same schema file."""
+    targets = load_targets(ROOT / "pyproject.toml")
+    found: dict[str, Target] = {}
+    for case_id, directory, unstable, role in CASES:
+        schema = locate(str(directory), unstable).schema.resolve()
+        for target in targets:
+            if (target.role, target.unstable) == (role, unstable):
+                if locate(target.schema, target.unstable).schema.resolve() == schema:
+                    found[case_id] = target
+    return found
 
 
-def _generate_all(out: Path) -> tuple[str, dict[str, str]]:
+GOLDEN = _goldens()
+
+
+def test_every_golden_package_is_a_release_case() -> None:
+    """So the goldens are all in the one mypy run below."""
+    assert sorted(t.out for t in GOLDEN.values()) == sorted(t.out for t in load_targets(ROOT / "pyproject.toml"))
+
+
+@pytest.fixture(scope="session")
+def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """Every case generated once (or its golden copied): the output root and, per failed case, its error."""
+    out = tmp_path_factory.mktemp("releases")
     apis = ApiCache()
     failed: dict[str, str] = {}
     for case_id, directory, unstable, role in CASES:
         name = _package(case_id)
+        if case_id in GOLDEN:  # under the case's name: the packages import themselves relatively
+            shutil.copytree(GOLDEN[case_id].out, out / name, ignore=shutil.ignore_patterns("__pycache__"))
+            continue
         target = Target(role, out / name, str(directory), unstable, package=name)  # type: ignore[arg-type]
         try:
             write_tree(target.out, generate_files(target, apis=apis))
         except CodegenError as exc:
             failed[name] = str(exc)
-    return str(out), failed
-
-
-@pytest.fixture(scope="session")
-def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """Every case generated once: the output root and, per failed case, its error."""
-    out, failed = _once(tmp_path_factory, "releases", _generate_all)
-    return Path(out), failed
+    return out, failed
 
 
 @pytest.fixture(scope="session")
@@ -204,9 +215,11 @@ def test_methods_match_the_schema(
 
 
 # -- mypy --strict on every package, one run ----------------------------------------------
-def _run_mypy(generated: Path) -> dict[str, list[str]]:
+@pytest.fixture(scope="session")
+def mypy_errors(generated: Path, mypy_cache: Path) -> dict[str, list[str]]:
+    """One mypy --strict run over every generated package: the errors per package."""
     names = [_package(c[0]) for c in CASES if (generated / _package(c[0])).is_dir()]
-    result = mypy_strict(generated, *packages(names), cache=generated / ".mypy")
+    result = mypy_strict(generated, *packages(names), cache=mypy_cache)
     errors: dict[str, list[str]] = {n: [] for n in names}
     for line in result.stdout.splitlines():
         package = line.split("/", 1)[0]
@@ -214,13 +227,6 @@ def _run_mypy(generated: Path) -> dict[str, list[str]]:
             assert package in errors, line
             errors[package].append(line)
     assert result.returncode == (1 if any(errors.values()) else 0), result.stdout + result.stderr
-    return errors
-
-
-@pytest.fixture(scope="session")
-def mypy_errors(tmp_path_factory: pytest.TempPathFactory, generated: Path) -> dict[str, list[str]]:
-    """One mypy --strict run over every generated package: the errors per package."""
-    errors: dict[str, list[str]] = _once(tmp_path_factory, "releases-mypy", lambda _: _run_mypy(generated))
     return errors
 
 

@@ -1,13 +1,12 @@
 """The runtime modules copied into every package are clean under basedpyright strict (mypy
---strict covers them with the whole package in tests/test_static.py)."""
+--strict covers them with the whole package in tests/test_releases.py)."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+from typecheck import PyrightRun
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = [
@@ -29,16 +28,12 @@ RUNTIME = [
 ]
 
 
-def test_basedpyright_strict_on_the_runtime(tmp_path: Path) -> None:
-    basedpyright = shutil.which("basedpyright", path=str(Path(sys.executable).parent))
-    assert basedpyright is not None, "basedpyright is in the test extra"
-    shutil.copytree(ROOT / "generated" / "client", tmp_path / "client", ignore=shutil.ignore_patterns("__pycache__"))
-    config = {
-        "typeCheckingMode": "strict",
-        "pythonVersion": "3.10",
-        "include": [f"client/{name}" for name in RUNTIME],
-    }
-    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
-    result = subprocess.run([basedpyright], cwd=tmp_path, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 errors, 0 warnings" in result.stdout, result.stdout
+@pytest.mark.xdist_group("pyright")
+def test_basedpyright_strict_on_the_runtime(golden_pyright: PyrightRun) -> None:
+    """The suite's one basedpyright run over generated/ covers the runtime copy of every package:
+    no error and no warning in any."""
+    packages = sorted(p.parent for p in (ROOT / "generated").rglob("__init__.py"))
+    copies = [package / name for package in packages for name in RUNTIME]
+    assert len(packages) >= 6 and all(path.is_file() for path in copies)
+    problems = [line for path in copies for line in golden_pyright.problems(path, ("error", "warning"))]
+    assert not problems, "\n".join(problems)

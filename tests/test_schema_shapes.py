@@ -21,7 +21,7 @@ import pytest
 from typecheck import mypy_strict, packages
 
 from codegen.errors import CodegenError
-from codegen.generate import Target, generate_files
+from codegen.generate import Target, generate_all, generate_files
 from codegen.write import write_tree
 
 META = {"version": 1, "agentMethods": {"session_new": "session/new"}, "clientMethods": {}, "protocolMethods": {}}
@@ -509,20 +509,20 @@ def test_missing_evidence_stops(tmp_path: Path) -> None:
     assert "#/$defs/Authenticate" in message
 
 
-def test_mypy_strict_on_every_shape(tmp_path: Path) -> None:
+def test_mypy_strict_on_every_shape(tmp_path: Path, mypy_cache: Path) -> None:
     """The output of every shape schema above, both roles, in one mypy --strict run."""
-    names = []
+    targets: list[Target] = []
     for i, (defs, meta) in enumerate(SHAPES.values()):
+        schema_dir = tmp_path / "schemas" / f"{i}"
+        schema_dir.mkdir(parents=True)
+        (schema_dir / "schema.json").write_text(json.dumps({"$defs": defs}))
+        (schema_dir / "meta.json").write_text(json.dumps(meta))
         for role in ("agent", "client"):
-            schema_dir = tmp_path / "schemas" / f"{i}"
-            schema_dir.mkdir(parents=True, exist_ok=True)
-            (schema_dir / "schema.json").write_text(json.dumps({"$defs": defs}))
-            (schema_dir / "meta.json").write_text(json.dumps(meta))
-            name = f"shape_{i}_{role}"
-            target = Target(role, tmp_path / name, str(schema_dir))  # type: ignore[arg-type]
-            write_tree(target.out, generate_files(target))
-            names.append(name)
-    result = mypy_strict(tmp_path, *packages(names), cache=tmp_path / ".mypy")
+            targets.append(Target(role, tmp_path / f"shape_{i}_{role}", str(schema_dir)))  # type: ignore[arg-type]
+    # As `acp-codegen generate` does it: each schema built once for both roles, one formatter run.
+    for target, files in zip(targets, generate_all(targets), strict=True):
+        write_tree(target.out, files)
+    result = mypy_strict(tmp_path, *packages(t.out.name for t in targets), cache=mypy_cache)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from typecheck import mypy_strict, packages, pyright_strict
+import pytest
+from typecheck import PyrightRun, distinct_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,29 +20,66 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 GOLDEN = sorted(p.parent for p in (ROOT / "generated").rglob("__init__.py"))
 
 
-def test_mypy_strict_on_generator() -> None:
-    result = run("mypy", "--strict", "--python-version", "3.10", "codegen")
+def test_mypy_strict_on_generator(mypy_cache: Path) -> None:
+    result = run("mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(mypy_cache), "codegen")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_on_every_generated_package(tmp_path: Path) -> None:
-    # The packages share names (agent, client) across folders; they only use relative imports,
-    # so copies under unique names can be checked in one mypy run.
+# mypy --strict checks every golden package in the single run of tests/test_releases.py (each is
+# the release case of its schema), basedpyright here.
+@pytest.mark.xdist_group("pyright")
+def test_pyright_strict_on_every_generated_package(golden_pyright: PyrightRun) -> None:
     assert len(GOLDEN) >= 6
-    names = []
-    for package in GOLDEN:
-        name = "_".join(package.relative_to(ROOT / "generated").parts)
-        shutil.copytree(package, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-        names.append(name)
-    result = mypy_strict(tmp_path, *packages(names), cache=tmp_path / ".mypy")
-    assert result.returncode == 0, result.stdout + result.stderr
+    sources = [p.resolve() for package in GOLDEN for p in package.rglob("*.py") if "__pycache__" not in p.parts]
+    assert sorted(golden_pyright.stands_for) == sorted(sources)  # every file checked, or its twin
+    assert golden_pyright.summary["filesAnalyzed"] >= 6
+    assert not golden_pyright.all_problems(("error", "warning")), golden_pyright.output
 
 
-def test_pyright_strict_on_every_generated_package(tmp_path: Path) -> None:
-    assert len(GOLDEN) >= 6
-    result = pyright_strict(GOLDEN, tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 errors" in result.stdout
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_distinct_sources_skips_only_files_whose_whole_import_closure_is_identical(tmp_path: Path) -> None:
+    same = {
+        "__init__.py": "import os\n",
+        "leaf.py": "X = 1\n",
+        "uses_leaf.py": "from .leaf import X\n",
+        "uses_changed.py": "from .middle import Y\n",  # identical, but reaches a differing file
+        "middle.py": "from . import changed\nY = changed.Z\n",
+        "by_name.py": "from . import leaf\n",  # b's __init__ differs, but binds no `leaf`
+        "binds.py": "from . import shadowed\n",  # __init__ of b binds `shadowed`: depends on it
+        "shadowed.py": "V = 1\n",
+        "up.py": "from .. import elsewhere\n",  # above the package: cannot tell
+        "sibling.py": "import changed\n",  # an absolute import that may find a sibling
+        "sub/__init__.py": "",
+        "sub/deep.py": "from ..leaf import X\n",
+    }
+    a = write_package(tmp_path / "a", {**same, "changed.py": "Z = 1\n"})
+    b = write_package(tmp_path / "b", {**same, "__init__.py": "shadowed = 2\n", "changed.py": "Z = 'one'\n"})
+    c = write_package(tmp_path / "c", {**same, "changed.py": "Z = 1\n"})
+    d = write_package(tmp_path / "d", {**same, "__init__.py": "from os import *\n", "changed.py": "Z = 1\n"})
+    stands_for = distinct_sources([a, b, c, d])
+    assert all(stands_for[a / rel] == a / rel for rel in same)
+    shared = {rel for rel in same if stands_for[b / rel] == a / rel}
+    assert shared == {"leaf.py", "uses_leaf.py", "by_name.py", "sub/__init__.py", "sub/deep.py", "shadowed.py"}
+    # c equals a: every file stands for a's but the one whose imports cannot be told.
+    assert {rel for rel in [*same, "changed.py"] if stands_for[c / rel] == c / rel} == {"up.py"}
+    # A star import in __init__ may bind any name: `from . import x` then depends on it.
+    kept = {rel for rel in [*same, "changed.py"] if stands_for[d / rel] == d / rel}
+    assert kept == {"__init__.py", "by_name.py", "binds.py", "middle.py", "uses_changed.py", "up.py"}
+
+
+@pytest.mark.xdist_group("probe")
+def test_xdist_groups_take_effect(request: pytest.FixtureRequest) -> None:
+    """Session fixtures that generate or type-check are computed once because their tests share
+    an xdist_group; pytest-xdist marks a grouped test by suffixing its nodeid (pytest 9.2 undid
+    that silently, and every worker computed every such fixture)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and getattr(request.config.option, "loadgroup", False):
+        assert request.node.nodeid.endswith("@probe"), request.node.nodeid
 
 
 def test_ruff_on_generator() -> None:

@@ -6,12 +6,17 @@ oldest version the generated packages support.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+SOURCE_SUFFIXES = (".py", ".pyi")
 
 
 def packages(names: Iterable[str]) -> list[str]:
@@ -20,7 +25,12 @@ def packages(names: Iterable[str]) -> list[str]:
 
 
 def mypy_strict(cwd: Path, *args: str, cache: Path, mypypath: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`mypy --strict` over `args` (paths, `-p` packages, extra flags), run in `cwd`."""
+    """`mypy --strict` over `args` (paths, `-p` packages, extra flags), run in `cwd`.
+
+    `cache` may be shared by the runs of one process (the `mypy_cache` fixture): the standard
+    library and any module already checked clean with the same source are then not analysed
+    again. mypy keeps no cache entry for a module with errors, so those are always re-reported.
+    """
     env = None if mypypath is None else {**os.environ, "MYPYPATH": str(mypypath)}
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(cache), *args],
@@ -31,11 +41,191 @@ def mypy_strict(cwd: Path, *args: str, cache: Path, mypypath: Path | None = None
     )
 
 
-def pyright_strict(paths: Iterable[Path], work: Path) -> subprocess.CompletedProcess[str]:
-    """basedpyright in pyright's standard strict mode over `paths`, in one run (config in `work`)."""
+# -- which files pyright must see -----------------------------------------------------------------
+# Packages generated from one schema share most files byte for byte (the agent's and the client's
+# types.py, serde.py, ...). A file's diagnostics depend only on its own text and on what it
+# imports, so a file identical to one already checked, whose package-local imports are (all the
+# way down) identical too, would get the very same diagnostics: checking it again only costs.
+
+
+def _sources(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+
+
+def _bound_names(tree: ast.Module) -> set[str] | None:
+    """Every name a module may bind anywhere (over-approximated); None: any name at all (a star
+    import or a module `__getattr__`)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.arg) and not isinstance(getattr(node, "ctx", ast.Store()), ast.Load):
+            names.add(node.id if isinstance(node, ast.Name) else node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == "__getattr__":
+                return None
+            names.add(node.name)
+        elif isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update(alias.asname or alias.name for alias in node.names)
+            if node.level and node.module:  # pyright: `from .x import y` in __init__ binds x too
+                names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+def _module_files(directory: Path, name: str) -> list[Path] | None:
+    """The files a package-local module `name` of `directory` may resolve to (both a module and a
+    stub, a package's `__init__`); None: a directory without `__init__` (a namespace package)."""
+    found = [directory / f"{name}{suffix}" for suffix in SOURCE_SUFFIXES]
+    package = directory / name
+    found += [package / f"__init__{suffix}" for suffix in SOURCE_SUFFIXES]
+    found = [f for f in found if f.is_file()]
+    if package.is_dir() and not any(f.parent == package for f in found):
+        return None
+    return found
+
+
+def _local_imports(root: Path, path: Path, tree: ast.Module, bound: dict[Path, set[str] | None]) -> set[Path] | None:
+    """The files of package `root` that `path` may import from (over-approximated); None when it
+    cannot be told (an import reaching above `root`, an absolute one of the package by its own
+    name or of a sibling package, one of a namespace package): such a file is never taken as
+    standing for another, nor another for it."""
+    here = path.parent
+    deps: set[Path] = set()
+
+    def need(directory: Path, name: str) -> bool:
+        files = _module_files(directory, name)
+        if files is None:
+            return False
+        deps.update(files)
+        return True
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.level == 0):
+            heads = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for head in (h.split(".")[0] for h in heads):
+                # Its own package, or a sibling package (and which of its modules): not told apart here.
+                if head == root.name or (here / head).is_dir():
+                    return None
+                # An absolute import may still find a sibling module (pyright looks in the importer's folder).
+                need(here, head)
+        elif isinstance(node, ast.ImportFrom):
+            base = here
+            for _ in range(node.level - 1):
+                base = base.parent
+            if base != root and root not in base.parents:
+                return None
+            parts = node.module.split(".") if node.module else []
+            for part in parts:
+                if not need(base, part):
+                    return None
+                base = base / part
+            init = [base / f"__init__{suffix}" for suffix in SOURCE_SUFFIXES if (base / f"__init__{suffix}").is_file()]
+            for alias in node.names:
+                submodule = _module_files(base, alias.name)
+                if submodule is None:
+                    return None
+                deps.update(submodule)
+                # pyright takes the name from __init__ when it binds it, else the submodule.
+                names = [bound[i] for i in init]
+                if not submodule or any(n is None or alias.name in n for n in names):
+                    if not init and not parts:
+                        return None
+                    deps.update(init)
+    return deps
+
+
+def distinct_sources(roots: Sequence[Path]) -> dict[Path, Path]:
+    """Every Python source of the packages `roots` -> the file whose diagnostics stand for it:
+    itself, or an identical file at the same relative path in an earlier package whose
+    package-local imports are, transitively, identical files as well."""
+    texts: dict[Path, str] = {}
+    trees: dict[Path, ast.Module] = {}
+    bound: dict[Path, set[str] | None] = {}
+    for root in roots:
+        for path in _sources(root):
+            texts[path] = path.read_text(encoding="utf-8")
+            trees[path] = ast.parse(texts[path], str(path))
+            bound[path] = _bound_names(trees[path])
+    stands_for: dict[Path, Path] = {}
+    seen: dict[object, Path] = {}
+    for root in roots:
+        deps = {path: _local_imports(root, path, trees[path], bound) for path in _sources(root)}
+        for path in deps:
+            closure, todo, known = {path}, [path], True
+            while todo and known:
+                found = deps.get(todo.pop())
+                if found is None:
+                    known = False
+                    break
+                todo += [d for d in found - closure]
+                closure |= found
+            if not known:
+                stands_for[path] = path
+                continue
+            key = frozenset((p.relative_to(root).as_posix(), texts[p]) for p in closure), path.relative_to(root)
+            stands_for[path] = seen.setdefault(key, path)
+    return stands_for
+
+
+# -- basedpyright -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PyrightRun:
+    """One basedpyright run: its diagnostics per checked file, and for every source of the
+    packages it was given, the checked file whose diagnostics stand for it."""
+
+    stands_for: dict[Path, Path]
+    diagnostics: dict[Path, list[dict[str, Any]]]
+    summary: dict[str, Any]
+    output: str  # the whole JSON report, for failure messages
+
+    def problems(self, path: Path, severities: Iterable[str] = ("error",)) -> list[str]:
+        """`path:line:col - severity: message` for each diagnostic of `path` of those severities."""
+        path = path.resolve()
+        assert path in self.stands_for, f"{path} was not in the basedpyright run"
+        checked = self.stands_for[path]
+        wanted = set(severities)
+        return [
+            f"{path}:{d['range']['start']['line'] + 1}:{d['range']['start']['character'] + 1}"
+            f" - {d['severity']}: {d['message']}"
+            for d in self.diagnostics.get(checked, [])
+            if d["severity"] in wanted
+        ]
+
+    def all_problems(self, severities: Iterable[str] = ("error",)) -> list[str]:
+        wanted = tuple(severities)
+        return [line for path in self.stands_for for line in self.problems(path, wanted)]
+
+
+def pyright_strict(
+    roots: Sequence[Path], work: Path, files: Sequence[Path] = (), extra_paths: Sequence[Path] = ()
+) -> PyrightRun:
+    """basedpyright in pyright's standard strict mode, in one run (config in `work`), over the
+    packages `roots` (each distinct file once, see `distinct_sources`) and the single `files`;
+    `extra_paths`: where absolute imports are also looked up."""
+    stands_for = distinct_sources([root.resolve() for root in roots])
+    stands_for.update({f.resolve(): f.resolve() for f in files})
+    include = sorted({str(p) for p in stands_for.values()})
     config = work / "pyrightconfig.json"
-    config.write_text(
-        json.dumps({"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": [str(p) for p in paths]})
-    )
+    settings = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}
+    if extra_paths:
+        settings["extraPaths"] = [str(p) for p in extra_paths]
+    config.write_text(json.dumps(settings))
     binary = Path(sys.executable).parent / "basedpyright"
-    return subprocess.run([str(binary), "-p", str(config)], cwd=work, capture_output=True, text=True)
+    result = subprocess.run([str(binary), "-p", str(config), "--outputjson"], cwd=work, capture_output=True, text=True)
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"basedpyright gave no JSON report:\n{result.stdout}{result.stderr}") from None
+    diagnostics: dict[Path, list[dict[str, Any]]] = {}
+    for diagnostic in report["generalDiagnostics"]:
+        diagnostics.setdefault(Path(diagnostic["file"]).resolve(), []).append(diagnostic)
+    assert report["summary"]["filesAnalyzed"] >= len(include), result.stdout + result.stderr
+    return PyrightRun(stands_for, diagnostics, report["summary"], result.stdout)
