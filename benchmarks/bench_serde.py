@@ -4,10 +4,16 @@
 
 Prints times and ratios measured side by side in one run, every row with the same loop shape
 (a plain `for` loop that discards each result, the baselines included), rows interleaved batch
-by batch so a busy machine disturbs them alike. The official SDK is PyPI
-`agent-client-protocol==0.12.1` (a test/benchmark-only dependency): decode = json.loads +
-SessionNotification.model_validate; encode = model_dump(mode="json", by_alias=True,
-exclude_none=True) + json.dumps. With orjson importable the generated code uses it; the
+by batch so a busy machine disturbs them alike, each batch timed in CPU time of this thread
+(`time.thread_time`: time the thread waits for a core is not counted; on a quiet machine it
+equals wall time). Decode rows besides `json.loads`: the standard library's scanner alone (the
+C function `json.loads` wraps, with none of its Python layers: the floor of any stdlib parse),
+the generated `loads` alone (its parse: that scanner called directly), and the generated decode
+(`loads` + `from_dict`), so what parsing and what `from_dict` cost shows apart.
+
+The official SDK is PyPI `agent-client-protocol==0.12.1` (a test/benchmark-only dependency):
+decode = json.loads + SessionNotification.model_validate; encode = model_dump(mode="json",
+by_alias=True, exclude_none=True) + json.dumps. With orjson importable the generated code uses it; the
 `stdlib` rows force the plain-json path.
 """
 
@@ -20,7 +26,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from json.scanner import make_scanner
+from typing import Any, cast
 
 from _common import ROOT, chunk_lines, tool_update_lines
 
@@ -29,6 +36,8 @@ import agent.serde as gs
 import agent.types as gt
 
 SDK = "official SDK 0.12.1"
+SCANNER = "stdlib scanner alone"
+SCAN = make_scanner(cast(Any, json.JSONDecoder()))  # what json.loads calls, without its Python layers
 
 
 BATCH = 250  # messages per timed call: short enough to run between preemptions on a busy machine
@@ -42,9 +51,9 @@ def interleaved(rows: dict[str, Callable[[list[Any]], None]], items: list[Any], 
     for _ in range(rounds):
         for b, batch in enumerate(batches):
             for label, fn in rows.items():
-                start = time.perf_counter()
+                start = time.thread_time()
                 fn(batch)
-                best[label][b] = min(best[label][b], time.perf_counter() - start)
+                best[label][b] = min(best[label][b], time.thread_time() - start)
     return {label: sum(times) for label, times in best.items()}
 
 
@@ -60,11 +69,24 @@ def measure(name: str, lines: list[str]) -> None:
         for line in batch:
             json.loads(line)
 
+    def scanner_only(batch: list[str]) -> None:
+        for line in batch:
+            SCAN(line, 0)
+
+    def gen_loads(batch: list[str]) -> None:
+        for line in batch:
+            gt.loads(line)["params"]
+
     def gen_decode(batch: list[str]) -> None:
         for line in batch:
             gt.SessionNotification.from_dict(gt.loads(line)["params"])
 
-    decode_rows: dict[str, Callable[[list[Any]], None]] = {"json.loads": plain_loads, "generated": gen_decode}
+    decode_rows: dict[str, Callable[[list[Any]], None]] = {
+        "json.loads": plain_loads,
+        SCANNER: scanner_only,
+        "generated loads alone": gen_loads,
+        "generated": gen_decode,
+    }
 
     def plain_dumps(batch: list[int]) -> None:
         for i in batch:
@@ -111,6 +133,8 @@ def measure(name: str, lines: list[str]) -> None:
     print(f"  {'decode (loads + from_dict)':26} {'ms':>8} {'÷ loads':>8}")
     for label, t in dec.items():
         print(f"  {label:26} {t * 1e3:8.1f} {t / t_loads:7.2f}x")
+    parse, total = dec["generated loads alone"], dec["generated"]
+    print(f"  (generated: parse {parse / t_loads:.2f}x + from_dict {(total - parse) / t_loads:.2f}x of json.loads)")
     print(f"  {'encode (to_dict + dumps)':26} {'ms':>8} {'÷ dumps':>8}")
     for label, t in enc.items():
         print(f"  {label:26} {t * 1e3:8.1f} {t / t_dumps:7.2f}x")

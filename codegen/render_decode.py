@@ -29,6 +29,50 @@ class DecodePlan:
     expected: str
     call: str | None
     enum: str | None = None
+    loop: ListLoop | None = None
+    """An array field whose `cond` holds (a list) is decoded in place, item by item."""
+
+
+@dataclass(frozen=True)
+class ListLoop:
+    """An array field `v` decoded in the decoder itself (no helper call per list, no decoder
+    call per union item): each item `x` at path `(path, i)` is appended to `items`.
+
+    `dispatch`, for items of a tagged union, looks the item's variant decoder up inline (and
+    `dispatched` calls it); `item` decodes any item. `skip_invalid`: an item failing with
+    DecodeError is dropped and reported (`ctx.tolerated`), as `_s.skip_invalid` does.
+    """
+
+    path: str
+    items: str
+    hint: str
+    item: str
+    dispatch: str | None
+    dispatched: str | None
+    skip_invalid: bool
+
+
+@dataclass(frozen=True)
+class ObjectPlan:
+    """How an object decoder tells its fields from unknown keys without a set operation.
+
+    A local `n` counts the keys of `obj` besides the tag, plus one per absent optional field
+    (the decoder adds it): it equals the number of fields exactly when no key is unknown,
+    since field wire names and the tag are distinct.
+    """
+
+    quick: str
+    """A check that `obj` holds only its required fields (and tag), setting `n`: the decoder
+    then sets every optional field absent at once; "" where there is nothing to gain."""
+    count: str | None
+    """The statement setting `n` where no quick check does (None: none needed)."""
+    tail: str | None
+    """The wire name of the last optional field, where the decoder first checks `tail_check`:
+    every other key of `obj` is a known field, so this one is absent and none is unknown (it is
+    `_meta` mostly: last, and rarely sent); None where no such check is made."""
+    tail_check: str
+    no_unknown: str
+    """The check that `obj` has no key besides its fields and tag."""
 
 
 class DecodePlanner(TypeView):
@@ -53,15 +97,40 @@ class DecodePlanner(TypeView):
         p = f"(path, {f.wire!r})"
         plan = self._plan(f.type, "v", p)
         t = self.alias_target(f.type)
-        target = self.defs.get(t.name) if isinstance(t, Named) else None
-        if f.lenient or not isinstance(target, UnionDef) or target.objects is None or target.objects.tag is None:
+        if isinstance(t, ListOf):
+            return DecodePlan("v.__class__ is list", "v", plan.expected, plan.call, loop=self._loop(t, index))
+        dispatch = None if f.lenient else self._dispatch(t, "v", index)
+        if dispatch is None:
             return plan
+        return DecodePlan(dispatch[0], f"{dispatch[1]}(v, {p}, ctx)", plan.expected, plan.call)
+
+    def _dispatch(self, t: TypeExpr, v: str, index: int) -> tuple[str, str] | None:
+        """For a tagged union: a check that `v` is an object whose tag names a known variant,
+        binding that variant's decoder, and the decoder's name; else None."""
+        target = self.defs.get(t.name) if isinstance(t, Named) else None
+        if not isinstance(target, UnionDef) or target.objects is None or target.objects.tag is None:
+            return None
         tag, d = f"t{index}", f"d{index}"
         cond = (
-            f"v.__class__ is dict and ({tag} := v.get({target.objects.tag!r})).__class__ is str"
+            f"{v}.__class__ is dict and ({tag} := {v}.get({target.objects.tag!r})).__class__ is str"
             f" and ({d} := _{target.name}_TAGS.get({tag})) is not None"
         )
-        return DecodePlan(cond, f"{d}(v, {p}, ctx)", plan.expected, plan.call)
+        return cond, d
+
+    def _loop(self, t: ListOf, index: int) -> ListLoop:
+        """An array field decoded in place (see ListLoop); the path local is built once."""
+        p = f"p{index}"
+        item = self.alias_target(t.item)
+        dispatch = self._dispatch(item, "x", index)
+        return ListLoop(
+            path=p,
+            items=f"items{index}",
+            hint=self.hint(t),
+            item=self.dec(item, "x", f"({p}, i)"),
+            dispatch=dispatch[0] if dispatch else None,
+            dispatched=f"{dispatch[1]}(x, ({p}, i), ctx)" if dispatch else None,
+            skip_invalid=t.skip_invalid,
+        )
 
     def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:
         """The one place that decides how a value of type `t` is checked and decoded."""
@@ -110,13 +179,19 @@ class DecodePlanner(TypeView):
             return f"_s.enum_fail({p}, {plan.enum!r}, v)"
         return f"_s.fail({p}, {plan.expected!r}, v)"
 
-    def only_required(self, o: ObjectDef) -> str:
-        """A check that an object holds only its required fields (and its tag), so the decoder
-        can set every optional field absent at once; "" where there is nothing to gain."""
-        if o.one_of_keys or all(f.required for f in o.fields):
-            return ""
-        required = sum(f.required for f in o.fields)
-        return f"len(obj) == {required}" + (f" + ({o.tag.wire!r} in obj)" if o.tag else "")
+    def object_plan(self, o: ObjectDef) -> ObjectPlan:
+        """How `o`'s decoder finds out whether `obj` holds unknown fields (see ObjectPlan)."""
+        wires = [f.wire for f in o.fields] + ([o.tag.wire] if o.tag else [])
+        assert len(set(wires)) == len(wires), f"{o.name}: a wire name twice"  # counting needs distinct keys
+        size = f"len(obj) - ({o.tag.wire!r} in obj)" if o.tag else "len(obj)"
+        fields, required = len(o.fields), sum(f.required for f in o.fields)
+        if fields == required:
+            return ObjectPlan("", None, None, "", f"{size} == {fields}")
+        quick = "" if o.one_of_keys else f"(n := {size}) == {required}"
+        optional = [f for f in o.fields if not f.required]
+        # With one optional field the quick check already made the tail check.
+        tail = optional[-1].wire if len(optional) > 1 and not o.one_of_keys else None
+        return ObjectPlan(quick, None if quick else f"n = {size}", tail, f"n == {fields - 1}", f"n == {fields}")
 
     def fallback(self, f: Field) -> str:
         """What a malformed lenient value becomes."""

@@ -57,12 +57,16 @@ FILTERS = {
     "field_hint": "a `Field`'s annotation: the hint plus `| None` when nullable and `| Unset` when optional "
     "without a default",
     "plan": "how a decoder checks and decodes a present, non-null `Field` value `v` (a `DecodePlan`: "
-    "`cond`, `value`, `expected`, `call`, `enum`); `f|plan(i)` suffixes the names it binds with `i`",
+    "`cond`, `value`, `expected`, `call`, `enum`, and for an array field `loop`, a `ListLoop` that decodes it "
+    "item by item in place); `f|plan(i)` suffixes the names it binds with `i` (unique per field of an object)",
     "failure": "the statement for a `Field` value that failed its inline check (tolerated when lenient)",
     "fallback": "what a malformed lenient `Field` value becomes (its `on_error` default, else `UNSET`)",
     "enum_dec": "the expression decoding JSON value `obj` as an `EnumDef`",
-    "only_required": "for an `ObjectDef`, a check that `obj` holds only its required fields (and tag), so a "
-    "decoder can set every optional field absent at once; empty where there is nothing to gain",
+    "object_plan": "for an `ObjectDef`, an `ObjectPlan`: how its decoder tells fields from unknown keys by "
+    "counting (a local `n`: the keys besides the tag, plus one per absent optional field): `quick`, a check that "
+    "`obj` holds only its required fields (setting `n`; empty where there is nothing to gain), `count`, the "
+    "statement setting `n` where no quick check does, `tail`, the last optional field, before which "
+    "`tail_check` tells that every other key is a known field, and `no_unknown`",
     "dec": "an expression decoding JSON value `v` of `TypeExpr` `t` at path `p` (raises `DecodeError`)",
     "enc": "an expression encoding Python value `v` of `TypeExpr` `t` to JSON",
     "fn": "a decoder function `(value, path, ctx)` for a `TypeExpr` (list items, map values, union variants)",

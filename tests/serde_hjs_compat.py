@@ -13,7 +13,10 @@ the new `many`. When hypothesis-jsonschema or Hypothesis fix this, `install()` d
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import re
 import types
 from typing import Any
 
@@ -66,7 +69,17 @@ def memoize_strategies() -> None:
     take seconds. The conversion is a pure function of the schema, so caching it changes no
     generated value, only the time taken.
     """
-    from hypothesis_jsonschema import _from_schema
+    from hypothesis_jsonschema import _canonicalise, _from_schema
+
+    # The validator class of a schema (found by checking the schema against the metaschemas)
+    # is cached in 128 entries; the ACP schemas have ~350 distinct subschemas, so most checks
+    # ran again and again. Same function, unbounded cache.
+    validator_class = _canonicalise.__dict__["__get_validator_class"]
+    if hasattr(validator_class, "__wrapped__") and validator_class.cache_info().maxsize is not None:
+        _canonicalise.__dict__["__get_validator_class"] = functools.cache(validator_class.__wrapped__)
+
+    _memoize_canonicalish()
+    _objects_filter_names_once()
 
     original = _from_schema.__dict__["__from_schema"]
     if getattr(original, "_acp_memoized", False):
@@ -94,3 +107,156 @@ def memoize_strategies() -> None:
 
     cached._acp_memoized = True  # type: ignore[attr-defined]
     _from_schema.__dict__["__from_schema"] = cached
+
+
+def _memoize_canonicalish() -> None:
+    """Cache hypothesis-jsonschema's `canonicalish` (schema -> canonical schema).
+
+    It re-encodes its whole input to canonical JSON, then recurses into every subschema, which
+    does the same: strategy conversion spent most of its time there, on the same subschemas
+    over and over (the ACP types share most of theirs). It is a pure function of the schema;
+    each call still gets a fresh copy of the result (callers change it in place).
+    """
+    from hypothesis_jsonschema import _canonicalise, _from_schema, _resolve
+
+    original = _canonicalise.canonicalish
+    if getattr(original, "_acp_memoized", False):
+        return
+    results: dict[str, str] = {}
+
+    def cached(schema: Any) -> Any:
+        try:
+            key = json.dumps(schema, sort_keys=True)  # the C encoder: equal keys, equal schemas
+        except (TypeError, ValueError):  # not plain JSON: do not cache
+            return original(schema)
+        text = results.get(key)
+        if text is None:
+            text = results[key] = json.dumps(original(schema))
+        return json.loads(text)
+
+    cached._acp_memoized = True  # type: ignore[attr-defined]
+    for module in (_canonicalise, _from_schema, _resolve):  # each imported the name
+        module.canonicalish = cached  # type: ignore[attr-defined]
+
+
+def _objects_filter_names_once() -> None:
+    """hypothesis-jsonschema 0.23.1's `object_schema`, except that the strategy for a new key
+    (one not in the object yet) is built once per object schema, not once per key drawn.
+
+    The original draws `all_names_strategy.filter(lambda s: s not in out)`: a new strategy per
+    key, which Hypothesis validates and whose filter it tries to analyse (reading the lambda's
+    source) every time: about a fifth of drawing an ACP object. Here the filter is built once
+    and reads the object being drawn from a stack; the same strategies are drawn from in the
+    same order. Everything else is the original code (the release is the latest, and final).
+    """
+    import hypothesis_jsonschema
+    from hypothesis import assume
+    from hypothesis import strategies as st
+    from hypothesis_jsonschema import _from_schema
+    from hypothesis_jsonschema._canonicalise import FALSEY, make_validator
+
+    if hypothesis_jsonschema.__version__ != "0.23.1" or getattr(_from_schema.object_schema, "_acp", False):
+        return
+
+    def object_schema(custom_formats: Any, alphabet: Any, schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+        required = schema.get("required", [])  # required keys
+        min_size = max(len(required), schema.get("minProperties", 0))
+        max_size = schema.get("maxProperties", math.inf)
+        assert min_size <= max_size, (min_size, max_size)
+
+        names = schema.get("propertyNames", {})  # schema for optional keys
+        if names == FALSEY:
+            assert min_size == 0, schema
+            return st.builds(dict)
+        names["type"] = "string"
+
+        properties = schema.get("properties", {})  # exact name: value schema
+        patterns = schema.get("patternProperties", {})  # regex for names: value schema
+        # schema for other values; handled specially if nothing matches
+        additional = schema.get("additionalProperties", {})
+        additional_allowed = additional != FALSEY
+
+        for key in list(patterns):
+            try:
+                re.compile(key)
+            except re.error as err:
+                _from_schema._warn_invalid_regex(key, err, "patternProperties entry")
+                if min_size == 0 and not required:
+                    return st.builds(dict)
+                return st.nothing()
+
+        dependencies = schema.get("dependencies", {})
+        dep_names = {k: v for k, v in dependencies.items() if isinstance(v, list)}
+        dep_schemas = {k: v for k, v in dependencies.items() if k not in dep_names}
+        del dependencies
+
+        from_schema = _from_schema.__dict__["__from_schema"]
+        valid_name = make_validator(names).is_valid
+        known: set[str] = set(filter(valid_name, set(dep_names).union(dep_schemas, properties)))
+        for name in sorted(known.union(required)):
+            alphabet.check_name_allowed(name)
+        known_optional_names: list[str] = sorted(known - set(required))
+        name_strats = (
+            from_schema(names, custom_formats=custom_formats, alphabet=alphabet)
+            if additional_allowed
+            else st.nothing(),
+            st.sampled_from(known_optional_names) if known_optional_names else st.nothing(),
+            st.one_of([_from_schema.from_js_regex(p, alphabet=alphabet).filter(valid_name) for p in sorted(patterns)]),
+        )
+        all_names_strategy = st.one_of([s for s in name_strats if not s.is_empty])
+        drawing: list[dict[str, Any]] = []  # the objects being drawn (innermost last)
+        new_names = all_names_strategy.filter(lambda s: s not in drawing[-1])
+
+        @st.composite
+        def from_object_schema(draw: Any) -> Any:
+            elements = _from_schema.__dict__["cu"].many(  # install()'s adapter, as the original uses
+                draw(st.data()).conjecture_data,
+                min_size=min_size,
+                max_size=max_size,
+                average_size=min(min_size + 5, (min_size + max_size) / 2),
+            )
+            out: dict[str, Any] = {}
+            drawing.append(out)
+            try:
+                while elements.more():
+                    for key in required:
+                        if key not in out:
+                            break
+                    else:
+                        for k in set(dep_names).intersection(out):
+                            key = next((n for n in dep_names[k] if n not in out), None)
+                            if key is not None:
+                                break
+                        else:
+                            key = draw(new_names)
+
+                    pattern_schemas = [
+                        patterns[rgx] for rgx in sorted(patterns) if re.search(rgx, string=key) is not None
+                    ]
+                    if key in properties:
+                        pattern_schemas.insert(0, properties[key])
+
+                    if pattern_schemas:
+                        out[key] = draw(
+                            _from_schema.merged_as_strategies(
+                                pattern_schemas, alphabet=alphabet, custom_formats=custom_formats
+                            )
+                        )
+                    else:
+                        out[key] = draw(from_schema(additional, custom_formats=custom_formats, alphabet=alphabet))
+
+                    for k, v in dep_schemas.items():
+                        if k in out and not make_validator(v).is_valid(out):
+                            out.pop(key)
+                            elements.reject()
+            finally:
+                drawing.pop()
+
+            for k in set(dep_names).intersection(out):
+                assume(set(out).issuperset(dep_names[k]))
+            return out
+
+        return from_object_schema()
+
+    object_schema._acp = True  # type: ignore[attr-defined]
+    _from_schema.object_schema = object_schema  # __from_schema calls it by name

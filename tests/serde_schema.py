@@ -35,7 +35,6 @@ Protocol meaning, where the literal schema is looser than the wire rule the issu
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from types import ModuleType
@@ -44,6 +43,7 @@ from typing import Any
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "v1" / "schema.json"
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
 DEFS: dict[str, Any] = SCHEMA["$defs"]
+_DEFS_TEXT = json.dumps(DEFS)  # standalone() copies by parsing it: far faster than copy.deepcopy
 
 ANNOTATIONS = frozenset({"description", "title", "default", "discriminator", "$schema", "examples"})
 INT_FORMATS = {
@@ -63,7 +63,7 @@ class CannotMerge(Exception):
 
 def standalone(name: str) -> dict[str, Any]:
     """The def `name` as a schema of its own: all `$defs` copied, the root a `$ref` to it."""
-    return {"$defs": copy.deepcopy(DEFS), "$ref": f"#/$defs/{name}"}
+    return {"$defs": json.loads(_DEFS_TEXT), "$ref": f"#/$defs/{name}"}
 
 
 def for_hypothesis(schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,12 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import zygote
 from agent import RequestError, run_agent, types  # generated/agent, on sys.path via conftest
 from agent.conformance import (
     CHECKS,
@@ -204,8 +206,13 @@ def test_unknown_fields_and_variants_are_reported_with_wire_paths() -> None:
 
 
 # -- in-process -----------------------------------------------------------------------------
+# The cancel check cancels a turn that really runs (the echo agents' `slow` command), the case
+# update_after_cancel breaks; the others still pass it.
+CANCEL_SLOW = Options(cancel_prompt="slow")
+
+
 def test_echo_agent_passes_every_check_in_process() -> None:
-    report = check_agent(EchoAgent, Options(cancel_prompt="slow"))
+    report = check_agent(EchoAgent, CANCEL_SLOW)
     assert statuses(report) == dict.fromkeys(ALL_IDS, "passed"), str(report)
     assert report.result("cancel").detail == "stopReason cancelled"  # a real cancellation
     assert report.result("session-load").detail == "2 updates replayed"  # the user block and its echo
@@ -222,7 +229,7 @@ def test_echo_agent_passes_every_check_in_process() -> None:
 )
 def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str, check: str) -> None:
     make = getattr(__import__(module), name)
-    report = check_agent(make, Options(settle=1.0))
+    report = check_agent(make, CANCEL_SLOW)
     assert failed(report) == {check}, str(report)
     assert report.result(check).offending
     with pytest.raises(AssertionError, match=check):
@@ -267,10 +274,26 @@ def test_modes_and_load_are_skipped_when_not_advertised() -> None:
 
 # -- over stdio -----------------------------------------------------------------------------
 # A loaded CI machine may start a Python agent slowly: a passing run never waits for a timeout,
-# so a generous one costs nothing and keeps these tests from flaking.
-# The settle time (how long to watch for an update after a turn's answer) too: the broken
-# agent's late update must not slip past the window on a slow machine.
-PATIENT = Options(timeout=20, settle=1.0)
+# so a generous one costs nothing and keeps these tests from flaking. (The settle time, which
+# every passing turn waits out, stays the default: update_after_cancel writes its late update
+# right behind the answer.)
+PATIENT = Options(timeout=20, cancel_prompt="slow")
+
+# Each check starts a fresh agent process: a dozen Python start-ups per run, each importing the
+# agent's package again (~0.1 s of CPU for the generated one, ~0.7 s for the official SDK). On
+# Linux the fixture agents are forked instead from a server that imported their modules once
+# (tests/zygote.py): still a fresh process on its own stdio for every check. The CLI tests
+# below start their agents the ordinary way.
+Command = Callable[..., list[str]]
+
+
+@pytest.fixture(scope="module")
+def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
+    """`agent_command(script, *modules)`: the command that runs `python script` (zygote.Servers)."""
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
+    yield servers.command
+    servers.close()
+
 
 BROKEN = {
     "version_echo": "initialize-version",
@@ -284,16 +307,16 @@ BROKEN = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
-def test_broken_agent_fails_exactly_the_check_it_breaks(name: str) -> None:
-    report = check_command([sys.executable, str(AGENTS / f"{name}.py")], PATIENT)
+def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, agent_command: Command) -> None:
+    report = check_command(agent_command(AGENTS / f"{name}.py", "_base"), PATIENT)
     assert failed(report) == {BROKEN[name]}, str(report)
     assert all(status in ("passed", "failed") for status in statuses(report).values()), str(report)
 
 
 @pytest.mark.slow
-def test_official_sdk_example_agent() -> None:
+def test_official_sdk_example_agent(agent_command: Command) -> None:
     """Upstream's example echo agent: two real deviations (see the fixture's docstring)."""
-    report = check_command([sys.executable, str(AGENTS / "sdk_example_agent.py")], PATIENT)
+    report = check_command(agent_command(AGENTS / "sdk_example_agent.py", "acp", "acp.schema"), PATIENT)
     # It answers initialize with the version it was asked for, 65535 included (MUST), and the
     # SDK's Agent base class answers any `_` request with result null instead of -32601 (SHOULD).
     assert failed(report) == {"initialize-version", "unknown-ext-method"}, str(report)
@@ -359,6 +382,7 @@ def _cli(cache: Path, *args: str) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
     result = _cli(cli_cache, "--timeout", "20", "--", sys.executable, str(ECHO_AGENT))
     assert result.exit_code == 0, result.output
@@ -369,6 +393,7 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path) -> None:
     result = _cli(cli_cache, "--json", "--timeout", "20", "--", sys.executable, str(AGENTS / "version_echo.py"))
     assert result.exit_code == 1, result.output

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from codegen import diff
 from codegen.cli import app
 from codegen.diff import KINDS, Change, DiffReport, diff_schemas
 from codegen.diff_format import TEMPLATES, render
@@ -107,6 +110,23 @@ UNSTABLE_CHANGES: list[Row] = [
     ("variant-added", "SessionUpdate", "sessionUpdate=compaction_summary_chunk", ""),
     ("variant-added", "SessionUpdate", "sessionUpdate=compaction_update", ""),
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bundled_packages_built_once() -> Iterator[None]:
+    """A diff builds the IR of both schemas (load, validate, build_package: ~0.5 s each), and the
+    same bundled schemas come back in many tests here, through the API and the CLI. The IR is
+    immutable (frozen dataclasses and tuples), so each of those is built once per module; the
+    schemas the tests write to tmp_path are built as usual."""
+    build = diff._package
+    cached = functools.cache(build)
+
+    def package(schema_arg: str, unstable: bool) -> Any:
+        return cached(schema_arg, unstable) if schema_arg in ("v1", "v2", str(OLD)) else build(schema_arg, unstable)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(diff, "_package", package)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,19 @@ the `formatter` setting; several targets share one schema load + IR build per (s
 
 from __future__ import annotations
 
+import ast
+import copy
+import importlib.metadata
 import json
 import subprocess
 import sys
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_schema_shapes import IMAGE, META, TEXT, new_session, tag_variant, tagged
+from test_schema_shapes import IMAGE, META, SHAPES, TEXT, new_session, tag_variant, tagged
 
 import codegen.format
 import codegen.generate
@@ -25,37 +29,181 @@ from codegen.render import RUNTIME_FILES
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "schemas"
 
 
-def assert_formatters_agree(rendered: dict[str, dict[str, str]]) -> None:
-    """`rendered`: label -> files. Every distinct file text is formatted by both, and compared."""
-    unique: dict[str, str] = {}  # text -> a name for it (agent and client share most files)
-    for label, files in rendered.items():
-        for rel, text in files.items():
-            if rel.endswith(".py"):
-                unique.setdefault(text, f"{label}/{rel}")
-    named = {name: text for text, name in unique.items()}
-    by_ruff = format_files(named, "ruff")
-    by_black = format_files(named, "black")
-    differing = sorted(name for name in named if by_ruff[name] != by_black[name])
-    assert differing == [], f"ruff and black disagree on {differing}"
-    # The formatters did work: at least one file changed (else the comparison proves nothing).
-    assert any(by_ruff[name] != named[name] for name in named)
+# --- ruff and black agree: black one top-level statement at a time -------------------------------
+BLACK_READ = "26.10.1"  # the black whose source the argument of ByStatement was read from
+FILLER = '"""A statement that is neither first nor last."""\n'  # (allowed before `from __future__`)
+Key = tuple[str | None, bool, str, bool]  # a piece in its context: see ByStatement
 
 
-@pytest.mark.parametrize("unstable", [False, True], ids=["stable", "unstable"])
-@pytest.mark.parametrize("schema", ["v1", "v2"])
-def test_ruff_and_black_agree_on_every_bundled_schema(tmp_path: Path, schema: str, unstable: bool) -> None:
+def split(text: str) -> tuple[list[tuple[int, int]], list[str]]:
+    """The top-level statements of `text`, as (first, last) indices into its `ast` body (several
+    only when they share a line: `a = 1; b = 2`), and the text cut into one piece for each (see
+    `cut`). A text with a `# fmt:` directive is one piece."""
+    body = ast.parse(text).body
+    groups: list[tuple[int, int]] = []
+    for index, node in enumerate(body):
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if groups and first <= (body[groups[-1][1]].end_lineno or 0):
+            groups[-1] = (groups[-1][0], index)
+        else:
+            groups.append((index, index))
+    if any(directive in text for directive in ("fmt:", "yapf:")) or not body:
+        groups = [(0, len(body) - 1)]
+    return groups, cut(text, groups, body)
+
+
+def cut(text: str, groups: Sequence[tuple[int, int]], body: list[ast.stmt] | None = None) -> list[str]:
+    """`text` in pieces, one per group of statements: each ends with the group's last statement,
+    the first starts at the top of the file, and the last runs to its end."""
+    lines = text.splitlines(keepends=True)
+    body = ast.parse(text).body if body is None else body
+    assert len(body) == groups[-1][1] + 1, "a formatter changed the number of top-level statements"
+    ends = [body[last].end_lineno or 0 for _, last in groups[:-1]] + [len(lines)]
+    return ["".join(lines[start:end]) for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+class ByStatement:
+    """black's output for many files, from black run once per top-level statement and context.
+
+    Why: the formatters must agree on every file we generate (issue 10), black takes ~0.5 ms a
+    line, and the files repeat themselves: a runtime file is the same for every schema but for
+    its header; the types.py of one schema shares most of its top-level statements with the
+    others'. The bundled packages hold 88k distinct lines; the chunks below, 61k.
+
+    Why the result is black's output for each whole file (black 26.10.1 read, in the mode we use:
+    not .pyi, no preview, one target version hence one grammar):
+    - black parses the file, makes logical lines statement by statement (`LineGenerator`, whose
+      only state is the line being built) and splits each line on its own (`transform_line`). A
+      top-level statement's parse, lines and splits depend on its own text, and on its place
+      only in that the first statement of a file may be the module docstring.
+    - The blank lines before a line (`EmptyLineTracker`) depend on it, on the blank lines the
+      source had before it, on the previous line, the stack of enclosing defs and the previous
+      block's trailing blank lines. At a top-level statement all of that was set by the statement
+      before it (a depth-0 line empties the def stack; the "semantic leading comment" is reset by
+      that statement's last code line), and by whether that one is the first of the file (the
+      module docstring). The tracker's look-ahead (`_def_is_followed_by...`) is for .pyi only.
+    - Nothing else crosses statements but `# fmt: off/skip` regions (a text with a directive
+      is one piece) and the ends of the file (lstrip; the last block, and what follows it).
+
+    So a piece (a top-level statement with the blank lines and comments before it) is keyed by
+    (the piece before it, or none; whether that one is the first; the piece; whether it is the
+    last), and black formats it once, in a chunk where the same piece stands before it (after
+    FILLER, so that piece is not the first, unless it is) and FILLER after it (unless it is the
+    last). Outputs are cut after the same top-level statements, by index. Comments that black
+    keeps in a class body after its last statement fall in the next piece, which always has that
+    class before it. `formatted_both_ways` checks the cutting and pasting on ruff's output (the
+    pieces of the chunks must give ruff's output for the whole files), and
+    `test_black_by_statement_is_black_on_the_whole_file` on black's, for tricky neighbours.
+    """
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.chunks: dict[str, str] = {}  # chunk name -> text
+        self.groups: dict[str, list[tuple[int, int]]] = {}  # chunk name -> its statements
+        self.where: dict[Key, tuple[str, int]] = {}  # piece key -> (chunk, index)
+        self.keys: dict[str, list[Key]] = {}  # text -> the keys of its pieces
+        for text in texts:
+            pieces = split(text)[1]
+            last = len(pieces) - 1
+            keys = [(pieces[i - 1] if i else None, i == 1, piece, i == last) for i, piece in enumerate(pieces)]
+            self.keys[text] = keys
+            start = 0
+            while start <= last:  # each run of pieces not seen yet becomes one chunk
+                if keys[start] in self.where:
+                    start += 1
+                    continue
+                end = start
+                while end < last and keys[end + 1] not in self.where:
+                    end += 1
+                before = [] if start == 0 else [pieces[0]] if start == 1 else [FILLER, pieces[start - 1]]
+                after = [] if end == last else [FILLER]
+                parts = before + pieces[start : end + 1] + after
+                name = f"chunk{len(self.chunks)}.py"
+                self.chunks[name] = "".join(parts)
+                self.groups[name], chunk_parts = split(self.chunks[name])
+                assert chunk_parts == parts
+                for i in range(start, end + 1):
+                    self.where[keys[i]] = (name, len(before) + i - start)
+                start = end + 1
+
+    def reassemble(self, formatted: dict[str, str]) -> dict[str, str]:
+        """Each text's output, from the chunks' `formatted` output."""
+        pieces = {name: cut(formatted[name], self.groups[name]) for name in self.chunks}
+        return {
+            text: "".join(pieces[name][index] for name, index in (self.where[key] for key in keys))
+            for text, keys in self.keys.items()
+        }
+
+
+def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[str, str]]:
+    """`rendered`: label -> files. Every distinct Python text -> (its ruff output, its black output),
+    black's put together one top-level statement at a time (see ByStatement). The formatters run
+    as `format_files` runs them, less its syntax check (the tests below cover that)."""
+    texts = sorted(
+        {text for files in rendered.values() for rel, text in files.items() if rel.endswith(".py")},
+        key=lambda text: (-len(text), text),  # the longest first: its chunk holds most pieces whole
+    )
+    names = {text: f"f{i}.py" for i, text in enumerate(texts)}
+    by_ruff = codegen.format._ruff({name: text for text, name in names.items()})
+    plan = ByStatement(texts)  # (which parses every text and chunk)
+    # The cutting and pasting, checked on ruff: the pieces formatted in their chunks give the whole files.
+    pasted = plan.reassemble(codegen.format._ruff(plan.chunks))
+    assert [names[text] for text in texts if pasted[text] != by_ruff[names[text]]] == []
+    by_black = plan.reassemble(codegen.format._black(plan.chunks))
+    return {text: (by_ruff[names[text]], by_black[text]) for text in texts}
+
+
+BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)]
+
+
+def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
+    """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
+    Python file the same under ruff and black. One test, so that black formats the pieces all of
+    them share once."""
+    assert importlib.metadata.version("black") == BLACK_READ, "re-read black for the argument of ByStatement"
     apis = ApiCache()
-    rendered = {
-        # from_config: the same header command for both roles, so their common files are formatted once
-        role: render_files(Target(role, tmp_path / role, schema, unstable, from_config=True), apis=apis).files  # type: ignore[arg-type]
-        for role in ("agent", "client")
+    rendered: dict[str, dict[str, str]] = {}
+    for schema, unstable in BUNDLED:
+        for role in ("agent", "client"):
+            # from_config: the same header command for both roles, so their common files are formatted once
+            target = Target(role, tmp_path / role, schema, unstable, from_config=True)
+            rendered[f"{schema}-{'unstable' if unstable else 'stable'}/{role}"] = render_files(target, apis=apis).files
+    shapes = shape_schemas()
+    for name, (defs, meta) in shapes.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "schema.json").write_text(json.dumps({"$defs": defs}))
+        (folder / "meta.json").write_text(json.dumps(meta))
+        for role in ("agent", "client"):
+            target = Target(role, tmp_path / "out", str(folder), from_config=True)  # type: ignore[arg-type]
+            rendered[f"shape-{name}/{role}"] = schema_dependent(render_files(target, apis=apis).files)
+    fixture = FIXTURES / "v1.20.0"
+    rendered["shape-v1.20.0/agent"] = schema_dependent(
+        render_files(Target("agent", tmp_path / "out", str(fixture))).files
+    )
+    assert len(rendered) == 2 * len(BUNDLED) + 2 * len(shapes) + 1 and len(shapes) >= 13 + len(SHAPES) >= 30
+    outputs = formatted_both_ways(rendered)
+    files = {
+        f"{label}/{rel}": text for label, got in rendered.items() for rel, text in got.items() if rel.endswith(".py")
     }
-    assert_formatters_agree(rendered)
+    assert all(sum(name.startswith(f"{label}/") for name in files) >= 4 for label in rendered)
+    differing = sorted(name for name, text in files.items() if outputs[text][0] != outputs[text][1])
+    assert differing == [], f"ruff and black disagree on {differing}"
+    # The formatters did work: files changed (else the comparison proves nothing).
+    assert all(any(outputs[text][0] != text for text in got.values() if text in outputs) for got in rendered.values())
+
+
+def schema_dependent(files: dict[str, str]) -> dict[str, str]:
+    """Leave out runtime/ files: the same source under a header for every schema (the bundled
+    schemas' test covers them), so the shape schemas spend black's time on what they change."""
+    return {rel: text for rel, text in files.items() if rel not in RUNTIME_FILES}
 
 
 def shape_schemas() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """The hand-made schemas of tests/test_schema_shapes.py: name -> ($defs, meta)."""
-    shapes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    """The hand-made schemas of tests/test_schema_shapes.py (its SHAPES, and variants of some of
+    them made here): name -> ($defs, meta)."""
+    shapes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        f"shapes-{name}": copy.deepcopy(shape) for name, shape in SHAPES.items()
+    }
     for keyword in ("oneOf", "anyOf"):
         for wrapped in (True, False):
             for discriminator in (True, False):
@@ -104,27 +252,42 @@ def shape_schemas() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     return shapes
 
 
-def schema_dependent(files: dict[str, str]) -> dict[str, str]:
-    """Leave out runtime/ files: the same source under a header for every schema (the bundled
-    schemas' test covers them), so the shape schemas spend black's time on what they change."""
-    return {rel: text for rel, text in files.items() if rel not in RUNTIME_FILES}
+# Statements a generated file may hold, with the blank lines and comments before them.
+TRICKY = [
+    '# a header\n"""The module docstring."""\n',
+    "\nfrom __future__ import annotations\n",
+    "import os\n",
+    "x = 1; y = [\n    1,2]\n",
+    '"""an attribute docstring"""\n',
+    "@decorator\ndef f(a, b):  # trailing\n    return a\n",
+    'class C:\n    """Doc."""\n    z: int = 0\n',
+    "        # an indented comment after the body\n# a comment at column 0\ndef g(): ...\n",
+    "def g2(): ...\n",
+    'class D:\n    """Only a docstring."""\n',
+    "D2 = D\n",
+    "if os.name:\n    def h(): pass\nelse:\n    pass\n",
+    "call = function_name(argument_number_one, argument_number_two, argument_number_three, argument_4)\n",
+]
 
 
-def test_ruff_and_black_agree_on_the_schema_shape_schemas(tmp_path: Path) -> None:
-    rendered: dict[str, dict[str, str]] = {}
-    apis = ApiCache()
-    for name, (defs, meta) in shape_schemas().items():
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "schema.json").write_text(json.dumps({"$defs": defs}))
-        (folder / "meta.json").write_text(json.dumps(meta))
-        for role in ("agent", "client"):
-            target = Target(role, tmp_path / "out", str(folder), from_config=True)  # type: ignore[arg-type]
-            rendered[f"{name}/{role}"] = schema_dependent(render_files(target, apis=apis).files)
-    fixture = FIXTURES / "v1.20.0"
-    rendered["v1.20.0"] = schema_dependent(render_files(Target("agent", tmp_path / "out", str(fixture))).files)
-    assert len(rendered) >= 2 * 13 + 1
-    assert_formatters_agree(rendered)
+def test_black_by_statement_is_black_on_the_whole_file() -> None:
+    """The cutting and pasting of `ByStatement`, with black: files that share statements in other
+    places and neighbours give the same output as black on each whole file. Keying a piece without
+    the piece before it, or without whether that one is the first, or a chunk without the FILLER
+    before that piece, each fails here."""
+    texts = [
+        "".join(TRICKY[:5] + TRICKY[6:]),  # then the next one's decorated def after a string: a new pair
+        "".join(TRICKY),
+        "".join(TRICKY[2:]),
+        "".join(TRICKY[:2] + TRICKY[7:] + TRICKY[2:7]),
+        "".join(TRICKY[1:]),
+        "".join(TRICKY[4:]),  # the attribute docstring first: the module docstring, one blank line after it
+    ]
+    plan = ByStatement(texts)
+    assert sum(text.count("\n") for text in plan.chunks.values()) < sum(text.count("\n") for text in texts)
+    by_statement = plan.reassemble(format_files(plan.chunks, "black"))
+    whole = format_files({f"t{i}.py": text for i, text in enumerate(texts)}, "black")
+    assert [by_statement[text] for text in texts] == [whole[f"t{i}.py"] for i in range(len(texts))]
 
 
 # --- a generated file that is not Python ------------------------------------------------------

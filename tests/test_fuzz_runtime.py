@@ -610,31 +610,45 @@ class Mutation:
     near: str  # the rendered path the error must be related to
 
 
-@st.composite
-def mutated(draw: st.DrawFn, valid: Any) -> Mutation:
-    params = json.loads(json.dumps(valid))
-    paths = all_paths(params)
-    path = draw(st.sampled_from(paths))
-    kind = draw(st.sampled_from(["replace", "replace", "replace", "delete", "insert"]))
-    if path == ():
-        if kind == "insert":
-            params["unexpectedField"] = draw(json_values)
-            return Mutation(params, ("unexpectedField",), "params")
-        return Mutation(draw(st.sampled_from(WRONG_VALUES[:-2]) | json_values), (), "params")
-    parent: Any = params
-    for key in path[:-1]:
-        parent = parent[key]
-    last = path[-1]
-    near = render(path[:-1])  # the object holding the change: tags and fallbacks are decided there
-    if kind == "delete":
-        del parent[last]
-    elif kind == "insert" and isinstance(parent, dict):
-        parent["unexpected" + draw(st.text(max_size=4))] = draw(json_values)
-    elif kind == "insert" and isinstance(parent, list):
-        parent.insert(last, draw(st.sampled_from(WRONG_VALUES) | json_values))
-    else:
-        parent[last] = draw(st.sampled_from(WRONG_VALUES) | json_values)
-    return Mutation(params, path, near)
+# Strategies are built once, here, not inside the draws: building one (validation, labels) cost
+# more than drawing from it, thousands of times per test.
+WRONG_OR_JSON = st.sampled_from(WRONG_VALUES) | json_values
+WRONG_OR_JSON_AT_ROOT = st.sampled_from(WRONG_VALUES[:-2]) | json_values
+MUTATION_KINDS = st.sampled_from(["replace", "replace", "replace", "delete", "insert"])
+SHORT_TEXT = st.text(max_size=4)
+
+
+def mutated(valid: Any) -> st.SearchStrategy[Mutation]:
+    """`valid` with one change somewhere: a value replaced, a key or item deleted or inserted."""
+    text = json.dumps(valid)
+    paths = st.sampled_from(all_paths(valid))
+
+    @st.composite
+    def mutation(draw: st.DrawFn) -> Mutation:
+        params = json.loads(text)  # a fresh copy to change
+        path = draw(paths)
+        kind = draw(MUTATION_KINDS)
+        if path == ():
+            if kind == "insert":
+                params["unexpectedField"] = draw(json_values)
+                return Mutation(params, ("unexpectedField",), "params")
+            return Mutation(draw(WRONG_OR_JSON_AT_ROOT), (), "params")
+        parent: Any = params
+        for key in path[:-1]:
+            parent = parent[key]
+        last = path[-1]
+        near = render(path[:-1])  # the object holding the change: tags and fallbacks are decided there
+        if kind == "delete":
+            del parent[last]
+        elif kind == "insert" and isinstance(parent, dict):
+            parent["unexpected" + draw(SHORT_TEXT)] = draw(json_values)
+        elif kind == "insert" and isinstance(parent, list):
+            parent.insert(last, draw(WRONG_OR_JSON))
+        else:
+            parent[last] = draw(WRONG_OR_JSON)
+        return Mutation(params, path, near)
+
+    return mutation()
 
 
 def check_invalid_params(error: Any, near: str) -> None:
@@ -683,10 +697,10 @@ def test_dispatcher_answers_any_call_with_a_result_or_a_json_rpc_error(role: str
 
 @fuzz("dispatcher_mutated_requests")
 @given(
-    case=st.sampled_from(
-        [("agent", m, p) for m, p in VALID_PARAMS.items() if m != "session/cancel"]
-        + [("client", m, p) for m, p in CLIENT_VALID_PARAMS.items()]
-    ).flatmap(lambda c: st.tuples(st.just(c[0]), st.just(c[1]), mutated(c[2])))
+    case=st.one_of(
+        [st.tuples(st.just("agent"), st.just(m), mutated(p)) for m, p in VALID_PARAMS.items() if m != "session/cancel"]
+        + [st.tuples(st.just("client"), st.just(m), mutated(p)) for m, p in CLIENT_VALID_PARAMS.items()]
+    )
 )
 def test_dispatcher_bad_params_at_any_depth_give_32602_at_the_right_path(case: tuple[str, str, Mutation]) -> None:
     role, method, mutation = case
@@ -707,7 +721,7 @@ def test_dispatcher_bad_params_at_any_depth_give_32602_at_the_right_path(case: t
 
 
 @fuzz("dispatcher_mutated_notifications")
-@given(mutation=st.sampled_from(SESSION_UPDATES).flatmap(mutated))
+@given(mutation=st.one_of([mutated(update) for update in SESSION_UPDATES]))
 def test_dispatcher_bad_session_updates_are_dropped_never_raised(mutation: Mutation) -> None:
     handler = FuzzClient()
     dispatcher = client.Dispatcher(handler, CLIENT_HANDLES)
@@ -831,52 +845,69 @@ def test_skim_reads_the_top_level_of_any_json_object(
 
 
 # -- 4. the connection: garbage lines ------------------------------------------------------------
+VALID_LINE = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).rstrip(b"\n")
+CUT_LINE = json.dumps({"jsonrpc": "2.0", "id": "cut", "method": "initialize", "params": INIT}).encode()
+NOTIFICATION_LINE = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}).encode()
+# What garbage() draws from, built once (see WRONG_OR_JSON).
+G_KIND = st.integers(min_value=0, max_value=11)
+G_BYTES = st.binary(max_size=80)
+G_BAD_UTF8 = st.sampled_from([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\xc0\xaf", b"\x80"])
+G_VALID_LINE_AT = st.integers(min_value=0, max_value=len(VALID_LINE))
+G_NOT_OBJECT = json_values.filter(lambda v: not isinstance(v, dict))
+G_BATCH = st.lists(
+    st.integers(0, 9).map(lambda i: {"jsonrpc": "2.0", "id": f"b{i}", "method": "_batch/marker"}), max_size=3
+)
+G_PARTS = (
+    ("jsonrpc", st.sampled_from([MISSING, "2.0", "2.0", "2.0", "1.0", "2", 2.0, 2, None, "2.0 ", ["2.0"]])),
+    ("id", st.just(MISSING) | odd_ids),
+    ("method", st.just(MISSING) | method_names | json_scalars),
+    ("params", st.sampled_from([MISSING, None]) | json_values | st.sampled_from(list(VALID_PARAMS.values()))),
+    ("result", st.just(MISSING) | st.just(MISSING) | json_values),
+    ("error", st.just(MISSING) | st.just(MISSING) | json_values),
+    ("extra", st.just(MISSING) | st.just(MISSING) | json_values),
+)
+G_BOOL = st.booleans()
+G_JSONRPC = st.sampled_from(["2.0", "1.0"])
+G_MEMBER = st.sampled_from(["result", "error"])
+G_DEPTH = st.integers(1, 200) | st.integers(3000, 20000)
+G_DEEP_WHERE = st.sampled_from(["line", "params", "id", "method"])
+G_SIZE = st.integers(0, 200_000)
+G_HUGE_WHERE = st.sampled_from(["params", "method", "id"])
+G_CUT_AT = st.integers(0, len(CUT_LINE))
+G_AFTER_CUT = st.sampled_from([b"{}", b" 1", b"]", CUT_LINE])
+G_PAD = st.sampled_from([b"", b" ", b"\t", b"\r", b"\r\n", b"\n\n", b" \x0c "])
+
+
 @st.composite
 def garbage(draw: st.DrawFn) -> bytes:
     """One case: bytes that may hold several lines."""
-    kind = draw(st.integers(min_value=0, max_value=11))
+    kind = draw(G_KIND)
     if kind == 0:  # random bytes
-        return draw(st.binary(max_size=80))
+        return draw(G_BYTES)
     if kind == 1:  # invalid UTF-8 somewhere in a valid message
-        text = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).rstrip(b"\n")
-        bad = draw(st.sampled_from([b"\xff", b"\xc3(", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\xc0\xaf", b"\x80"]))
-        at = draw(st.integers(min_value=0, max_value=len(text)))
-        return text[:at] + bad + text[at:]
+        bad = draw(G_BAD_UTF8)
+        at = draw(G_VALID_LINE_AT)
+        return VALID_LINE[:at] + bad + VALID_LINE[at:]
     if kind == 2:  # JSON that is not an object
-        value = draw(json_values.filter(lambda v: not isinstance(v, dict)))
-        return json.dumps(value).encode()
+        return json.dumps(draw(G_NOT_OBJECT)).encode()
     if kind == 3:  # batches: refused whole, never run
-        items = draw(
-            st.lists(
-                st.integers(0, 9).map(lambda i: {"jsonrpc": "2.0", "id": f"b{i}", "method": "_batch/marker"}),
-                max_size=3,
-            )
-        )
-        return json.dumps(items).encode()
+        return json.dumps(draw(G_BATCH)).encode()
     if kind in (4, 5, 6):  # a message built from right and wrong parts
         message: dict[str, Any] = {}
-        for key, values in (
-            ("jsonrpc", st.sampled_from([MISSING, "2.0", "2.0", "2.0", "1.0", "2", 2.0, 2, None, "2.0 ", ["2.0"]])),
-            ("id", st.just(MISSING) | odd_ids),
-            ("method", st.just(MISSING) | method_names | json_scalars),
-            ("params", st.sampled_from([MISSING, None]) | json_values | st.sampled_from(list(VALID_PARAMS.values()))),
-            ("result", st.just(MISSING) | st.just(MISSING) | json_values),
-            ("error", st.just(MISSING) | st.just(MISSING) | json_values),
-            ("extra", st.just(MISSING) | st.just(MISSING) | json_values),
-        ):
+        for key, values in G_PARTS:
             value = draw(values)
             if value is not MISSING:
                 message[key] = value
-        if message.get("method") == "$/cancel_request" and draw(st.booleans()):
+        if message.get("method") == "$/cancel_request" and draw(G_BOOL):
             message["params"] = {"requestId": draw(odd_ids)}
-        return json.dumps(message, ensure_ascii=draw(st.booleans())).encode()
+        return json.dumps(message, ensure_ascii=draw(G_BOOL)).encode()
     if kind == 7:  # responses nobody asked for
-        response: dict[str, Any] = {"jsonrpc": draw(st.sampled_from(["2.0", "1.0"])), "id": draw(odd_ids)}
-        response[draw(st.sampled_from(["result", "error"]))] = draw(json_values)
+        response: dict[str, Any] = {"jsonrpc": draw(G_JSONRPC), "id": draw(odd_ids)}
+        response[draw(G_MEMBER)] = draw(json_values)
         return json.dumps(response).encode()
     if kind == 8:  # nesting: shallow, or far deeper than any parser allows
-        depth = draw(st.integers(1, 200) | st.integers(3000, 20000))
-        where = draw(st.sampled_from(["line", "params", "id", "method"]))
+        depth = draw(G_DEPTH)
+        where = draw(G_DEEP_WHERE)
         if where == "line":
             return nested_text(depth)
         body = nested_text(depth).decode()
@@ -884,21 +915,20 @@ def garbage(draw: st.DrawFn) -> bytes:
             return f'{{"jsonrpc":"2.0","id":"deep","method":"_deep","params":{body}}}'.encode()
         return f'{{"jsonrpc":"2.0","{where}":{body},"method":"initialize"}}'.encode()
     if kind == 9:  # huge strings
-        size = draw(st.integers(0, 200_000))
-        where = draw(st.sampled_from(["params", "method", "id"]))
+        size = draw(G_SIZE)
+        where = draw(G_HUGE_WHERE)
         big = "\u00e9x" * (size // 2)
         message = {"jsonrpc": "2.0", "id": "huge", "method": "_huge", "params": {"s": big}}
         if where != "params":
             message[where] = big
-        return json.dumps(message, ensure_ascii=draw(st.booleans())).encode()
+        return json.dumps(message, ensure_ascii=draw(G_BOOL)).encode()
     if kind == 10:  # a valid message cut short, or two on one line
-        text = json.dumps({"jsonrpc": "2.0", "id": "cut", "method": "initialize", "params": INIT}).encode()
-        if draw(st.booleans()):
-            return text[: draw(st.integers(0, len(text)))]
-        return text + draw(st.sampled_from([b"{}", b" 1", b"]", text]))
+        if draw(G_BOOL):
+            return CUT_LINE[: draw(G_CUT_AT)]
+        return CUT_LINE + draw(G_AFTER_CUT)
     # whitespace, CRLF, blank lines around a valid notification
-    pad = draw(st.sampled_from([b"", b" ", b"\t", b"\r", b"\r\n", b"\n\n", b" \x0c "]))
-    return pad + json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}).encode() + pad
+    pad = draw(G_PAD)
+    return pad + NOTIFICATION_LINE + pad
 
 
 @fuzz("connection_garbage")
@@ -924,13 +954,11 @@ def test_connection_answers_garbage_correctly_and_keeps_serving(cases: list[byte
 @fuzz("connection_mutated")
 @given(
     requests=st.lists(
-        st.sampled_from([m for m in VALID_PARAMS if m != "session/cancel"]).flatmap(
-            lambda m: st.tuples(st.just(m), mutated(VALID_PARAMS[m]))
-        ),
+        st.one_of([st.tuples(st.just(m), mutated(p)) for m, p in VALID_PARAMS.items() if m != "session/cancel"]),
         min_size=1,
         max_size=6,
     ),
-    updates=st.lists(st.sampled_from(SESSION_UPDATES).flatmap(mutated), min_size=1, max_size=6),
+    updates=st.lists(st.one_of([mutated(update) for update in SESSION_UPDATES]), min_size=1, max_size=6),
     use_orjson=st.booleans(),
 )
 def test_connection_mutated_messages_both_roles(

@@ -66,16 +66,22 @@ NAMES = [n for n in S.DEFS if n not in UNSUPPORTED]
 CALLS: Counter[str] = Counter()
 
 
+@functools.cache
+def hypothesis_schema(name: str) -> dict[str, Any]:
+    """The rewritten standalone schema of `name` (serde_schema), built once; read-only."""
+    return S.for_hypothesis(S.standalone(name))
+
+
 def _is_finite(name: str) -> bool:
     """Enums and consts: fewer than MAX_EXAMPLES distinct values exist."""
-    schema = S.for_hypothesis(S.standalone(name))
+    schema = hypothesis_schema(name)
     branches = schema.get("anyOf", schema.get("oneOf", [schema]))
     return all("const" in b or "enum" in b for b in branches)
 
 
 @functools.cache
 def valid_values(name: str) -> st.SearchStrategy[Any]:
-    schema = S.with_tag(S.for_hypothesis(S.standalone(name)), S.class_tag(types, name))
+    schema = S.with_tag(hypothesis_schema(name), S.class_tag(types, name))
     return from_schema(schema)
 
 
@@ -98,6 +104,9 @@ ODD_VALUES = st.sampled_from(
 KEY_NAMES = st.sampled_from(["type", "_meta", "sessionId", "content", "sessionUpdate", "extra", "", "ü"]) | st.text(
     max_size=6
 )
+# Built once, not in every draw of mutated(): building a strategy costs more than drawing from it.
+NEW_VALUES = ODD_VALUES | JSON_VALUES
+OPERATIONS = st.sampled_from(["replace", "delete", "insert"])
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -114,9 +123,9 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]
 def mutated(draw: Callable[..., Any], value: Any) -> Any:
     """`value` with one change somewhere: a subvalue replaced, a key/item deleted or inserted."""
     path = draw(st.sampled_from(list(_paths(value))))
-    op = draw(st.sampled_from(["replace", "delete", "insert"]))
+    op = draw(OPERATIONS)
     root = copy.deepcopy(value)
-    new = draw(ODD_VALUES | JSON_VALUES)
+    new = draw(NEW_VALUES)
     if not path:
         if op == "insert" and isinstance(root, dict):
             root[draw(KEY_NAMES)] = new
@@ -250,7 +259,7 @@ def test_schema_rewrites_are_the_documented_ones() -> None:
                 walk(value, in_properties=(key == "properties" and not in_properties))
 
     for name in S.DEFS:
-        walk(S.for_hypothesis(S.standalone(name)))
+        walk(hypothesis_schema(name))
     supported = {
         "type", "properties", "required", "items", "additionalProperties", "const", "anyOf", "oneOf",
         "allOf", "not", "minimum", "maximum", "format", "enum", "maxProperties",
@@ -260,10 +269,10 @@ def test_schema_rewrites_are_the_documented_ones() -> None:
 
 
 def test_fallback_variants_exclude_the_tag() -> None:
-    mcp = S.for_hypothesis(S.standalone("McpServer"))
+    mcp = hypothesis_schema("McpServer")
     stdio = [b for b in mcp["anyOf"] if "type" not in b.get("properties", {})]
     assert len(stdio) == 1 and stdio[0]["not"] == {"required": ["type"]}
-    auth = S.for_hypothesis(S.standalone("AuthMethod"))
+    auth = hypothesis_schema("AuthMethod")
     assert sum(b.get("not") == {"required": ["type"]} for b in auth["anyOf"]) == 1
 
 

@@ -2,22 +2,47 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from codegen.cli import entry
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codegen.cli", *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=300
-    )
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stderr: str
 
 
-def test_check_is_clean_right_after_generating_and_fails_after_an_edit(tmp_path: Path) -> None:
+Cli = Callable[..., Run]
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """`acp-codegen ARGS` in `cwd` (default: the repository), run in this process through the console
+    script's entry point, as a user's shell would run it but without a new interpreter each time."""
+    monkeypatch.delenv("ACP_CODEGEN_DEBUG", raising=False)
+
+    def run(*args: str, cwd: Path = ROOT) -> Run:
+        capsys.readouterr()
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            patch.setattr(sys, "argv", ["acp-codegen", *args])
+            with pytest.raises(SystemExit) as info:
+                entry()
+        assert isinstance(info.value.code, int | None), info.value.code
+        return Run(info.value.code or 0, capsys.readouterr().err)
+
+    return run
+
+
+def test_check_is_clean_right_after_generating_and_fails_after_an_edit(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "acp"
     assert cli("agent", "--out", str(out)).returncode == 0
     first = cli("agent", "--out", str(out), "--check")
@@ -32,7 +57,7 @@ def test_check_is_clean_right_after_generating_and_fails_after_an_edit(tmp_path:
     assert {p for p in out.iterdir()} == set(before)
 
 
-def test_check_reports_a_missing_file(tmp_path: Path) -> None:
+def test_check_reports_a_missing_file(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "acp"
     assert cli("client", "--out", str(out)).returncode == 0
     (out / "dispatch.py").unlink()
@@ -40,7 +65,7 @@ def test_check_reports_a_missing_file(tmp_path: Path) -> None:
     assert result.returncode == 1 and "missing" in result.stderr
 
 
-def test_project_config_targets_generate_and_check(tmp_path: Path) -> None:
+def test_project_config_targets_generate_and_check(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n'
         '[[tool.acp-codegen.targets]]\nrole = "agent"\nout = "src/pkg/acp"\npackage = "pkg.acp"\n\n'
@@ -67,7 +92,7 @@ def test_project_config_targets_generate_and_check(tmp_path: Path) -> None:
         ("[tool.acp-codegen\n", "invalid TOML"),
     ],
 )
-def test_bad_project_config_is_one_clear_line(tmp_path: Path, config: str, message: str) -> None:
+def test_bad_project_config_is_one_clear_line(tmp_path: Path, config: str, message: str, cli: Cli) -> None:
     (tmp_path / "pyproject.toml").write_text(config)
     result = cli("generate", cwd=tmp_path)
     assert result.returncode == 2

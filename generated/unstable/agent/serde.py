@@ -17,6 +17,7 @@ import enum
 import importlib
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
@@ -232,11 +233,13 @@ def skip_invalid(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> 
     if value.__class__ is not list:
         fail(path, "array", value)
     out: list[Any] = []
-    for i, x in enumerate(value):
+    i = 0
+    for x in value:
         try:
             out.append(item(x, (path, i), ctx))
         except DecodeError as exc:
             ctx.tolerated((path, i), exc, "item dropped")
+        i += 1
     return out
 
 
@@ -256,16 +259,25 @@ def tolerated(ctx: DecodeContext, path: PathT, exc: DecodeError, fallback: _T) -
     return fallback
 
 
+# Plain loops, not comprehensions: a comprehension is a function call of its own (Python 3.11).
 def list_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> list[Any]:
     if value.__class__ is not list:
         fail(path, "array", value)
-    return [item(x, (path, i), ctx) for i, x in enumerate(value)]
+    out: list[Any] = []
+    i = 0
+    for x in value:
+        out.append(item(x, (path, i), ctx))
+        i += 1
+    return out
 
 
 def map_of(value: Any, path: PathT, ctx: DecodeContext, item: Decoder) -> dict[str, Any]:
     if value.__class__ is not dict:
         fail(path, "object", value)
-    return {k: item(x, (path, k), ctx) for k, x in cast(JsonObject, value).items()}
+    out: dict[str, Any] = {}
+    for k, x in cast(JsonObject, value).items():
+        out[k] = item(x, (path, k), ctx)
+    return out
 
 
 def d_str(value: Any, path: PathT, ctx: DecodeContext) -> str:
@@ -317,6 +329,16 @@ def check_tag(obj: Any, wire: str, value: str) -> None:
         raise DecodeError((None, wire), f"expected {value!r}, got {obj[wire]!r}")
 
 
+def _tag_checked(decoder: Decoder, wire: str, value: str) -> Decoder:
+    """`decoder`, for a variant class decoded on its own (`from_dict`): checks the tag first."""
+
+    def decode(obj: Any, path: PathT, ctx: DecodeContext) -> Any:
+        check_tag(obj, wire, value)
+        return decoder(obj, path, ctx)
+
+    return decode
+
+
 def encode_any(value: object) -> Any:
     """Encode a union value: a generated class, a list of them, or a JSON scalar."""
     to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
@@ -327,14 +349,44 @@ def encode_any(value: object) -> Any:
     return value
 
 
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")  # what json.decoder skips around a value
+
+
+def parser(decoder: json.JSONDecoder, fallback: Callable[[str], Any]) -> Callable[[str], Any]:
+    """What `fallback` (`decoder.decode`, or `json.loads` for the default decoder) returns for
+    a text, faster: the decoder's scanner is called directly, without the Python layers around
+    it (a third of `json.loads`' time on a short message). A value that spans the text (trailing
+    whitespace aside) is the result; anything else (leading whitespace, a BOM, empty text, extra
+    data) is handed to `fallback`, so every error and edge case is exactly the decoder's own.
+    """
+    # The decoder's own scanner (built from its hooks: parse_float, parse_constant, ...), the one
+    # `decode` calls; the C scanner clears its key memo after every call.
+    scan: Callable[[str, int], tuple[Any, int]] = cast(Any, decoder).scan_once
+    space = _WHITESPACE.match
+
+    def parse(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration:  # no value at 0: leading whitespace, a BOM, empty, not JSON
+            return fallback(text)
+        if end == len(text) or space(text, end).end() == len(text):  # type: ignore[union-attr]
+            return value
+        return fallback(text)  # extra data: the fallback raises its own error
+
+    return parse
+
+
+_parse: Final = parser(json.JSONDecoder(), json.loads)
+
+
 def loads(data: str | bytes) -> Any:
-    """Parse JSON text; a syntax error is a `DecodeError` at the root.
+    """Parse JSON text (exactly as `json.loads`); a syntax error is a `DecodeError` at the root.
 
     Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
     and spotting those first costs more than it saves.
     """
     try:
-        return json.loads(data)
+        return _parse(data) if isinstance(data, str) else json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
@@ -364,7 +416,8 @@ class Wire:
     """
 
     __slots__ = ()
-    _decode: ClassVar[Decoder]
+    _from: ClassVar[Decoder]
+    """What `from_dict` calls: the class's decoder, behind the tag check for a variant class."""
     _tag: ClassVar[tuple[str, str] | None] = None
 
     def __init_subclass__(
@@ -373,15 +426,13 @@ class Wire:
         super().__init_subclass__()
         # dataclass(slots=True) rebuilds the class without these arguments: keep what is set.
         if decoder is not None:
-            cls._decode = decoder
+            cls._from = decoder if tag is None else _tag_checked(decoder, *tag)
             cls._tag = tag
 
     @classmethod
     def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
         """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
-        if cls._tag is not None:
-            check_tag(obj, *cls._tag)
-        value: _W = cls._decode(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
+        value: _W = cls._from(obj, None, ctx or DEFAULT_CTX)  # typed local: no cast call
         return value
 
     @classmethod

@@ -709,7 +709,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -717,13 +717,12 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -780,7 +779,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -790,15 +789,12 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WriteTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -856,7 +852,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.limit = UNSET
@@ -868,6 +864,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -880,6 +877,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = v
     elif v is _MISSING:
         inst.limit = UNSET
+        n += 1
     elif v is None:
         inst.limit = None
     else:
@@ -887,20 +885,22 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
             inst.limit = _s.as_int(v, (path, "limit"))
         except DecodeError as exc:
             inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReadTextFileRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -965,11 +965,19 @@ def _d_RequestPermissionRequest(
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "options")
+        items3: list[PermissionOption] = []
+        i = 0
+        for x in v:
+            items3.append(_d_PermissionOption(x, (p3, i), ctx))
+            i += 1
+        inst.options = items3
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -979,15 +987,12 @@ def _d_RequestPermissionRequest(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1056,7 +1061,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -1074,6 +1079,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -1083,6 +1089,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -1092,6 +1099,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -1101,13 +1109,36 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        n += 1
     elif v is None:
         inst.name = None
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -1116,8 +1147,23 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -1128,27 +1174,31 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        n += 1
     else:
         inst.raw_output = v
+    if n == 9:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1228,7 +1278,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.audience = UNSET
         inst.last_modified = UNSET
@@ -1237,8 +1287,27 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.extra = {}
         return inst
     v = obj.get("audience", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "audience")
+            items1: list[Role] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(
+                        _Role_VALUES[x]
+                        if x.__class__ is str and x in _Role_VALUES
+                        else _s.enum_fail((p1, i), "Role", x)
+                    )
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.audience = items1
+        except DecodeError as exc:
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    elif v is _MISSING:
         inst.audience = UNSET
+        n += 1
     elif v is None:
         inst.audience = None
     else:
@@ -1260,6 +1329,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
+        n += 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -1269,6 +1339,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
+        n += 1
     elif v is None:
         inst.priority = None
     else:
@@ -1276,18 +1347,22 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1340,7 +1415,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1349,6 +1424,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1356,18 +1432,22 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1424,7 +1504,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.uri = UNSET
@@ -1434,6 +1514,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1446,22 +1527,27 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
+        n += 1
     elif v is None:
         inst.uri = None
     else:
         inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1524,7 +1610,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1533,6 +1619,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1540,18 +1627,22 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1610,7 +1701,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.description = UNSET
@@ -1623,6 +1714,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1635,6 +1727,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -1644,6 +1737,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1653,6 +1747,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
+        n += 1
     elif v is None:
         inst.size = None
     else:
@@ -1665,22 +1760,27 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if n == 7:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
-    )
+    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1753,7 +1853,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
@@ -1764,24 +1864,27 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TextResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1837,7 +1940,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
@@ -1848,24 +1951,27 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_BlobResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1912,7 +2018,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1921,6 +2027,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1928,20 +2035,22 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_EmbeddedResource.issuperset(obj)
-        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1993,7 +2102,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2003,11 +2112,12 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2058,7 +2168,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
@@ -2069,20 +2179,27 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.old_text = v
     elif v is _MISSING:
         inst.old_text = UNSET
+        n += 1
     elif v is None:
         inst.old_text = None
     else:
         inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2136,7 +2253,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2146,11 +2263,12 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2198,7 +2316,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
@@ -2209,6 +2327,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -2216,20 +2335,22 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallLocation.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2296,7 +2417,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         _s.missing(path, "kind")
     else:
         _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2306,15 +2427,12 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PermissionOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2370,7 +2488,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
         inst.env = UNSET
@@ -2380,16 +2498,46 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.extra = {}
         return inst
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "args")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.args = items3
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "env")
+            items4: list[EnvVariable] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.env = items4
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    elif v is _MISSING:
         inst.env = UNSET
+        n += 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
@@ -2400,6 +2548,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -2409,6 +2558,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = v
     elif v is _MISSING:
         inst.output_byte_limit = UNSET
+        n += 1
     elif v is None:
         inst.output_byte_limit = None
     else:
@@ -2416,20 +2566,22 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
             inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CreateTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2504,7 +2656,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2514,13 +2666,12 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2572,7 +2723,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2582,15 +2733,12 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalOutputRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2642,7 +2790,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2652,15 +2800,12 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReleaseTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2716,7 +2861,7 @@ def _d_WaitForTerminalExitRequest(
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2726,15 +2871,12 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WaitForTerminalExitRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     return inst
 
 
@@ -2786,7 +2928,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2796,15 +2938,12 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_KillTerminalRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2858,11 +2997,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -2872,6 +3013,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2879,6 +3021,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2886,15 +3029,12 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -2981,11 +3121,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -2995,6 +3137,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3002,6 +3145,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3009,15 +3153,12 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3091,7 +3232,7 @@ def _d_ElicitationSessionScope(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.extra = {}
@@ -3101,15 +3242,12 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3156,9 +3294,7 @@ def _d_ElicitationRequestScope(
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
-        {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
@@ -3191,7 +3327,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.type = "object"
         inst.title = UNSET
@@ -3208,6 +3344,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
+        n += 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3215,6 +3352,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3223,11 +3361,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
+        n += 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "required")
+        items4: list[str] = []
+        i = 0
+        for x in v:
+            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            i += 1
+        inst.required = items4
+    elif v is _MISSING:
         inst.required = UNSET
+        n += 1
     elif v is None:
         inst.required = None
     else:
@@ -3237,24 +3385,28 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3338,7 +3490,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -3349,22 +3501,27 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3424,7 +3581,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3443,6 +3600,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3452,6 +3610,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3461,6 +3620,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
+        n += 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3470,6 +3630,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
+        n += 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3479,6 +3640,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
+        n += 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3488,6 +3650,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = _StringFormat_VALUES[v]
     elif v is _MISSING:
         inst.format = UNSET
+        n += 1
     elif v is None:
         inst.format = None
     else:
@@ -3497,38 +3660,59 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p8 = (path, "enum")
+        items8: list[str] = []
+        i = 0
+        for x in v:
+            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            i += 1
+        inst.enum = items8
+    elif v is _MISSING:
         inst.enum = UNSET
+        n += 1
     elif v is None:
         inst.enum = None
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
     v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p9 = (path, "oneOf")
+        items9: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items9.append(_d_EnumOption(x, (p9, i), ctx))
+            i += 1
+        inst.one_of = items9
+    elif v is _MISSING:
         inst.one_of = UNSET
+        n += 1
     elif v is None:
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    if n == 9:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StringPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3624,7 +3808,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3639,6 +3823,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3648,6 +3833,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3657,6 +3843,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3666,6 +3853,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3675,6 +3863,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3682,20 +3871,22 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NumberPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3764,7 +3955,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3779,6 +3970,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3788,6 +3980,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3797,6 +3990,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3806,6 +4000,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3815,6 +4010,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3822,20 +4018,22 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_IntegerPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3904,7 +4102,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3917,6 +4115,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3926,6 +4125,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3935,24 +4135,27 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_BooleanPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4008,11 +4211,19 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "enum")
+        items1: list[str] = []
+        i = 0
+        for x in v:
+            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            i += 1
+        inst.enum = items1
+    elif v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4022,15 +4233,12 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StringMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4070,11 +4278,19 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "anyOf")
+        items1: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items1.append(_d_EnumOption(x, (p1, i), ctx))
+            i += 1
+        inst.any_of = items1
+    elif v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4084,15 +4300,12 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TitledMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4145,7 +4358,7 @@ def _d_MultiSelectPropertySchema(
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4160,6 +4373,7 @@ def _d_MultiSelectPropertySchema(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4169,6 +4383,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4178,6 +4393,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
+        n += 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4187,13 +4403,29 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
+        n += 1
     elif v is None:
         inst.max_items = None
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "default")
+            items6: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.default = items6
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4201,20 +4433,22 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4290,11 +4524,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4302,6 +4538,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4309,15 +4546,12 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationFormMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4376,11 +4610,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4388,6 +4624,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4395,15 +4632,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4455,7 +4689,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4465,15 +4699,12 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConnectMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4531,7 +4762,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
@@ -4542,24 +4773,27 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         _s.fail((path, "params"), "object", v)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_MessageMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4616,7 +4850,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4626,15 +4860,12 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DisconnectMcpRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4686,11 +4917,7 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_AgentResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4730,11 +4957,7 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_AgentResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4767,7 +4990,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.image = False
         inst.audio = False
@@ -4782,6 +5005,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.image = False
         absent.append("image")
+        n += 1
     else:
         inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
@@ -4790,6 +5014,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.audio = False
         absent.append("audio")
+        n += 1
     else:
         inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
@@ -4798,22 +5023,26 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is _MISSING:
         inst.embedded_context = False
         absent.append("embeddedContext")
+        n += 1
     else:
         inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4880,7 +5109,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.http = False
         inst.sse = False
@@ -4895,6 +5124,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.http = False
         absent.append("http")
+        n += 1
     else:
         inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
@@ -4903,6 +5133,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.sse = False
         absent.append("sse")
+        n += 1
     else:
         inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("acp", _MISSING)
@@ -4911,22 +5142,26 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is _MISSING:
         inst.acp = False
         absent.append("acp")
+        n += 1
     else:
         inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4983,7 +5218,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.list = UNSET
         inst.delete = UNSET
@@ -4997,6 +5232,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("list", _MISSING)
     if v is _MISSING:
         inst.list = UNSET
+        n += 1
     elif v is None:
         inst.list = None
     else:
@@ -5007,6 +5243,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
+        n += 1
     elif v is None:
         inst.delete = None
     else:
@@ -5017,6 +5254,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -5031,6 +5269,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("fork", _MISSING)
     if v is _MISSING:
         inst.fork = UNSET
+        n += 1
     elif v is None:
         inst.fork = None
     else:
@@ -5041,6 +5280,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
+        n += 1
     elif v is None:
         inst.resume = None
     else:
@@ -5051,6 +5291,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
+        n += 1
     elif v is None:
         inst.close = None
     else:
@@ -5058,20 +5299,22 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
             inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5165,7 +5408,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
@@ -5174,6 +5417,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
         inst.logout = UNSET
+        n += 1
     elif v is None:
         inst.logout = None
     else:
@@ -5181,20 +5425,22 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
             inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5248,7 +5494,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.load_session = False
         inst.prompt_capabilities = PromptCapabilities(
@@ -5272,6 +5518,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     elif v is _MISSING:
         inst.load_session = False
         absent.append("loadSession")
+        n += 1
     else:
         inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
@@ -5280,6 +5527,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             image=False, audio=False, embedded_context=False
         )
         absent.append("promptCapabilities")
+        n += 1
     else:
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
@@ -5294,6 +5542,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.mcp_capabilities = McpCapabilities(http=False, sse=False, acp=False)
         absent.append("mcpCapabilities")
+        n += 1
     else:
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
@@ -5308,6 +5557,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.session_capabilities = SessionCapabilities()
         absent.append("sessionCapabilities")
+        n += 1
     else:
         try:
             inst.session_capabilities = _d_SessionCapabilities(
@@ -5321,6 +5571,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if v is _MISSING:
         inst.auth = AgentAuthCapabilities()
         absent.append("auth")
+        n += 1
     else:
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
@@ -5329,6 +5580,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("providers", _MISSING)
     if v is _MISSING:
         inst.providers = UNSET
+        n += 1
     elif v is None:
         inst.providers = None
     else:
@@ -5339,6 +5591,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
+        n += 1
     elif v is None:
         inst.nes = None
     else:
@@ -5351,26 +5604,30 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.position_encoding = _PositionEncodingKind_VALUES[v]
     elif v is _MISSING:
         inst.position_encoding = UNSET
+        n += 1
     elif v is None:
         inst.position_encoding = None
     else:
         inst.position_encoding = _s.tolerate(
             ctx, (path, "positionEncoding"), "a known PositionEncodingKind", v, UNSET
         )
+    if n == 8:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5489,7 +5746,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.agent_capabilities = AgentCapabilities(
             load_session=False,
@@ -5518,6 +5775,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             auth=AgentAuthCapabilities(),
         )
         absent.append("agentCapabilities")
+        n += 1
     else:
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
@@ -5537,9 +5795,31 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 ),
             )
     v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "authMethods")
+            items3: list[AuthMethod] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _AuthMethod_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.auth_methods = items3
+        except DecodeError as exc:
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+    elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
+        n += 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
@@ -5548,6 +5828,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
+        n += 1
     elif v is None:
         inst.agent_info = None
     else:
@@ -5555,20 +5836,23 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
             inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5654,7 +5938,7 @@ def _d_SessionListCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5664,15 +5948,12 @@ def _d_SessionListCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionListCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5710,7 +5991,7 @@ def _d_SessionDeleteCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5720,15 +6001,12 @@ def _d_SessionDeleteCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -5766,7 +6044,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5776,13 +6054,14 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        if n == 1
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5827,7 +6106,7 @@ def _d_SessionForkCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionForkCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5837,15 +6116,12 @@ def _d_SessionForkCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionForkCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -5889,7 +6165,7 @@ def _d_SessionResumeCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5899,15 +6175,12 @@ def _d_SessionResumeCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionResumeCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     return inst
 
 
@@ -5945,7 +6218,7 @@ def _d_SessionCloseCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5955,15 +6228,12 @@ def _d_SessionCloseCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionCloseCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -5999,7 +6269,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6009,15 +6279,12 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6053,7 +6320,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProvidersCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6063,15 +6330,12 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ProvidersCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6113,7 +6377,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.events = UNSET
         inst.context = UNSET
@@ -6123,6 +6387,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     v = obj.get("events", _MISSING)
     if v is _MISSING:
         inst.events = UNSET
+        n += 1
     elif v is None:
         inst.events = None
     else:
@@ -6133,6 +6398,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
+        n += 1
     elif v is None:
         inst.context = None
     else:
@@ -6140,20 +6406,22 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
             inst.context = _d_NesContextCapabilities(v, (path, "context"), ctx)
         except DecodeError as exc:
             inst.context = _s.tolerated(ctx, (path, "context"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6197,7 +6465,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEventCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.document = UNSET
         inst.meta = UNSET
@@ -6206,6 +6474,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
     v = obj.get("document", _MISSING)
     if v is _MISSING:
         inst.document = UNSET
+        n += 1
     elif v is None:
         inst.document = None
     else:
@@ -6213,20 +6482,22 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
             inst.document = _d_NesDocumentEventCapabilities(v, (path, "document"), ctx)
         except DecodeError as exc:
             inst.document = _s.tolerated(ctx, (path, "document"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesEventCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6270,7 +6541,7 @@ def _d_NesDocumentEventCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentEventCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.did_open = UNSET
         inst.did_change = UNSET
@@ -6283,6 +6554,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
         inst.did_open = UNSET
+        n += 1
     elif v is None:
         inst.did_open = None
     else:
@@ -6293,6 +6565,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didChange", _MISSING)
     if v is _MISSING:
         inst.did_change = UNSET
+        n += 1
     elif v is None:
         inst.did_change = None
     else:
@@ -6303,6 +6576,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didClose", _MISSING)
     if v is _MISSING:
         inst.did_close = UNSET
+        n += 1
     elif v is None:
         inst.did_close = None
     else:
@@ -6313,6 +6587,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didSave", _MISSING)
     if v is _MISSING:
         inst.did_save = UNSET
+        n += 1
     elif v is None:
         inst.did_save = None
     else:
@@ -6323,6 +6598,7 @@ def _d_NesDocumentEventCapabilities(
     v = obj.get("didFocus", _MISSING)
     if v is _MISSING:
         inst.did_focus = UNSET
+        n += 1
     elif v is None:
         inst.did_focus = None
     else:
@@ -6330,20 +6606,22 @@ def _d_NesDocumentEventCapabilities(
             inst.did_focus = _d_NesDocumentDidFocusCapabilities(v, (path, "didFocus"), ctx)
         except DecodeError as exc:
             inst.did_focus = _s.tolerated(ctx, (path, "didFocus"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesDocumentEventCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
     return inst
 
 
@@ -6401,7 +6679,7 @@ def _d_NesDocumentDidOpenCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidOpenCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6411,14 +6689,13 @@ def _d_NesDocumentDidOpenCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDocumentDidOpenCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
     )
     return inst
 
@@ -6464,7 +6741,7 @@ def _d_NesDocumentDidChangeCapabilities(
         _s.missing(path, "syncKind")
     else:
         _s.enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6474,14 +6751,13 @@ def _d_NesDocumentDidChangeCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDocumentDidChangeCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6522,7 +6798,7 @@ def _d_NesDocumentDidCloseCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidCloseCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6532,14 +6808,13 @@ def _d_NesDocumentDidCloseCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDocumentDidCloseCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
     )
     return inst
 
@@ -6578,7 +6853,7 @@ def _d_NesDocumentDidSaveCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidSaveCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6588,14 +6863,13 @@ def _d_NesDocumentDidSaveCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDocumentDidSaveCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
     )
     return inst
 
@@ -6634,7 +6908,7 @@ def _d_NesDocumentDidFocusCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidFocusCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6644,14 +6918,13 @@ def _d_NesDocumentDidFocusCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesDocumentDidFocusCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
     )
     return inst
 
@@ -6698,7 +6971,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesContextCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.recent_files = UNSET
         inst.related_snippets = UNSET
@@ -6712,6 +6985,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
         inst.recent_files = UNSET
+        n += 1
     elif v is None:
         inst.recent_files = None
     else:
@@ -6722,6 +6996,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("relatedSnippets", _MISSING)
     if v is _MISSING:
         inst.related_snippets = UNSET
+        n += 1
     elif v is None:
         inst.related_snippets = None
     else:
@@ -6734,6 +7009,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("editHistory", _MISSING)
     if v is _MISSING:
         inst.edit_history = UNSET
+        n += 1
     elif v is None:
         inst.edit_history = None
     else:
@@ -6744,6 +7020,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("userActions", _MISSING)
     if v is _MISSING:
         inst.user_actions = UNSET
+        n += 1
     elif v is None:
         inst.user_actions = None
     else:
@@ -6754,6 +7031,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("openFiles", _MISSING)
     if v is _MISSING:
         inst.open_files = UNSET
+        n += 1
     elif v is None:
         inst.open_files = None
     else:
@@ -6764,6 +7042,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     v = obj.get("diagnostics", _MISSING)
     if v is _MISSING:
         inst.diagnostics = UNSET
+        n += 1
     elif v is None:
         inst.diagnostics = None
     else:
@@ -6771,20 +7050,22 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
             inst.diagnostics = _d_NesDiagnosticsCapabilities(v, (path, "diagnostics"), ctx)
         except DecodeError as exc:
             inst.diagnostics = _s.tolerated(ctx, (path, "diagnostics"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesContextCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -6846,7 +7127,7 @@ def _d_NesRecentFilesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFilesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
@@ -6857,6 +7138,7 @@ def _d_NesRecentFilesCapabilities(
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -6864,20 +7146,22 @@ def _d_NesRecentFilesCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRecentFilesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
     return inst
 
 
@@ -6919,7 +7203,7 @@ def _d_NesRelatedSnippetsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippetsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6929,14 +7213,13 @@ def _d_NesRelatedSnippetsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesRelatedSnippetsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
     )
     return inst
 
@@ -6975,7 +7258,7 @@ def _d_NesEditHistoryCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
@@ -6986,6 +7269,7 @@ def _d_NesEditHistoryCapabilities(
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -6993,20 +7277,22 @@ def _d_NesEditHistoryCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesEditHistoryCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
     return inst
 
 
@@ -7048,7 +7334,7 @@ def _d_NesUserActionsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserActionsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
@@ -7059,6 +7345,7 @@ def _d_NesUserActionsCapabilities(
         inst.max_count = v
     elif v is _MISSING:
         inst.max_count = UNSET
+        n += 1
     elif v is None:
         inst.max_count = None
     else:
@@ -7066,20 +7353,22 @@ def _d_NesUserActionsCapabilities(
             inst.max_count = _s.as_int(v, (path, "maxCount"))
         except DecodeError as exc:
             inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesUserActionsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
     return inst
 
 
@@ -7121,7 +7410,7 @@ def _d_NesOpenFilesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFilesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7131,15 +7420,12 @@ def _d_NesOpenFilesCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesOpenFilesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7177,7 +7463,7 @@ def _d_NesDiagnosticsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnosticsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7187,15 +7473,12 @@ def _d_NesDiagnosticsCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesDiagnosticsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
     return inst
 
 
@@ -7247,7 +7530,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.args = UNSET
@@ -7260,13 +7543,29 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "args")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.args = items4
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
@@ -7275,25 +7574,28 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
+        n += 1
     else:
         try:
             inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodTerminal.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7365,7 +7667,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -7376,24 +7678,27 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodAgent.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7451,7 +7756,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
@@ -7462,24 +7767,27 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_Implementation.issuperset(obj)
-        else _s.extra_fields(obj, _K_Implementation, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7528,7 +7836,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7538,15 +7846,12 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthenticateResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -7581,11 +7886,19 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersResponse)
     v = obj.get("providers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "providers")
+        items1: list[ProviderInfo] = []
+        i = 0
+        for x in v:
+            items1.append(_d_ProviderInfo(x, (p1, i), ctx))
+            i += 1
+        inst.providers = items1
+    elif v is _MISSING:
         _s.missing(path, "providers")
     else:
         inst.providers = _s.list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7595,15 +7908,12 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListProvidersResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -7655,7 +7965,21 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     else:
         _s.fail((path, "providerId"), "string", v)
     v = obj.get("supported", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "supported")
+            items2: list[LlmProtocol] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.supported = items2
+        except DecodeError as exc:
+            inst.supported = _s.tolerated(ctx, (path, "supported"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "supported")
     else:
         try:
@@ -7674,7 +7998,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         _s.missing(path, "required")
     else:
         _s.fail((path, "required"), "boolean", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
         inst.meta = UNSET
@@ -7683,22 +8007,27 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     v = obj.get("current", _MISSING)
     if v is _MISSING:
         inst.current = UNSET
+        n += 1
     elif v is None:
         inst.current = None
     else:
         inst.current = _d_ProviderCurrentConfig(v, (path, "current"), ctx)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ProviderInfo.issuperset(obj) else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -7768,7 +8097,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7778,15 +8107,12 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ProviderCurrentConfig.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -7830,7 +8156,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7840,15 +8166,12 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SetProviderResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -7890,7 +8213,7 @@ def _d_DisableProviderResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7900,15 +8223,12 @@ def _d_DisableProviderResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DisableProviderResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -7948,7 +8268,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7958,15 +8278,12 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8009,7 +8326,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
@@ -8019,6 +8336,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -8027,8 +8345,30 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "configOptions")
+            items3: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items3
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -8038,20 +8378,22 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8110,14 +8452,28 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     else:
         _s.fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "availableModes")
+            items2: list[SessionMode] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_SessionMode(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.available_modes = items2
+        except DecodeError as exc:
+            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableModes")
     else:
         try:
             inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
             inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8127,15 +8483,12 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionModeState.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8190,7 +8543,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -8201,22 +8554,27 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionMode.issuperset(obj) else _s.extra_fields(obj, _K_SessionMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8290,7 +8648,7 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    if len(obj) == 4 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
@@ -8302,6 +8660,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -8311,24 +8670,27 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -8410,7 +8772,7 @@ def _d_SessionConfigOptionBoolean(
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
@@ -8422,6 +8784,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -8431,24 +8794,27 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -8522,7 +8888,7 @@ def _d_SessionConfigSelectOption(
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -8533,24 +8899,27 @@ def _d_SessionConfigSelectOption(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -8611,14 +8980,28 @@ def _d_SessionConfigSelectGroup(
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "options")
+            items3: list[SessionConfigSelectOption] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.options = items3
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         try:
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8628,15 +9011,12 @@ def _d_SessionConfigSelectGroup(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -8692,11 +9072,7 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -8736,11 +9112,7 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = (
-        {}
-        if _K_SessionConfigBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -8768,7 +9140,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
@@ -8778,6 +9150,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -8786,8 +9159,30 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -8797,20 +9192,22 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoadSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -8855,14 +9252,28 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "sessions")
+            items1: list[SessionInfo] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.sessions = items1
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "sessions")
     else:
         try:
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
@@ -8873,24 +9284,27 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
+        n += 1
     elif v is None:
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListSessionsResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -8947,7 +9361,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.title = UNSET
@@ -8956,8 +9370,25 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -8972,6 +9403,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -8981,22 +9413,27 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9050,7 +9487,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9060,15 +9497,12 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DeleteSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9111,7 +9545,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
@@ -9121,6 +9555,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -9129,8 +9564,30 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "configOptions")
+            items3: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items3
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9140,20 +9597,22 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ForkSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9205,7 +9664,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
         inst.config_options = UNSET
@@ -9215,6 +9674,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
         inst.modes = UNSET
+        n += 1
     elif v is None:
         inst.modes = None
     else:
@@ -9223,8 +9683,30 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         except DecodeError as exc:
             inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -9234,20 +9716,22 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ResumeSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9291,7 +9775,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9301,15 +9785,12 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -9343,7 +9824,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9353,15 +9834,12 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SetSessionModeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -9398,7 +9876,28 @@ def _d_SetSessionConfigOptionResponse(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -9407,7 +9906,7 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9417,14 +9916,13 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
@@ -9468,7 +9966,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         _s.missing(path, "stopReason")
     else:
         _s.enum_fail((path, "stopReason"), "StopReason", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
         inst.meta = UNSET
@@ -9477,6 +9975,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
         inst.usage = UNSET
+        n += 1
     elif v is None:
         inst.usage = None
     else:
@@ -9484,20 +9983,22 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
             inst.usage = _d_Usage(v, (path, "usage"), ctx)
         except DecodeError as exc:
             inst.usage = _s.tolerated(ctx, (path, "usage"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -9575,7 +10076,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         _s.missing(path, "outputTokens")
     else:
         inst.output_tokens = _s.as_int(v, (path, "outputTokens"))
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.thought_tokens = UNSET
         inst.cached_read_tokens = UNSET
@@ -9588,6 +10089,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.thought_tokens = v
     elif v is _MISSING:
         inst.thought_tokens = UNSET
+        n += 1
     elif v is None:
         inst.thought_tokens = None
     else:
@@ -9600,6 +10102,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = v
     elif v is _MISSING:
         inst.cached_read_tokens = UNSET
+        n += 1
     elif v is None:
         inst.cached_read_tokens = None
     else:
@@ -9612,6 +10115,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_write_tokens = v
     elif v is _MISSING:
         inst.cached_write_tokens = UNSET
+        n += 1
     elif v is None:
         inst.cached_write_tokens = None
     else:
@@ -9619,16 +10123,22 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
             inst.cached_write_tokens = _s.as_int(v, (path, "cachedWriteTokens"))
         except DecodeError as exc:
             inst.cached_write_tokens = _s.tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Usage.issuperset(obj) else _s.extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -9697,7 +10207,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9707,15 +10217,12 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StartNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -9754,11 +10261,26 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesResponse)
     v = obj.get("suggestions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "suggestions")
+        items1: list[NesSuggestion] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t1 := x.get("kind")).__class__ is str
+                and (d1 := _NesSuggestion_TAGS.get(t1)) is not None
+            ):
+                items1.append(d1(x, (p1, i), ctx))
+            else:
+                items1.append(_d_NesSuggestion(x, (p1, i), ctx))
+            i += 1
+        inst.suggestions = items1
+    elif v is _MISSING:
         _s.missing(path, "suggestions")
     else:
         inst.suggestions = _s.list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9768,15 +10290,12 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SuggestNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -9826,7 +10345,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         _s.missing(path, "newText")
     else:
         _s.fail((path, "newText"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9836,13 +10355,12 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesTextEdit.issuperset(obj) else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -9892,7 +10410,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         _s.missing(path, "end")
     else:
         inst.end = _d_Position(v, (path, "end"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9902,11 +10420,12 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Range.issuperset(obj) else _s.extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -9960,7 +10479,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         _s.missing(path, "character")
     else:
         inst.character = _s.as_int(v, (path, "character"))
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9970,11 +10489,12 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Position.issuperset(obj) else _s.extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10033,11 +10553,19 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("edits", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "edits")
+        items3: list[NesTextEdit] = []
+        i = 0
+        for x in v:
+            items3.append(_d_NesTextEdit(x, (p3, i), ctx))
+            i += 1
+        inst.edits = items3
+    elif v is _MISSING:
         _s.missing(path, "edits")
     else:
         inst.edits = _s.list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
-    if len(obj) == 3 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
         inst.meta = UNSET
@@ -10046,6 +10574,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
         inst.cursor_position = UNSET
+        n += 1
     elif v is None:
         inst.cursor_position = None
     else:
@@ -10053,20 +10582,22 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
             inst.cursor_position = _d_Position(v, (path, "cursorPosition"), ctx)
         except DecodeError as exc:
             inst.cursor_position = _s.tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesEditSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10137,7 +10668,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         _s.missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
-    if len(obj) == 3 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10147,15 +10678,12 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesJumpSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10231,7 +10759,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         _s.missing(path, "newName")
     else:
         _s.fail((path, "newName"), "string", v)
-    if len(obj) == 4 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10241,15 +10769,12 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRenameSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -10332,7 +10857,7 @@ def _d_NesSearchAndReplaceSuggestion(
         _s.missing(path, "replace")
     else:
         _s.fail((path, "replace"), "string", v)
-    if len(obj) == 4 + ("kind" in obj):
+    if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
         inst.meta = UNSET
@@ -10343,24 +10868,27 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.is_regex = v
     elif v is _MISSING:
         inst.is_regex = UNSET
+        n += 1
     elif v is None:
         inst.is_regex = None
     else:
         _s.fail((path, "isRegex"), "boolean", v)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesSearchAndReplaceSuggestion.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
     return inst
 
 
@@ -10417,7 +10945,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10427,15 +10955,12 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseNesResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -10485,7 +11010,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
         inst.extra = {}
@@ -10493,9 +11018,10 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
+        n += 1
     else:
         inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -10545,7 +11071,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -10553,15 +11079,12 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_AgentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -10611,7 +11134,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10621,15 +11144,12 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -10687,7 +11207,7 @@ def _d_SessionUpdateUserMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
@@ -10698,24 +11218,27 @@ def _d_SessionUpdateUserMessageChunk(
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -10776,7 +11299,7 @@ def _d_SessionUpdateAgentMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
@@ -10787,23 +11310,28 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
@@ -10865,7 +11393,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
@@ -10876,23 +11404,28 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
@@ -10962,7 +11495,7 @@ def _d_SessionUpdateToolCallUpdate(
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
         inst.status = UNSET
@@ -10980,6 +11513,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -10989,6 +11523,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        n += 1
     elif v is None:
         inst.status = None
     else:
@@ -10998,6 +11533,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -11007,13 +11543,36 @@ def _d_SessionUpdateToolCallUpdate(
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        n += 1
     elif v is None:
         inst.name = None
     else:
         inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -11022,8 +11581,23 @@ def _d_SessionUpdateToolCallUpdate(
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -11034,27 +11608,31 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        n += 1
     else:
         inst.raw_output = v
+    if n == 9:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -11143,7 +11721,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
@@ -11154,22 +11732,27 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.message_id = v
     elif v is _MISSING:
         inst.message_id = UNSET
+        n += 1
     elif v is None:
         inst.message_id = None
     else:
         inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11240,7 +11823,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.name = UNSET
         inst.kind = UNSET
@@ -11257,6 +11840,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.name = v
     elif v is _MISSING:
         inst.name = UNSET
+        n += 1
     elif v is None:
         inst.name = None
     else:
@@ -11266,6 +11850,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.kind = _ToolKind_VALUES[v]
     elif v is _MISSING:
         inst.kind = UNSET
+        n += 1
     else:
         inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
@@ -11273,19 +11858,57 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = _ToolCallStatus_VALUES[v]
     elif v is _MISSING:
         inst.status = UNSET
+        n += 1
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "content")
+            items6: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t6 := x.get("type")).__class__ is str
+                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                    ):
+                        items6.append(d6(x, (p6, i), ctx))
+                    else:
+                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.content = items6
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     else:
         try:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p7 = (path, "locations")
+            items7: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p7, i), exc, "item dropped")
+                i += 1
+            inst.locations = items7
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        n += 1
     else:
         try:
             inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
@@ -11294,23 +11917,31 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        n += 1
     else:
         inst.raw_output = v
+    if n == 9:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_ToolCall.issuperset(obj) else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -11416,7 +12047,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         _s.missing(path, "status")
     else:
         _s.enum_fail((path, "status"), "PlanEntryStatus", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11426,13 +12057,12 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -11479,14 +12109,28 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "entries")
+            items1: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_PlanEntry(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.entries = items1
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11496,11 +12140,12 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Plan.issuperset(obj) else _s.extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -11554,14 +12199,28 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "entries")
+            items2: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.entries = items2
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11571,13 +12230,12 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanItems.issuperset(obj) else _s.extra_fields(obj, _K_PlanItems, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -11643,7 +12301,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11653,11 +12311,12 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_PlanFile.issuperset(obj) else _s.extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -11716,7 +12375,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11726,13 +12385,12 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanMarkdown.issuperset(obj) else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -11788,7 +12446,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11798,13 +12456,12 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanUpdate.issuperset(obj) else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -11854,7 +12511,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         _s.missing(path, "planId")
     else:
         _s.fail((path, "planId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11864,13 +12521,12 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanRemoved.issuperset(obj) else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -11927,7 +12583,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
@@ -11936,6 +12592,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
+        n += 1
     elif v is None:
         inst.input = None
     else:
@@ -11943,20 +12600,22 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommand.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12007,7 +12666,7 @@ def _d_UnstructuredCommandInput(
         _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12017,15 +12676,12 @@ def _d_UnstructuredCommandInput(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_UnstructuredCommandInput.issuperset(obj)
-        else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -12066,7 +12722,21 @@ def _d_AvailableCommandsUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "availableCommands")
+            items1: list[AvailableCommand] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.available_commands = items1
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableCommands")
     else:
         try:
@@ -12075,7 +12745,7 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12085,15 +12755,12 @@ def _d_AvailableCommandsUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -12142,7 +12809,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         _s.missing(path, "currentModeId")
     else:
         _s.fail((path, "currentModeId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12152,15 +12819,12 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CurrentModeUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12207,7 +12871,28 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -12216,7 +12901,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12226,15 +12911,12 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConfigOptionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12278,7 +12960,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
-    if len(obj) == 0 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.updated_at = UNSET
@@ -12290,6 +12972,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -12299,24 +12982,27 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionInfoUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -12378,7 +13064,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12388,11 +13074,12 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -12446,7 +13133,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
@@ -12455,6 +13142,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
+        n += 1
     elif v is None:
         inst.cost = None
     else:
@@ -12462,18 +13150,22 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -12532,7 +13224,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.summary = UNSET
         inst.error = UNSET
@@ -12540,8 +13232,30 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.extra = {}
         return inst
     v = obj.get("summary", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "summary")
+            items3: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _ContentBlock_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_ContentBlock(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.summary = items3
+        except DecodeError as exc:
+            inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
+    elif v is _MISSING:
         inst.summary = UNSET
+        n += 1
     elif v is None:
         inst.summary = None
     else:
@@ -12554,24 +13268,27 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.error = v
     elif v is _MISSING:
         inst.error = UNSET
+        n += 1
     elif v is None:
         inst.error = None
     else:
         inst.error = _s.tolerate(ctx, (path, "error"), "string", v, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CompactionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -12654,7 +13371,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12664,15 +13381,12 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CompactionSummaryChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -12731,7 +13445,7 @@ def _d_CompleteElicitationNotification(
         _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12741,14 +13455,13 @@ def _d_CompleteElicitationNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
 
@@ -12803,7 +13516,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
@@ -12814,24 +13527,27 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.params = v
     elif v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = _s.tolerate(ctx, (path, "params"), "object", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_MessageMcpNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -12896,7 +13612,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -12904,15 +13620,12 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -12949,7 +13662,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.read_text_file = False
         inst.write_text_file = False
@@ -12963,6 +13676,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.read_text_file = False
         absent.append("readTextFile")
+        n += 1
     else:
         inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
@@ -12971,22 +13685,26 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is _MISSING:
         inst.write_text_file = False
         absent.append("writeTextFile")
+        n += 1
     else:
         inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_FileSystemCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13037,7 +13755,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
@@ -13050,22 +13768,26 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13129,7 +13851,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         inst.terminal = False
@@ -13147,6 +13869,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.fs = FileSystemCapabilities(read_text_file=False, write_text_file=False)
         absent.append("fs")
+        n += 1
     else:
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
@@ -13163,11 +13886,13 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is _MISSING:
         inst.terminal = False
         absent.append("terminal")
+        n += 1
     else:
         inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
+        n += 1
     elif v is None:
         inst.session = None
     else:
@@ -13178,6 +13903,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("plan", _MISSING)
     if v is _MISSING:
         inst.plan = UNSET
+        n += 1
     elif v is None:
         inst.plan = None
     else:
@@ -13189,6 +13915,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
         absent.append("auth")
+        n += 1
     else:
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
@@ -13197,6 +13924,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
+        n += 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -13207,6 +13935,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
+        n += 1
     elif v is None:
         inst.nes = None
     else:
@@ -13215,8 +13944,27 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         except DecodeError as exc:
             inst.nes = _s.tolerated(ctx, (path, "nes"), exc, UNSET)
     v = obj.get("positionEncodings", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p8 = (path, "positionEncodings")
+            items8: list[PositionEncodingKind] = []
+            i = 0
+            for x in v:
+                try:
+                    items8.append(
+                        _PositionEncodingKind_VALUES[x]
+                        if x.__class__ is str and x in _PositionEncodingKind_VALUES
+                        else _s.enum_fail((p8, i), "PositionEncodingKind", x)
+                    )
+                except DecodeError as exc:
+                    ctx.tolerated((p8, i), exc, "item dropped")
+                i += 1
+            inst.position_encodings = items8
+        except DecodeError as exc:
+            inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+    elif v is _MISSING:
         inst.position_encodings = UNSET
+        n += 1
     else:
         try:
             inst.position_encodings = _s.skip_invalid(
@@ -13231,20 +13979,23 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             )
         except DecodeError as exc:
             inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+    if n == 8:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13364,7 +14115,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "protocolVersion")
     else:
         inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.client_capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
@@ -13384,6 +14135,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             auth=AuthCapabilities(terminal=False),
         )
         absent.append("clientCapabilities")
+        n += 1
     else:
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
@@ -13401,6 +14153,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     v = obj.get("clientInfo", _MISSING)
     if v is _MISSING:
         inst.client_info = UNSET
+        n += 1
     elif v is None:
         inst.client_info = None
     else:
@@ -13408,20 +14161,23 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
             inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13494,7 +14250,7 @@ def _d_ClientSessionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.compaction = UNSET
         inst.config_options = UNSET
@@ -13504,6 +14260,7 @@ def _d_ClientSessionCapabilities(
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
         inst.compaction = UNSET
+        n += 1
     elif v is None:
         inst.compaction = None
     else:
@@ -13514,6 +14271,7 @@ def _d_ClientSessionCapabilities(
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     elif v is None:
         inst.config_options = None
     else:
@@ -13523,20 +14281,22 @@ def _d_ClientSessionCapabilities(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientSessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     return inst
 
 
@@ -13586,11 +14346,7 @@ def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = (
-        {}
-        if _K_CompactionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompactionCapabilities, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 0 else _s.extra_fields(obj, _K_CompactionCapabilities, path, ctx)
     return inst
 
 
@@ -13624,7 +14380,7 @@ def _d_SessionConfigOptionsCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
@@ -13633,6 +14389,7 @@ def _d_SessionConfigOptionsCapabilities(
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
         inst.boolean = UNSET
+        n += 1
     elif v is None:
         inst.boolean = None
     else:
@@ -13640,19 +14397,23 @@ def _d_SessionConfigOptionsCapabilities(
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
             inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionConfigOptionsCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -13698,7 +14459,7 @@ def _d_BooleanConfigOptionCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13708,14 +14469,13 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_BooleanConfigOptionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     )
     return inst
 
@@ -13752,7 +14512,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13762,15 +14522,12 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PlanCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -13812,7 +14569,7 @@ def _d_ElicitationCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.form = UNSET
         inst.url = UNSET
@@ -13822,6 +14579,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
+        n += 1
     elif v is None:
         inst.form = None
     else:
@@ -13832,6 +14590,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
+        n += 1
     elif v is None:
         inst.url = None
     else:
@@ -13839,20 +14598,22 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -13904,7 +14665,7 @@ def _d_ElicitationFormCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13914,15 +14675,12 @@ def _d_ElicitationFormCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -13962,7 +14720,7 @@ def _d_ElicitationUrlCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -13972,15 +14730,12 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -14020,7 +14775,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.jump = UNSET
         inst.rename = UNSET
@@ -14031,6 +14786,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
         inst.jump = UNSET
+        n += 1
     elif v is None:
         inst.jump = None
     else:
@@ -14041,6 +14797,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("rename", _MISSING)
     if v is _MISSING:
         inst.rename = UNSET
+        n += 1
     elif v is None:
         inst.rename = None
     else:
@@ -14051,6 +14808,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     v = obj.get("searchAndReplace", _MISSING)
     if v is _MISSING:
         inst.search_and_replace = UNSET
+        n += 1
     elif v is None:
         inst.search_and_replace = None
     else:
@@ -14060,20 +14818,22 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
             )
         except DecodeError as exc:
             inst.search_and_replace = _s.tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientNesCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -14121,7 +14881,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14131,15 +14891,12 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesJumpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -14175,7 +14932,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14185,15 +14942,12 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRenameCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -14231,7 +14985,7 @@ def _d_NesSearchAndReplaceCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14241,14 +14995,13 @@ def _d_NesSearchAndReplaceCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_NesSearchAndReplaceCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
     )
     return inst
 
@@ -14292,7 +15045,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14302,15 +15055,12 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthenticateRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -14349,7 +15099,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14359,15 +15109,12 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListProvidersRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -14430,7 +15177,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         _s.missing(path, "baseUrl")
     else:
         _s.fail((path, "baseUrl"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
@@ -14439,22 +15186,25 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
         inst.headers = UNSET
+        n += 1
     else:
         inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SetProviderRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -14518,7 +15268,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         _s.missing(path, "providerId")
     else:
         _s.fail((path, "providerId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14528,15 +15278,12 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DisableProviderRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -14578,7 +15325,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14588,15 +15335,12 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -14642,22 +15386,60 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     else:
         _s.fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "mcpServers")
+            items2: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _McpServer_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_McpServer(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items2
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -14667,20 +15449,22 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -14743,7 +15527,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14753,13 +15537,12 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -14812,11 +15595,19 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14826,15 +15617,12 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerHttp.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -14895,11 +15683,19 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     else:
         _s.fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         _s.missing(path, "headers")
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14909,13 +15705,12 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_McpServerSse.issuperset(obj) else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -14975,7 +15770,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         _s.missing(path, "serverId")
     else:
         _s.fail((path, "serverId"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -14985,13 +15780,12 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_McpServerAcp.issuperset(obj) else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15057,16 +15851,32 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     else:
         _s.fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "args")
+        items3: list[str] = []
+        i = 0
+        for x in v:
+            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            i += 1
+        inst.args = items3
+    elif v is _MISSING:
         _s.missing(path, "args")
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "env")
+        items4: list[EnvVariable] = []
+        i = 0
+        for x in v:
+            items4.append(_d_EnvVariable(x, (p4, i), ctx))
+            i += 1
+        inst.env = items4
+    elif v is _MISSING:
         _s.missing(path, "env")
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15076,15 +15886,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerStdio.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15134,7 +15941,28 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "mcpServers")
+            items1: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _McpServer_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_McpServer(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items1
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "mcpServers")
     else:
         try:
@@ -15155,15 +15983,32 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "additionalDirectories")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items4
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15173,20 +16018,22 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoadSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -15244,7 +16091,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cwd = UNSET
         inst.cursor = UNSET
@@ -15256,6 +16103,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -15265,24 +16113,27 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
+        n += 1
     elif v is None:
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListSessionsRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -15333,7 +16184,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15343,15 +16194,12 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DeleteSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -15405,7 +16253,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
@@ -15413,8 +16261,25 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15425,27 +16290,51 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ForkSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -15522,7 +16411,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
@@ -15530,8 +16419,25 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -15542,27 +16448,51 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ResumeSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -15625,7 +16555,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15635,15 +16565,12 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -15699,7 +16626,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         _s.missing(path, "modeId")
     else:
         _s.fail((path, "modeId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15709,15 +16636,12 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SetSessionModeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -15780,7 +16704,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15790,14 +16714,13 @@ def _d_SetSessionConfigOptionRequestBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -15871,7 +16794,7 @@ def _d_SetSessionConfigOptionRequestValueId(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15881,14 +16804,13 @@ def _d_SetSessionConfigOptionRequestValueId(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionRequestValueId.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -15945,11 +16867,26 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "prompt")
+        items2: list[ContentBlock] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t2 := x.get("type")).__class__ is str
+                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+            ):
+                items2.append(d2(x, (p2, i), ctx))
+            else:
+                items2.append(_d_ContentBlock(x, (p2, i), ctx))
+            i += 1
+        inst.prompt = items2
+    elif v is _MISSING:
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -15959,15 +16896,12 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16024,7 +16958,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.workspace_uri = UNSET
         inst.workspace_folders = UNSET
@@ -16037,13 +16971,23 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.workspace_uri = v
     elif v is _MISSING:
         inst.workspace_uri = UNSET
+        n += 1
     elif v is None:
         inst.workspace_uri = None
     else:
         inst.workspace_uri = _s.tolerate(ctx, (path, "workspaceUri"), "string", v, UNSET)
     v = obj.get("workspaceFolders", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "workspaceFolders")
+        items2: list[WorkspaceFolder] = []
+        i = 0
+        for x in v:
+            items2.append(_d_WorkspaceFolder(x, (p2, i), ctx))
+            i += 1
+        inst.workspace_folders = items2
+    elif v is _MISSING:
         inst.workspace_folders = UNSET
+        n += 1
     elif v is None:
         inst.workspace_folders = None
     else:
@@ -16051,6 +16995,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     v = obj.get("repository", _MISSING)
     if v is _MISSING:
         inst.repository = UNSET
+        n += 1
     elif v is None:
         inst.repository = None
     else:
@@ -16058,20 +17003,22 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
             inst.repository = _d_NesRepository(v, (path, "repository"), ctx)
         except DecodeError as exc:
             inst.repository = _s.tolerated(ctx, (path, "repository"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StartNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -16133,7 +17080,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16143,15 +17090,12 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WorkspaceFolder.issuperset(obj)
-        else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -16212,7 +17156,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         _s.missing(path, "remoteUrl")
     else:
         _s.fail((path, "remoteUrl"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16222,15 +17166,12 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRepository.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRepository, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -16307,7 +17248,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         _s.missing(path, "triggerKind")
     else:
         _s.enum_fail((path, "triggerKind"), "NesTriggerKind", v)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.selection = UNSET
         inst.context = UNSET
@@ -16317,6 +17258,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
         inst.selection = UNSET
+        n += 1
     elif v is None:
         inst.selection = None
     else:
@@ -16324,24 +17266,27 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
+        n += 1
     elif v is None:
         inst.context = None
     else:
         inst.context = _d_NesSuggestContext(v, (path, "context"), ctx)
+    if n == 7:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SuggestNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
-    )
+    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -16411,7 +17356,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSuggestContext)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.recent_files = UNSET
         inst.related_snippets = UNSET
@@ -16423,61 +17368,117 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.extra = {}
         return inst
     v = obj.get("recentFiles", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "recentFiles")
+        items1: list[NesRecentFile] = []
+        i = 0
+        for x in v:
+            items1.append(_d_NesRecentFile(x, (p1, i), ctx))
+            i += 1
+        inst.recent_files = items1
+    elif v is _MISSING:
         inst.recent_files = UNSET
+        n += 1
     elif v is None:
         inst.recent_files = None
     else:
         inst.recent_files = _s.list_of(v, (path, "recentFiles"), ctx, _d_NesRecentFile)
     v = obj.get("relatedSnippets", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "relatedSnippets")
+        items2: list[NesRelatedSnippet] = []
+        i = 0
+        for x in v:
+            items2.append(_d_NesRelatedSnippet(x, (p2, i), ctx))
+            i += 1
+        inst.related_snippets = items2
+    elif v is _MISSING:
         inst.related_snippets = UNSET
+        n += 1
     elif v is None:
         inst.related_snippets = None
     else:
         inst.related_snippets = _s.list_of(v, (path, "relatedSnippets"), ctx, _d_NesRelatedSnippet)
     v = obj.get("editHistory", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "editHistory")
+        items3: list[NesEditHistoryEntry] = []
+        i = 0
+        for x in v:
+            items3.append(_d_NesEditHistoryEntry(x, (p3, i), ctx))
+            i += 1
+        inst.edit_history = items3
+    elif v is _MISSING:
         inst.edit_history = UNSET
+        n += 1
     elif v is None:
         inst.edit_history = None
     else:
         inst.edit_history = _s.list_of(v, (path, "editHistory"), ctx, _d_NesEditHistoryEntry)
     v = obj.get("userActions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "userActions")
+        items4: list[NesUserAction] = []
+        i = 0
+        for x in v:
+            items4.append(_d_NesUserAction(x, (p4, i), ctx))
+            i += 1
+        inst.user_actions = items4
+    elif v is _MISSING:
         inst.user_actions = UNSET
+        n += 1
     elif v is None:
         inst.user_actions = None
     else:
         inst.user_actions = _s.list_of(v, (path, "userActions"), ctx, _d_NesUserAction)
     v = obj.get("openFiles", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p5 = (path, "openFiles")
+        items5: list[NesOpenFile] = []
+        i = 0
+        for x in v:
+            items5.append(_d_NesOpenFile(x, (p5, i), ctx))
+            i += 1
+        inst.open_files = items5
+    elif v is _MISSING:
         inst.open_files = UNSET
+        n += 1
     elif v is None:
         inst.open_files = None
     else:
         inst.open_files = _s.list_of(v, (path, "openFiles"), ctx, _d_NesOpenFile)
     v = obj.get("diagnostics", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p6 = (path, "diagnostics")
+        items6: list[NesDiagnostic] = []
+        i = 0
+        for x in v:
+            items6.append(_d_NesDiagnostic(x, (p6, i), ctx))
+            i += 1
+        inst.diagnostics = items6
+    elif v is _MISSING:
         inst.diagnostics = UNSET
+        n += 1
     elif v is None:
         inst.diagnostics = None
     else:
         inst.diagnostics = _s.list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesSuggestContext.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -16558,7 +17559,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16568,15 +17569,12 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRecentFile.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -16626,11 +17624,19 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     else:
         _s.fail((path, "uri"), "string", v)
     v = obj.get("excerpts", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "excerpts")
+        items2: list[NesExcerpt] = []
+        i = 0
+        for x in v:
+            items2.append(_d_NesExcerpt(x, (p2, i), ctx))
+            i += 1
+        inst.excerpts = items2
+    elif v is _MISSING:
         _s.missing(path, "excerpts")
     else:
         inst.excerpts = _s.list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16640,15 +17646,12 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesRelatedSnippet.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -16709,7 +17712,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16719,13 +17722,12 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesExcerpt.issuperset(obj) else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -16781,7 +17783,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         _s.missing(path, "diff")
     else:
         _s.fail((path, "diff"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16791,15 +17793,12 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesEditHistoryEntry.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -16867,7 +17866,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         _s.missing(path, "timestampMs")
     else:
         inst.timestamp_ms = _s.as_int(v, (path, "timestampMs"))
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -16877,15 +17876,12 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesUserAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -16950,7 +17946,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         _s.missing(path, "languageId")
     else:
         _s.fail((path, "languageId"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.visible_range = UNSET
         inst.last_focused_ms = UNSET
@@ -16960,6 +17956,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
         inst.visible_range = UNSET
+        n += 1
     elif v is None:
         inst.visible_range = None
     else:
@@ -16972,6 +17969,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.last_focused_ms = v
     elif v is _MISSING:
         inst.last_focused_ms = UNSET
+        n += 1
     elif v is None:
         inst.last_focused_ms = None
     else:
@@ -16979,18 +17977,22 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
             inst.last_focused_ms = _s.as_int(v, (path, "lastFocusedMs"))
         except DecodeError as exc:
             inst.last_focused_ms = _s.tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_NesOpenFile.issuperset(obj) else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -17066,7 +18068,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17076,15 +18078,12 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NesDiagnostic.issuperset(obj)
-        else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -17140,7 +18139,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17150,15 +18149,12 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseNesRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -17209,11 +18205,7 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_ClientResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -17253,11 +18245,7 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_ClientResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -17287,7 +18275,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17297,15 +18285,12 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WriteTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -17346,7 +18331,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         _s.missing(path, "content")
     else:
         _s.fail((path, "content"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17356,15 +18341,12 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReadTextFileResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -17413,7 +18395,7 @@ def _d_RequestPermissionResponse(
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17423,15 +18405,12 @@ def _d_RequestPermissionResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -17471,7 +18450,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        if len(obj) - ("outcome" in obj) == 0
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -17518,7 +18497,7 @@ def _d_SelectedPermissionOutcome(
         _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
-    if len(obj) == 1 + ("outcome" in obj):
+    if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17528,15 +18507,12 @@ def _d_SelectedPermissionOutcome(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -17582,7 +18558,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17592,15 +18568,12 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CreateTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -17652,7 +18625,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         _s.missing(path, "truncated")
     else:
         _s.fail((path, "truncated"), "boolean", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
@@ -17661,6 +18634,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
+        n += 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -17668,20 +18642,22 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalOutputResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -17723,7 +18699,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
@@ -17735,6 +18711,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -17747,24 +18724,27 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalExitStatus.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -17808,7 +18788,7 @@ def _d_ReleaseTerminalResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17818,15 +18798,12 @@ def _d_ReleaseTerminalResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReleaseTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -17862,7 +18839,7 @@ def _d_WaitForTerminalExitResponse(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
@@ -17874,6 +18851,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -17886,24 +18864,27 @@ def _d_WaitForTerminalExitResponse(
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_WaitForTerminalExitResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     return inst
 
 
@@ -17945,7 +18926,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -17955,15 +18936,12 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_KillTerminalResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -18001,7 +18979,7 @@ def _d_CreateElicitationResponseAccept(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
@@ -18012,21 +18990,26 @@ def _d_CreateElicitationResponseAccept(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
@@ -18076,7 +19059,7 @@ def _d_CreateElicitationResponseDecline(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18086,14 +19069,13 @@ def _d_CreateElicitationResponseDecline(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -18135,7 +19117,7 @@ def _d_CreateElicitationResponseCancel(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18145,14 +19127,13 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
@@ -18194,7 +19175,7 @@ def _d_ElicitationAcceptAction(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
@@ -18202,15 +19183,12 @@ def _d_ElicitationAcceptAction(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -18251,7 +19229,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         _s.missing(path, "connectionId")
     else:
         _s.fail((path, "connectionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18261,15 +19239,12 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConnectMcpResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -18311,7 +19286,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18321,15 +19296,12 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DisconnectMcpResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -18376,7 +19348,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -18384,15 +19356,12 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -18431,7 +19400,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18441,15 +19410,12 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -18527,7 +19493,7 @@ def _d_DidOpenDocumentNotification(
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18537,15 +19503,12 @@ def _d_DidOpenDocumentNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DidOpenDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
     return inst
 
 
@@ -18623,7 +19586,21 @@ def _d_DidChangeDocumentNotification(
     else:
         inst.version = _s.as_int(v, (path, "version"))
     v = obj.get("contentChanges", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "contentChanges")
+            items4: list[TextDocumentContentChangeEvent] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(_d_TextDocumentContentChangeEvent(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.content_changes = items4
+        except DecodeError as exc:
+            inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "contentChanges")
     else:
         try:
@@ -18632,7 +19609,7 @@ def _d_DidChangeDocumentNotification(
             )
         except DecodeError as exc:
             inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
-    if len(obj) == 4:
+    if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18642,15 +19619,12 @@ def _d_DidChangeDocumentNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DidChangeDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
     return inst
 
 
@@ -18708,7 +19682,7 @@ def _d_TextDocumentContentChangeEvent(
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
         inst.meta = UNSET
@@ -18717,23 +19691,28 @@ def _d_TextDocumentContentChangeEvent(
     v = obj.get("range", _MISSING)
     if v is _MISSING:
         inst.range = UNSET
+        n += 1
     elif v is None:
         inst.range = None
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_TextDocumentContentChangeEvent.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
     )
     return inst
 
@@ -18795,7 +19774,7 @@ def _d_DidCloseDocumentNotification(
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18805,15 +19784,12 @@ def _d_DidCloseDocumentNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DidCloseDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
     return inst
 
 
@@ -18869,7 +19845,7 @@ def _d_DidSaveDocumentNotification(
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18879,15 +19855,12 @@ def _d_DidSaveDocumentNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DidSaveDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
     return inst
 
 
@@ -18962,7 +19935,7 @@ def _d_DidFocusDocumentNotification(
         _s.missing(path, "visibleRange")
     else:
         inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
-    if len(obj) == 5:
+    if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -18972,15 +19945,12 @@ def _d_DidFocusDocumentNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DidFocusDocumentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
     return inst
 
 
@@ -19046,7 +20016,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -19056,15 +20026,12 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AcceptNesNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -19118,7 +20085,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         _s.missing(path, "id")
     else:
         _s.fail((path, "id"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
         inst.meta = UNSET
@@ -19129,24 +20096,27 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.reason = _NesRejectReason_VALUES[v]
     elif v is _MISSING:
         inst.reason = UNSET
+        n += 1
     elif v is None:
         inst.reason = None
     else:
         inst.reason = _s.tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RejectNesNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -19197,7 +20167,7 @@ def _d_CancelRequestNotification(
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -19207,15 +20177,12 @@ def _d_CancelRequestNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 

@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any, Final
 
+from .serde import parser
+
 _orjson: Any
 try:  # an optional speed-up; never required
     _orjson = importlib.import_module("orjson")
@@ -34,14 +36,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float).decode
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_decode: Final = _DECODER.decode
+_parse: Final = parser(_DECODER, _decode)  # _decode, with its scanner called directly
 
 
 def loads(line: bytes) -> Any:
     """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON."""
     # Always the standard library: orjson would read integers beyond 64 bits as floats, and
     # spotting those first costs more than it saves.
-    return _decode(line.decode("utf-8"))
+    return _parse(line.decode("utf-8"))
 
 
 # One encoder for every message (json.dumps with options builds a new one per call);

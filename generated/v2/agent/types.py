@@ -556,7 +556,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -564,13 +564,12 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {} if _K_AgentRequest.issuperset(obj) else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -623,11 +622,19 @@ def _d_RequestPermissionRequest(
     else:
         _s.fail((path, "title"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "options")
+        items3: list[PermissionOption] = []
+        i = 0
+        for x in v:
+            items3.append(_d_PermissionOption(x, (p3, i), ctx))
+            i += 1
+        inst.options = items3
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.subject = UNSET
@@ -639,6 +646,7 @@ def _d_RequestPermissionRequest(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -646,30 +654,33 @@ def _d_RequestPermissionRequest(
     v = obj.get("subject", _MISSING)
     if (
         v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _RequestPermissionSubject_TAGS.get(t2)) is not None
+        and (t5 := v.get("type")).__class__ is str
+        and (d5 := _RequestPermissionSubject_TAGS.get(t5)) is not None
     ):
-        inst.subject = d2(v, (path, "subject"), ctx)
+        inst.subject = d5(v, (path, "subject"), ctx)
     elif v is _MISSING:
         inst.subject = UNSET
+        n += 1
     elif v is None:
         inst.subject = None
     else:
         inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RequestPermissionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -755,7 +766,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.kind = UNSET
@@ -772,6 +783,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -781,6 +793,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -790,13 +803,36 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
+        n += 1
     elif v is None:
         inst.status = None
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -805,8 +841,23 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -817,27 +868,31 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        n += 1
     else:
         inst.raw_output = v
+    if n == 8:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -915,7 +970,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.audience = UNSET
         inst.last_modified = UNSET
@@ -924,8 +979,23 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.extra = {}
         return inst
     v = obj.get("audience", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "audience")
+            items1: list[Role] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.audience = items1
+        except DecodeError as exc:
+            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+    elif v is _MISSING:
         inst.audience = UNSET
+        n += 1
     elif v is None:
         inst.audience = None
     else:
@@ -943,6 +1013,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = v
     elif v is _MISSING:
         inst.last_modified = UNSET
+        n += 1
     elif v is None:
         inst.last_modified = None
     else:
@@ -952,6 +1023,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = v
     elif v is _MISSING:
         inst.priority = UNSET
+        n += 1
     elif v is None:
         inst.priority = None
     else:
@@ -959,18 +1031,22 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             inst.priority = _s.as_float(v, (path, "priority"))
         except DecodeError as exc:
             inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_Annotations.issuperset(obj) else _s.extra_fields(obj, _K_Annotations, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1025,7 +1101,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1034,6 +1110,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1041,18 +1118,22 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_TextContent.issuperset(obj) else _s.extra_fields(obj, _K_TextContent, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1109,7 +1190,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.uri = UNSET
         inst.annotations = UNSET
@@ -1121,6 +1202,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = v
     elif v is _MISSING:
         inst.uri = UNSET
+        n += 1
     elif v is None:
         inst.uri = None
     else:
@@ -1128,6 +1210,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1135,18 +1218,22 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ImageContent.issuperset(obj) else _s.extra_fields(obj, _K_ImageContent, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1209,7 +1296,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         _s.missing(path, "mimeType")
     else:
         _s.fail((path, "mimeType"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1218,6 +1305,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1225,18 +1313,22 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AudioContent.issuperset(obj) else _s.extra_fields(obj, _K_AudioContent, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1286,7 +1378,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         _s.missing(path, "src")
     else:
         _s.fail((path, "src"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.sizes = UNSET
@@ -1298,13 +1390,29 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("sizes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "sizes")
+            items3: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.sizes = items3
+        except DecodeError as exc:
+            inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+    elif v is _MISSING:
         inst.sizes = UNSET
+        n += 1
     elif v is None:
         inst.sizes = None
     else:
@@ -1312,16 +1420,22 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
             inst.sizes = _s.skip_invalid(v, (path, "sizes"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.theme = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("theme", _MISSING)
     if v.__class__ is str:
         inst.theme = v
     elif v is _MISSING:
         inst.theme = UNSET
+        n += 1
     elif v is None:
         inst.theme = None
     else:
         inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if _K_Icon.issuperset(obj) else _s.extra_fields(obj, _K_Icon, path, ctx)
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1392,7 +1506,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -1408,6 +1522,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -1417,13 +1532,29 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("icons", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "icons")
+            items5: list[Icon] = []
+            i = 0
+            for x in v:
+                try:
+                    items5.append(_d_Icon(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.icons = items5
+        except DecodeError as exc:
+            inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
+    elif v is _MISSING:
         inst.icons = UNSET
+        n += 1
     elif v is None:
         inst.icons = None
     else:
@@ -1436,6 +1567,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
@@ -1445,6 +1577,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = v
     elif v is _MISSING:
         inst.size = UNSET
+        n += 1
     elif v is None:
         inst.size = None
     else:
@@ -1455,6 +1588,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1462,18 +1596,22 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 8:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ResourceLink.issuperset(obj) else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1550,7 +1688,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
@@ -1561,24 +1699,27 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TextResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1634,7 +1775,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         _s.missing(path, "uri")
     else:
         _s.fail((path, "uri"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
@@ -1645,24 +1786,27 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_BlobResourceContents.issuperset(obj)
-        else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1709,7 +1853,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         _s.missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
@@ -1718,6 +1862,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
+        n += 1
     elif v is None:
         inst.annotations = None
     else:
@@ -1725,20 +1870,22 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
             inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_EmbeddedResource.issuperset(obj)
-        else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1790,7 +1937,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -1800,11 +1947,12 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Content.issuperset(obj) else _s.extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1850,7 +1998,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
@@ -1862,6 +2010,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -1871,24 +2020,27 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeAdd.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -1946,7 +2098,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
@@ -1958,6 +2110,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -1967,24 +2120,27 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeDelete.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2042,7 +2198,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
@@ -2054,6 +2210,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2063,24 +2220,27 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeModify.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2145,7 +2305,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
@@ -2157,6 +2317,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2166,24 +2327,27 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeMove.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2250,7 +2414,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 2 + ("operation" in obj):
+    if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
         inst.mime_type = UNSET
@@ -2262,6 +2426,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.file_type = v
     elif v is _MISSING:
         inst.file_type = UNSET
+        n += 1
     elif v is None:
         inst.file_type = None
     else:
@@ -2271,24 +2436,27 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.mime_type = v
     elif v is _MISSING:
         inst.mime_type = UNSET
+        n += 1
     elif v is None:
         inst.mime_type = None
     else:
         inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DiffChangeCopy.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2346,11 +2514,7 @@ def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChan
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    inst.extra = (
-        {}
-        if _K_DiffPathChange.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
     return inst
 
 
@@ -2392,11 +2556,7 @@ def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPath
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    inst.extra = (
-        {}
-        if _K_DiffPathPairChange.issuperset(obj)
-        else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
     return inst
 
 
@@ -2440,9 +2600,7 @@ def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
         _s.missing(path, "text")
     else:
         _s.fail((path, "text"), "string", v)
-    inst.extra = (
-        {} if _K_DiffPatch.issuperset(obj) else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
     return inst
 
 
@@ -2473,11 +2631,29 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("changes", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "changes")
+        items1: list[DiffChange] = []
+        i = 0
+        for x in v:
+            try:
+                if (
+                    x.__class__ is dict
+                    and (t1 := x.get("operation")).__class__ is str
+                    and (d1 := _DiffChange_TAGS.get(t1)) is not None
+                ):
+                    items1.append(d1(x, (p1, i), ctx))
+                else:
+                    items1.append(_d_DiffChange(x, (p1, i), ctx))
+            except DecodeError as exc:
+                ctx.tolerated((p1, i), exc, "item dropped")
+            i += 1
+        inst.changes = items1
+    elif v is _MISSING:
         _s.missing(path, "changes")
     else:
         inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.patch = UNSET
         inst.meta = UNSET
@@ -2486,6 +2662,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
         inst.patch = UNSET
+        n += 1
     elif v is None:
         inst.patch = None
     else:
@@ -2493,16 +2670,22 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
         except DecodeError as exc:
             inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Diff.issuperset(obj) else _s.extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2562,7 +2745,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2572,11 +2755,12 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Terminal.issuperset(obj) else _s.extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2624,7 +2808,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         _s.missing(path, "path")
     else:
         _s.fail((path, "path"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
@@ -2635,6 +2819,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.line = v
     elif v is _MISSING:
         inst.line = UNSET
+        n += 1
     elif v is None:
         inst.line = None
     else:
@@ -2642,20 +2827,22 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
             inst.line = _s.as_int(v, (path, "line"))
         except DecodeError as exc:
             inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallLocation.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2710,7 +2897,7 @@ def _d_ToolCallPermissionSubject(
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
         {}
-        if _K_ToolCallPermissionSubject.issuperset(obj)
+        if len(obj) - ("type" in obj) == 1
         else _s.extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
     return inst
@@ -2761,7 +2948,7 @@ def _d_CommandPermissionSubject(
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.terminal_id = UNSET
@@ -2773,6 +2960,7 @@ def _d_CommandPermissionSubject(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2782,24 +2970,27 @@ def _d_CommandPermissionSubject(
         inst.terminal_id = v
     elif v is _MISSING:
         inst.terminal_id = UNSET
+        n += 1
     elif v is None:
         inst.terminal_id = None
     else:
         inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CommandPermissionSubject.issuperset(obj)
-        else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     return inst
 
 
@@ -2867,7 +3058,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         _s.missing(path, "kind")
     else:
         _s.fail((path, "kind"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -2877,15 +3068,12 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PermissionOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2941,11 +3129,13 @@ def _d_CreateElicitationRequestForm(
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -2955,6 +3145,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -2962,6 +3153,7 @@ def _d_CreateElicitationRequestForm(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -2969,15 +3161,12 @@ def _d_CreateElicitationRequestForm(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_CreateElicitationRequestForm.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -3064,11 +3253,13 @@ def _d_CreateElicitationRequestUrl(
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
@@ -3078,6 +3269,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -3085,6 +3277,7 @@ def _d_CreateElicitationRequestUrl(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -3092,15 +3285,12 @@ def _d_CreateElicitationRequestUrl(
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_CreateElicitationRequestUrl.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3174,7 +3364,7 @@ def _d_ElicitationSessionScope(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
         inst.extra = {}
@@ -3184,15 +3374,12 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSessionScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3239,9 +3426,7 @@ def _d_ElicitationRequestScope(
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
-        {}
-        if _K_ElicitationRequestScope.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
     return inst
 
@@ -3274,7 +3459,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.type = "object"
         inst.title = UNSET
@@ -3291,6 +3476,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is _MISSING:
         inst.type = "object"
         absent.append("type")
+        n += 1
     else:
         inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
@@ -3298,6 +3484,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3306,11 +3493,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
+        n += 1
     else:
         inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "required")
+        items4: list[str] = []
+        i = 0
+        for x in v:
+            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            i += 1
+        inst.required = items4
+    elif v is _MISSING:
         inst.required = UNSET
+        n += 1
     elif v is None:
         inst.required = None
     else:
@@ -3320,24 +3517,28 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationSchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3421,7 +3622,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         _s.missing(path, "title")
     else:
         _s.fail((path, "title"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -3432,22 +3633,27 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnumOption.issuperset(obj) else _s.extra_fields(obj, _K_EnumOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3507,7 +3713,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3526,6 +3732,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3535,6 +3742,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3544,6 +3752,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.min_length = v
     elif v is _MISSING:
         inst.min_length = UNSET
+        n += 1
     elif v is None:
         inst.min_length = None
     else:
@@ -3553,6 +3762,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.max_length = v
     elif v is _MISSING:
         inst.max_length = UNSET
+        n += 1
     elif v is None:
         inst.max_length = None
     else:
@@ -3562,6 +3772,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.pattern = v
     elif v is _MISSING:
         inst.pattern = UNSET
+        n += 1
     elif v is None:
         inst.pattern = None
     else:
@@ -3571,6 +3782,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.format = v
     elif v is _MISSING:
         inst.format = UNSET
+        n += 1
     elif v is None:
         inst.format = None
     else:
@@ -3580,38 +3792,59 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p8 = (path, "enum")
+        items8: list[str] = []
+        i = 0
+        for x in v:
+            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            i += 1
+        inst.enum = items8
+    elif v is _MISSING:
         inst.enum = UNSET
+        n += 1
     elif v is None:
         inst.enum = None
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
     v = obj.get("oneOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p9 = (path, "oneOf")
+        items9: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items9.append(_d_EnumOption(x, (p9, i), ctx))
+            i += 1
+        inst.one_of = items9
+    elif v is _MISSING:
         inst.one_of = UNSET
+        n += 1
     elif v is None:
         inst.one_of = None
     else:
         inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+    if n == 9:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StringPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3709,7 +3942,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3724,6 +3957,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3733,6 +3967,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3742,6 +3977,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3751,6 +3987,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3760,6 +3997,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3767,20 +4005,22 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
             inst.default = _s.as_float(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NumberPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3849,7 +4089,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -3864,6 +4104,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -3873,6 +4114,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -3882,6 +4124,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.minimum = v
     elif v is _MISSING:
         inst.minimum = UNSET
+        n += 1
     elif v is None:
         inst.minimum = None
     else:
@@ -3891,6 +4134,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = v
     elif v is _MISSING:
         inst.maximum = UNSET
+        n += 1
     elif v is None:
         inst.maximum = None
     else:
@@ -3900,6 +4144,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -3907,20 +4152,22 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
             inst.default = _s.as_int(v, (path, "default"))
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_IntegerPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3989,7 +4236,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4002,6 +4249,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4011,6 +4259,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4020,24 +4269,27 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.default = v
     elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
         inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_BooleanPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4093,11 +4345,19 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "enum")
+        items1: list[str] = []
+        i = 0
+        for x in v:
+            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            i += 1
+        inst.enum = items1
+    elif v is _MISSING:
         _s.missing(path, "enum")
     else:
         inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4107,15 +4367,12 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_StringMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4155,11 +4412,19 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p1 = (path, "anyOf")
+        items1: list[EnumOption] = []
+        i = 0
+        for x in v:
+            items1.append(_d_EnumOption(x, (p1, i), ctx))
+            i += 1
+        inst.any_of = items1
+    elif v is _MISSING:
         _s.missing(path, "anyOf")
     else:
         inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -4169,15 +4434,12 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TitledMultiSelectItems.issuperset(obj)
-        else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4230,7 +4492,7 @@ def _d_MultiSelectPropertySchema(
         _s.missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.description = UNSET
@@ -4245,6 +4507,7 @@ def _d_MultiSelectPropertySchema(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -4254,6 +4517,7 @@ def _d_MultiSelectPropertySchema(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -4263,6 +4527,7 @@ def _d_MultiSelectPropertySchema(
         inst.min_items = v
     elif v is _MISSING:
         inst.min_items = UNSET
+        n += 1
     elif v is None:
         inst.min_items = None
     else:
@@ -4272,13 +4537,29 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = v
     elif v is _MISSING:
         inst.max_items = UNSET
+        n += 1
     elif v is None:
         inst.max_items = None
     else:
         inst.max_items = _s.as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "default")
+            items6: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.default = items6
+        except DecodeError as exc:
+            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    elif v is _MISSING:
         inst.default = UNSET
+        n += 1
     elif v is None:
         inst.default = None
     else:
@@ -4286,20 +4567,22 @@ def _d_MultiSelectPropertySchema(
             inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_MultiSelectPropertySchema.issuperset(obj)
-        else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4375,11 +4658,13 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         _s.missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4387,6 +4672,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4394,15 +4680,12 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationFormMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4461,11 +4744,13 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
+    n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
         inst.session_id = UNSET
+        n += 1
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
@@ -4473,6 +4758,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.tool_call_id = v
     elif v is _MISSING:
         inst.tool_call_id = UNSET
+        n += 1
     elif v is None:
         inst.tool_call_id = None
     else:
@@ -4480,15 +4766,12 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
+        n += 1
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlMode.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4543,11 +4826,7 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_AgentResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4587,11 +4866,7 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_AgentResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4621,7 +4896,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.session = UNSET
         inst.auth = UNSET
@@ -4631,6 +4906,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
+        n += 1
     elif v is None:
         inst.session = None
     else:
@@ -4641,6 +4917,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
+        n += 1
     elif v is None:
         inst.auth = None
     else:
@@ -4648,20 +4925,22 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
             inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -4734,7 +5013,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = AgentCapabilities()
         inst.auth_methods = UNSET
@@ -4746,33 +5025,59 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if v is _MISSING:
         inst.capabilities = AgentCapabilities()
         absent.append("capabilities")
+        n += 1
     else:
         try:
             inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
     v = obj.get("authMethods", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "authMethods")
+            items4: list[AuthMethod] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _AuthMethod_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_AuthMethod(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.auth_methods = items4
+        except DecodeError as exc:
+            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+    elif v is _MISSING:
         inst.auth_methods = UNSET
+        n += 1
     else:
         try:
             inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
             inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4849,7 +5154,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         _s.missing(path, "version")
     else:
         _s.fail((path, "version"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
@@ -4860,24 +5165,27 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
         inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_Implementation.issuperset(obj)
-        else _s.extra_fields(obj, _K_Implementation, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -4928,7 +5236,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.prompt = UNSET
         inst.mcp = UNSET
@@ -4940,6 +5248,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
         inst.prompt = UNSET
+        n += 1
     elif v is None:
         inst.prompt = None
     else:
@@ -4950,6 +5259,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("mcp", _MISSING)
     if v is _MISSING:
         inst.mcp = UNSET
+        n += 1
     elif v is None:
         inst.mcp = None
     else:
@@ -4960,6 +5270,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
+        n += 1
     elif v is None:
         inst.delete = None
     else:
@@ -4970,6 +5281,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     elif v is None:
         inst.additional_directories = None
     else:
@@ -4981,20 +5293,22 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             inst.additional_directories = _s.tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5074,7 +5388,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.image = UNSET
         inst.audio = UNSET
@@ -5085,6 +5399,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("image", _MISSING)
     if v is _MISSING:
         inst.image = UNSET
+        n += 1
     elif v is None:
         inst.image = None
     else:
@@ -5095,6 +5410,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("audio", _MISSING)
     if v is _MISSING:
         inst.audio = UNSET
+        n += 1
     elif v is None:
         inst.audio = None
     else:
@@ -5105,6 +5421,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     v = obj.get("embeddedContext", _MISSING)
     if v is _MISSING:
         inst.embedded_context = UNSET
+        n += 1
     elif v is None:
         inst.embedded_context = None
     else:
@@ -5114,20 +5431,22 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
             )
         except DecodeError as exc:
             inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5199,7 +5518,7 @@ def _d_PromptImageCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptImageCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5209,15 +5528,12 @@ def _d_PromptImageCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptImageCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     return inst
 
 
@@ -5255,7 +5571,7 @@ def _d_PromptAudioCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptAudioCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5265,15 +5581,12 @@ def _d_PromptAudioCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptAudioCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     return inst
 
 
@@ -5311,7 +5624,7 @@ def _d_PromptEmbeddedContextCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptEmbeddedContextCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5321,14 +5634,13 @@ def _d_PromptEmbeddedContextCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_PromptEmbeddedContextCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
@@ -5365,7 +5677,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stdio = UNSET
         inst.http = UNSET
@@ -5375,6 +5687,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
         inst.stdio = UNSET
+        n += 1
     elif v is None:
         inst.stdio = None
     else:
@@ -5385,6 +5698,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     v = obj.get("http", _MISSING)
     if v is _MISSING:
         inst.http = UNSET
+        n += 1
     elif v is None:
         inst.http = None
     else:
@@ -5392,20 +5706,22 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
             inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
         except DecodeError as exc:
             inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5453,7 +5769,7 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpStdioCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5463,15 +5779,12 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpStdioCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     return inst
 
 
@@ -5507,7 +5820,7 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpHttpCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5517,15 +5830,12 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpHttpCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     return inst
 
 
@@ -5563,7 +5873,7 @@ def _d_SessionDeleteCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5573,15 +5883,12 @@ def _d_SessionDeleteCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionDeleteCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -5619,7 +5926,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5629,13 +5936,14 @@ def _d_SessionAdditionalDirectoriesCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
         {}
-        if _K_SessionAdditionalDirectoriesCapabilities.issuperset(obj)
+        if n == 1
         else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
@@ -5678,7 +5986,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5688,15 +5996,12 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AgentAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5748,7 +6053,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -5758,13 +6063,12 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_EnvVariable.issuperset(obj) else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -5818,7 +6122,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.args = UNSET
@@ -5831,40 +6135,73 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "args")
+            items4: list[str] = []
+            i = 0
+            for x in v:
+                try:
+                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.args = items4
+        except DecodeError as exc:
+            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+    elif v is _MISSING:
         inst.args = UNSET
+        n += 1
     else:
         try:
             inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
         except DecodeError as exc:
             inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "env")
+            items5: list[EnvVariable] = []
+            i = 0
+            for x in v:
+                try:
+                    items5.append(_d_EnvVariable(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.env = items5
+        except DecodeError as exc:
+            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    elif v is _MISSING:
         inst.env = UNSET
+        n += 1
     else:
         try:
             inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
             inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodTerminal.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5939,7 +6276,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -5950,24 +6287,27 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthMethodAgent.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6012,7 +6352,7 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6022,15 +6362,12 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoginAuthResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6064,7 +6401,7 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6074,15 +6411,12 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutAuthResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6123,15 +6457,37 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "configOptions")
+            items2: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items2
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -6139,20 +6495,22 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6227,7 +6585,7 @@ def _d_SessionConfigOptionSelect(
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    if len(obj) == 4 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
@@ -6239,6 +6597,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6248,24 +6607,27 @@ def _d_SessionConfigOptionSelect(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if n == 6:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigOptionSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
-    )
+    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -6347,7 +6709,7 @@ def _d_SessionConfigOptionBoolean(
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.category = UNSET
@@ -6359,6 +6721,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
@@ -6368,24 +6731,27 @@ def _d_SessionConfigOptionBoolean(
         inst.category = v
     elif v is _MISSING:
         inst.category = UNSET
+        n += 1
     elif v is None:
         inst.category = None
     else:
         inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigOptionBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -6459,7 +6825,7 @@ def _d_SessionConfigSelectOption(
         _s.missing(path, "name")
     else:
         _s.fail((path, "name"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
@@ -6470,24 +6836,27 @@ def _d_SessionConfigSelectOption(
         inst.description = v
     elif v is _MISSING:
         inst.description = UNSET
+        n += 1
     elif v is None:
         inst.description = None
     else:
         inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelectOption.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -6548,14 +6917,28 @@ def _d_SessionConfigSelectGroup(
     else:
         _s.fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "options")
+            items3: list[SessionConfigSelectOption] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.options = items3
+        except DecodeError as exc:
+            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "options")
     else:
         try:
             inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
             inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6565,15 +6948,12 @@ def _d_SessionConfigSelectGroup(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelectGroup.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6629,11 +7009,7 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _s.missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = (
-        {}
-        if _K_SessionConfigSelect.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -6673,11 +7049,7 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _s.missing(path, "currentValue")
     else:
         _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = (
-        {}
-        if _K_SessionConfigBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -6706,14 +7078,28 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "sessions")
+            items1: list[SessionInfo] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.sessions = items1
+        except DecodeError as exc:
+            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "sessions")
     else:
         try:
             inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
             inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
@@ -6724,24 +7110,27 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.next_cursor = v
     elif v is _MISSING:
         inst.next_cursor = UNSET
+        n += 1
     elif v is None:
         inst.next_cursor = None
     else:
         inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListSessionsResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -6798,7 +7187,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.title = UNSET
@@ -6807,8 +7196,25 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -6823,6 +7229,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -6832,22 +7239,27 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_SessionInfo.issuperset(obj) else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -6901,7 +7313,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -6911,15 +7323,12 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DeleteSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -6953,15 +7362,37 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    elif v is _MISSING:
         inst.config_options = UNSET
+        n += 1
     else:
         try:
             inst.config_options = _s.skip_invalid(
@@ -6969,20 +7400,22 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ResumeSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7020,7 +7453,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7030,15 +7463,12 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseSessionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7075,7 +7505,28 @@ def _d_SetSessionConfigOptionResponse(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -7084,7 +7535,7 @@ def _d_SetSessionConfigOptionResponse(
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7094,14 +7545,13 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     )
     return inst
 
@@ -7138,7 +7588,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7148,15 +7598,12 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7210,7 +7657,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         _s.missing(path, "message")
     else:
         _s.fail((path, "message"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
         inst.extra = {}
@@ -7218,9 +7665,10 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     v = obj.get("data", _MISSING)
     if v is _MISSING:
         inst.data = UNSET
+        n += 1
     else:
         inst.data = v
-    inst.extra = {} if _K_Error.issuperset(obj) else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7270,7 +7718,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -7278,15 +7726,12 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_AgentNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7338,7 +7783,7 @@ def _d_UpdateSessionNotification(
         _s.missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7348,15 +7793,12 @@ def _d_UpdateSessionNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_UpdateSessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
     return inst
 
 
@@ -7421,7 +7863,7 @@ def _d_SessionUpdateUserMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7431,15 +7873,12 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionUpdateUserMessageChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -7509,7 +7948,7 @@ def _d_SessionUpdateAgentMessageChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7519,14 +7958,13 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateAgentMessageChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     )
     return inst
 
@@ -7597,7 +8035,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7607,14 +8045,13 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SessionUpdateAgentThoughtChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     )
     return inst
 
@@ -7667,7 +8104,7 @@ def _d_SessionUpdateStateUpdate(
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
-        if _K_SessionUpdateStateUpdate.issuperset(obj)
+        if len(obj) - ("sessionUpdate" in obj) == 0
         else _s.extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
     return inst
@@ -7720,7 +8157,7 @@ def _d_SessionUpdateToolCallUpdate(
         _s.missing(path, "toolCallId")
     else:
         _s.fail((path, "toolCallId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.kind = UNSET
@@ -7737,6 +8174,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -7746,6 +8184,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.kind = v
     elif v is _MISSING:
         inst.kind = UNSET
+        n += 1
     elif v is None:
         inst.kind = None
     else:
@@ -7755,13 +8194,36 @@ def _d_SessionUpdateToolCallUpdate(
         inst.status = v
     elif v is _MISSING:
         inst.status = UNSET
+        n += 1
     elif v is None:
         inst.status = None
     else:
         inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p5 = (path, "content")
+            items5: list[ToolCallContent] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t5 := x.get("type")).__class__ is str
+                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                    ):
+                        items5.append(d5(x, (p5, i), ctx))
+                    else:
+                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p5, i), exc, "item dropped")
+                i += 1
+            inst.content = items5
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -7770,8 +8232,23 @@ def _d_SessionUpdateToolCallUpdate(
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p6 = (path, "locations")
+            items6: list[ToolCallLocation] = []
+            i = 0
+            for x in v:
+                try:
+                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p6, i), exc, "item dropped")
+                i += 1
+            inst.locations = items6
+        except DecodeError as exc:
+            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+    elif v is _MISSING:
         inst.locations = UNSET
+        n += 1
     elif v is None:
         inst.locations = None
     else:
@@ -7782,27 +8259,31 @@ def _d_SessionUpdateToolCallUpdate(
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
+        n += 1
     else:
         inst.raw_input = v
     v = obj.get("rawOutput", _MISSING)
     if v is _MISSING:
         inst.raw_output = UNSET
+        n += 1
     else:
         inst.raw_output = v
+    if n == 8:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionUpdateToolCallUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -7889,7 +8370,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         _s.missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -7899,13 +8380,12 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_ContentChunk.issuperset(obj) else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -7955,15 +8435,37 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -7971,18 +8473,22 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UserMessage.issuperset(obj) else _s.extra_fields(obj, _K_UserMessage, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8044,15 +8550,37 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8060,18 +8588,22 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AgentMessage.issuperset(obj) else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8133,15 +8665,37 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         _s.missing(path, "messageId")
     else:
         _s.fail((path, "messageId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("content", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "content")
+            items2: list[ContentBlock] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t2 := x.get("type")).__class__ is str
+                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                    ):
+                        items2.append(d2(x, (p2, i), ctx))
+                    else:
+                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.content = items2
+        except DecodeError as exc:
+            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    elif v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
@@ -8149,18 +8703,22 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
             inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
             inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_AgentThought.issuperset(obj) else _s.extra_fields(obj, _K_AgentThought, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8213,7 +8771,7 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RunningStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8223,15 +8781,12 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RunningStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8266,7 +8821,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IdleStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stop_reason = UNSET
         inst.meta = UNSET
@@ -8277,24 +8832,27 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.stop_reason = v
     elif v is _MISSING:
         inst.stop_reason = UNSET
+        n += 1
     elif v is None:
         inst.stop_reason = None
     else:
         inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_IdleStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -8338,7 +8896,7 @@ def _d_RequiresActionStateUpdate(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequiresActionStateUpdate)
-    if len(obj) == 0 + ("state" in obj):
+    if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8348,15 +8906,12 @@ def _d_RequiresActionStateUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RequiresActionStateUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
     return inst
 
 
@@ -8413,7 +8968,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         _s.missing(path, "content")
     else:
         inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8423,15 +8978,12 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ToolCallContentChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     return inst
 
 
@@ -8488,7 +9040,7 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8498,15 +9050,12 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalOutput.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -8543,7 +9092,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_code = UNSET
         inst.signal = UNSET
@@ -8555,6 +9104,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = v
     elif v is _MISSING:
         inst.exit_code = UNSET
+        n += 1
     elif v is None:
         inst.exit_code = None
     else:
@@ -8567,24 +9117,27 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.signal = v
     elif v is _MISSING:
         inst.signal = UNSET
+        n += 1
     elif v is None:
         inst.signal = None
     else:
         inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalExitStatus.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -8643,7 +9196,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         _s.missing(path, "terminalId")
     else:
         _s.fail((path, "terminalId"), "string", v)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.command = UNSET
         inst.cwd = UNSET
@@ -8657,6 +9210,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.command = v
     elif v is _MISSING:
         inst.command = UNSET
+        n += 1
     elif v is None:
         inst.command = None
     else:
@@ -8666,6 +9220,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -8673,6 +9228,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("output", _MISSING)
     if v is _MISSING:
         inst.output = UNSET
+        n += 1
     elif v is None:
         inst.output = None
     else:
@@ -8683,6 +9239,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
+        n += 1
     elif v is None:
         inst.exit_status = None
     else:
@@ -8690,20 +9247,22 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
             inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -8777,7 +9336,7 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         _s.missing(path, "data")
     else:
         _s.fail((path, "data"), "string", v)
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8787,15 +9346,12 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalOutputChunk.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     return inst
 
 
@@ -8862,7 +9418,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         _s.missing(path, "status")
     else:
         _s.fail((path, "status"), "string", v)
-    if len(obj) == 3:
+    if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8872,13 +9428,12 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanEntry.issuperset(obj) else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8932,14 +9487,28 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     else:
         _s.fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "entries")
+            items2: list[PlanEntry] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.entries = items2
+        except DecodeError as exc:
+            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "entries")
     else:
         try:
             inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
             inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -8949,13 +9518,12 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanItems.issuperset(obj) else _s.extra_fields(obj, _K_PlanItems, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9012,7 +9580,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         _s.missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9022,13 +9590,12 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_PlanUpdate.issuperset(obj) else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9079,7 +9646,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         _s.missing(path, "description")
     else:
         _s.fail((path, "description"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
@@ -9088,6 +9655,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     v = obj.get("input", _MISSING)
     if v is _MISSING:
         inst.input = UNSET
+        n += 1
     elif v is None:
         inst.input = None
     else:
@@ -9095,20 +9663,22 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
             inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommand.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9157,7 +9727,7 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         _s.missing(path, "hint")
     else:
         _s.fail((path, "hint"), "string", v)
-    if len(obj) == 1 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9167,15 +9737,12 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TextCommandInput.issuperset(obj)
-        else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9217,7 +9784,21 @@ def _d_AvailableCommandsUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "availableCommands")
+            items1: list[AvailableCommand] = []
+            i = 0
+            for x in v:
+                try:
+                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.available_commands = items1
+        except DecodeError as exc:
+            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "availableCommands")
     else:
         try:
@@ -9226,7 +9807,7 @@ def _d_AvailableCommandsUpdate(
             )
         except DecodeError as exc:
             inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9236,15 +9817,12 @@ def _d_AvailableCommandsUpdate(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AvailableCommandsUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9289,7 +9867,28 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p1 = (path, "configOptions")
+            items1: list[SessionConfigOption] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("type")).__class__ is str
+                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+            inst.config_options = items1
+        except DecodeError as exc:
+            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+    elif v is _MISSING:
         _s.missing(path, "configOptions")
     else:
         try:
@@ -9298,7 +9897,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             )
         except DecodeError as exc:
             inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
-    if len(obj) == 1 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9308,15 +9907,12 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ConfigOptionUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9360,7 +9956,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
-    if len(obj) == 0 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.updated_at = UNSET
@@ -9372,6 +9968,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = v
     elif v is _MISSING:
         inst.title = UNSET
+        n += 1
     elif v is None:
         inst.title = None
     else:
@@ -9381,24 +9978,27 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.updated_at = v
     elif v is _MISSING:
         inst.updated_at = UNSET
+        n += 1
     elif v is None:
         inst.updated_at = None
     else:
         inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SessionInfoUpdate.issuperset(obj)
-        else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9463,7 +10063,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         _s.missing(path, "currency")
     else:
         _s.fail((path, "currency"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9473,11 +10073,12 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if _K_Cost.issuperset(obj) else _s.extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9531,7 +10132,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         _s.missing(path, "size")
     else:
         inst.size = _s.as_int(v, (path, "size"))
-    if len(obj) == 2 + ("sessionUpdate" in obj):
+    if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
@@ -9540,6 +10141,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
         inst.cost = UNSET
+        n += 1
     elif v is None:
         inst.cost = None
     else:
@@ -9547,18 +10149,22 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
             inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_UsageUpdate.issuperset(obj) else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9610,7 +10216,7 @@ def _d_CompleteElicitationNotification(
         _s.missing(path, "elicitationId")
     else:
         _s.fail((path, "elicitationId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -9620,14 +10226,13 @@ def _d_CompleteElicitationNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CompleteElicitationNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     )
     return inst
 
@@ -9678,7 +10283,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -9686,15 +10291,12 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9728,7 +10330,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.auth = UNSET
         inst.elicitation = UNSET
@@ -9738,6 +10340,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
+        n += 1
     elif v is None:
         inst.auth = None
     else:
@@ -9748,6 +10351,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
+        n += 1
     elif v is None:
         inst.elicitation = None
     else:
@@ -9755,20 +10359,22 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
             inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ClientCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -9840,7 +10446,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         _s.missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = ClientCapabilities()
         inst.meta = UNSET
@@ -9851,25 +10457,29 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if v is _MISSING:
         inst.capabilities = ClientCapabilities()
         absent.append("capabilities")
+        n += 1
     else:
         try:
             inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
             inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        inst.__acp_absent__ = frozenset(absent)
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_InitializeRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9921,7 +10531,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = UNSET
         inst.meta = UNSET
@@ -9930,6 +10540,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
         inst.terminal = UNSET
+        n += 1
     elif v is None:
         inst.terminal = None
     else:
@@ -9937,20 +10548,22 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
             inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
         except DecodeError as exc:
             inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_AuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -9999,7 +10612,7 @@ def _d_TerminalAuthCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalAuthCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10009,15 +10622,12 @@ def _d_TerminalAuthCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_TerminalAuthCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     return inst
 
 
@@ -10057,7 +10667,7 @@ def _d_ElicitationCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.form = UNSET
         inst.url = UNSET
@@ -10067,6 +10677,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("form", _MISSING)
     if v is _MISSING:
         inst.form = UNSET
+        n += 1
     elif v is None:
         inst.form = None
     else:
@@ -10077,6 +10688,7 @@ def _d_ElicitationCapabilities(
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
+        n += 1
     elif v is None:
         inst.url = None
     else:
@@ -10084,20 +10696,22 @@ def _d_ElicitationCapabilities(
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
             inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10149,7 +10763,7 @@ def _d_ElicitationFormCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10159,15 +10773,12 @@ def _d_ElicitationFormCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationFormCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -10207,7 +10818,7 @@ def _d_ElicitationUrlCapabilities(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10217,15 +10828,12 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ElicitationUrlCapabilities.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -10270,7 +10878,7 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         _s.missing(path, "methodId")
     else:
         _s.fail((path, "methodId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10280,15 +10888,12 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LoginAuthRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -10331,7 +10936,7 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10341,15 +10946,12 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_LogoutAuthRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -10398,7 +11000,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
@@ -10406,8 +11008,25 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p2 = (path, "additionalDirectories")
+            items2: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p2, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items2
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10418,27 +11037,51 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "mcpServers")
+            items3: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t3 := x.get("type")).__class__ is str
+                        and (d3 := _McpServer_TAGS.get(t3)) is not None
+                    ):
+                        items3.append(d3(x, (p3, i), ctx))
+                    else:
+                        items3.append(_d_McpServer(x, (p3, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items3
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_NewSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10503,7 +11146,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10513,13 +11156,12 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if _K_HttpHeader.issuperset(obj) else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10571,31 +11213,42 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         _s.missing(path, "url")
     else:
         _s.fail((path, "url"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
         inst.extra = {}
         return inst
     v = obj.get("headers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "headers")
+        items3: list[HttpHeader] = []
+        i = 0
+        for x in v:
+            items3.append(_d_HttpHeader(x, (p3, i), ctx))
+            i += 1
+        inst.headers = items3
+    elif v is _MISSING:
         inst.headers = UNSET
+        n += 1
     else:
         inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+    if n == 3:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerHttp.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
-    )
+    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10654,7 +11307,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         _s.missing(path, "command")
     else:
         _s.fail((path, "command"), "string", v)
-    if len(obj) == 2 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
         inst.env = UNSET
@@ -10662,29 +11315,49 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.extra = {}
         return inst
     v = obj.get("args", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p3 = (path, "args")
+        items3: list[str] = []
+        i = 0
+        for x in v:
+            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            i += 1
+        inst.args = items3
+    elif v is _MISSING:
         inst.args = UNSET
+        n += 1
     else:
         inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
     v = obj.get("env", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p4 = (path, "env")
+        items4: list[EnvVariable] = []
+        i = 0
+        for x in v:
+            items4.append(_d_EnvVariable(x, (p4, i), ctx))
+            i += 1
+        inst.env = items4
+    elif v is _MISSING:
         inst.env = UNSET
+        n += 1
     else:
         inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+    if n == 4:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_McpServerStdio.issuperset(obj)
-        else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
-    )
+    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -10731,7 +11404,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cwd = UNSET
         inst.cursor = UNSET
@@ -10743,6 +11416,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = v
     elif v is _MISSING:
         inst.cwd = UNSET
+        n += 1
     elif v is None:
         inst.cwd = None
     else:
@@ -10752,24 +11426,27 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cursor = v
     elif v is _MISSING:
         inst.cursor = UNSET
+        n += 1
     elif v is None:
         inst.cursor = None
     else:
         _s.fail((path, "cursor"), "string", v)
+    if n == 2:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ListSessionsRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -10818,7 +11495,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -10828,15 +11505,12 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_DeleteSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -10890,7 +11564,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         _s.missing(path, "cwd")
     else:
         _s.fail((path, "cwd"), "string", v)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
@@ -10899,8 +11573,25 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.extra = {}
         return inst
     v = obj.get("additionalDirectories", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p3 = (path, "additionalDirectories")
+            items3: list[AbsolutePath] = []
+            i = 0
+            for x in v:
+                try:
+                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                except DecodeError as exc:
+                    ctx.tolerated((p3, i), exc, "item dropped")
+                i += 1
+            inst.additional_directories = items3
+        except DecodeError as exc:
+            inst.additional_directories = _s.tolerated(
+                ctx, (path, "additionalDirectories"), exc, UNSET
+            )
+    elif v is _MISSING:
         inst.additional_directories = UNSET
+        n += 1
     else:
         try:
             inst.additional_directories = _s.skip_invalid(
@@ -10911,8 +11602,30 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        try:
+            p4 = (path, "mcpServers")
+            items4: list[McpServer] = []
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t4 := x.get("type")).__class__ is str
+                        and (d4 := _McpServer_TAGS.get(t4)) is not None
+                    ):
+                        items4.append(d4(x, (p4, i), ctx))
+                    else:
+                        items4.append(_d_McpServer(x, (p4, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p4, i), exc, "item dropped")
+                i += 1
+            inst.mcp_servers = items4
+        except DecodeError as exc:
+            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+    elif v is _MISSING:
         inst.mcp_servers = UNSET
+        n += 1
     else:
         try:
             inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -10921,6 +11634,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     v = obj.get("replayFrom", _MISSING)
     if v is _MISSING:
         inst.replay_from = UNSET
+        n += 1
     elif v is None:
         inst.replay_from = None
     else:
@@ -10928,20 +11642,22 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
         except DecodeError as exc:
             inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
+    if n == 5:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.meta = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ResumeSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11005,7 +11721,7 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReplayFromStart)
-    if len(obj) == 0 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11015,15 +11731,12 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_ReplayFromStart.issuperset(obj)
-        else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11065,7 +11778,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11075,15 +11788,12 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CloseSessionRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11148,7 +11858,7 @@ def _d_SetSessionConfigOptionRequestId(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "string", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11158,14 +11868,13 @@ def _d_SetSessionConfigOptionRequestId(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionRequestId.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
     )
     return inst
 
@@ -11239,7 +11948,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
         _s.missing(path, "value")
     else:
         _s.fail((path, "value"), "boolean", v)
-    if len(obj) == 3 + ("type" in obj):
+    if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11249,14 +11958,13 @@ def _d_SetSessionConfigOptionRequestBoolean(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_SetSessionConfigOptionRequestBoolean.issuperset(obj)
-        else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11313,11 +12021,26 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     else:
         _s.fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
-    if v is _MISSING:
+    if v.__class__ is list:
+        p2 = (path, "prompt")
+        items2: list[ContentBlock] = []
+        i = 0
+        for x in v:
+            if (
+                x.__class__ is dict
+                and (t2 := x.get("type")).__class__ is str
+                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+            ):
+                items2.append(d2(x, (p2, i), ctx))
+            else:
+                items2.append(_d_ContentBlock(x, (p2, i), ctx))
+            i += 1
+        inst.prompt = items2
+    elif v is _MISSING:
         _s.missing(path, "prompt")
     else:
         inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
-    if len(obj) == 2:
+    if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11327,15 +12050,12 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_PromptRequest.issuperset(obj)
-        else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
-    )
+    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11400,11 +12120,7 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _s.missing(path, "result")
     else:
         inst.result = v
-    inst.extra = (
-        {}
-        if _K_ClientResponseResult.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -11444,11 +12160,7 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _s.missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = (
-        {}
-        if _K_ClientResponseError.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -11491,7 +12203,7 @@ def _d_RequestPermissionResponse(
         _s.missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11501,15 +12213,12 @@ def _d_RequestPermissionResponse(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_RequestPermissionResponse.issuperset(obj)
-        else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -11549,7 +12258,7 @@ def _d_RequestPermissionOutcomeCancelled(
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
-        if _K_RequestPermissionOutcomeCancelled.issuperset(obj)
+        if len(obj) - ("outcome" in obj) == 0
         else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
@@ -11596,7 +12305,7 @@ def _d_SelectedPermissionOutcome(
         _s.missing(path, "optionId")
     else:
         _s.fail((path, "optionId"), "string", v)
-    if len(obj) == 1 + ("outcome" in obj):
+    if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11606,15 +12315,12 @@ def _d_SelectedPermissionOutcome(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_SelectedPermissionOutcome.issuperset(obj)
-        else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -11657,7 +12363,7 @@ def _d_CreateElicitationResponseAccept(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
@@ -11668,21 +12374,26 @@ def _d_CreateElicitationResponseAccept(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    if n == 1:
+        # Every other key is a known field: this one is absent, no field is unknown.
+        inst.content = UNSET
+        inst.extra = {}
+        return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseAccept.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     )
     return inst
 
@@ -11732,7 +12443,7 @@ def _d_CreateElicitationResponseDecline(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11742,14 +12453,13 @@ def _d_CreateElicitationResponseDecline(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseDecline.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -11791,7 +12501,7 @@ def _d_CreateElicitationResponseCancel(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
-    if len(obj) == 0 + ("action" in obj):
+    if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11801,14 +12511,13 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if _K_CreateElicitationResponseCancel.issuperset(obj)
-        else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     )
     return inst
 
@@ -11850,7 +12559,7 @@ def _d_ElicitationAcceptAction(
         _s.fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
-    if len(obj) == 0:
+    if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.extra = {}
@@ -11858,15 +12567,12 @@ def _d_ElicitationAcceptAction(
     v = obj.get("content", _MISSING)
     if v is _MISSING:
         inst.content = UNSET
+        n += 1
     elif v is None:
         inst.content = None
     else:
         inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {}
-        if _K_ElicitationAcceptAction.issuperset(obj)
-        else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
-    )
+    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -11907,7 +12613,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -11915,15 +12621,12 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = (
-        {}
-        if _K_ClientNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -11964,7 +12667,7 @@ def _d_CancelSessionNotification(
         _s.missing(path, "sessionId")
     else:
         _s.fail((path, "sessionId"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -11974,15 +12677,12 @@ def _d_CancelSessionNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelSessionNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
     return inst
 
 
@@ -12030,7 +12730,7 @@ def _d_ProtocolLevelNotification(
         _s.missing(path, "method")
     else:
         _s.fail((path, "method"), "string", v)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.extra = {}
@@ -12038,15 +12738,12 @@ def _d_ProtocolLevelNotification(
     v = obj.get("params", _MISSING)
     if v is _MISSING:
         inst.params = UNSET
+        n += 1
     elif v is None:
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
-    inst.extra = (
-        {}
-        if _K_ProtocolLevelNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
     return inst
 
 
@@ -12085,7 +12782,7 @@ def _d_CancelRequestNotification(
         _s.missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    if len(obj) == 1:
+    if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.extra = {}
@@ -12095,15 +12792,12 @@ def _d_CancelRequestNotification(
         inst.meta = v
     elif v is _MISSING:
         inst.meta = UNSET
+        n += 1
     elif v is None:
         inst.meta = None
     else:
         inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {}
-        if _K_CancelRequestNotification.issuperset(obj)
-        else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
-    )
+    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 
