@@ -47,3 +47,19 @@ def golden_pyright(tmp_path_factory: pytest.TempPathFactory) -> PyrightRun:
     tests using it carry `@pytest.mark.xdist_group("pyright")` so that one worker runs it."""
     goldens = sorted(p.parent for p in GENERATED.rglob("__init__.py"))
     return pyright_strict(goldens, tmp_path_factory.mktemp("golden_pyright"))
+
+
+# The suite's longest serial units, handed out first: pytest-xdist assigns work in collection
+# order, so started last they would leave one worker running alone at the end of the run.
+LONGEST_GROUPS = ("pyright", "releases")
+LONGEST_TESTS = ("test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes",)
+
+
+def _longest_first(item: pytest.Item) -> bool:
+    group = item.get_closest_marker("xdist_group")
+    grouped = group is not None and bool(group.args) and group.args[0] in LONGEST_GROUPS
+    return not (grouped or item.name in LONGEST_TESTS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_longest_first)  # stable: the rest keep their order
