@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import gc
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -63,3 +67,32 @@ def _longest_first(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_longest_first)  # stable: the rest keep their order
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the main process, before it starts any worker
+        _cache_bytecode(config)
+
+
+def _cache_bytecode(config: pytest.Config) -> None:
+    """With PYTHONDONTWRITEBYTECODE set, every process the suite starts (xdist workers, agents,
+    CLI runs, type checkers' helpers) would compile the same modules again, a generated types.py
+    each time. Bytecode goes to a temporary PYTHONPYCACHEPREFIX instead, removed at the end, so
+    the source tree is still left as it was."""
+    if not sys.flags.dont_write_bytecode and not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    prefix = tempfile.mkdtemp(prefix="acp-codegen-tests-pycache-")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What is alive once the tests are collected (modules, fixtures' code, hypothesis) lives to
+    the end: frozen out of the cyclic collector, with fewer collections, black and the schema
+    parser stop paying for rescanning it (about a fifth of the suite's CPU time)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
