@@ -183,6 +183,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "aliases": renderer.aliases_in_order(),
         "defs": renderer.defs,
         "typing_names": renderer.typing_names(),
+        "dataclasses_names": renderer.dataclasses_names(),
         "handled": package.handled(),
         "called": package.called(),
         # What a role module uses of methods.py, so it imports nothing unused (a schema may give

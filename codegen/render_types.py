@@ -116,6 +116,12 @@ class TypeView:
         }
         return sorted((name for name, needed in needs.items() if needed), key=lambda n: (n[0].islower(), n))
 
+    def dataclasses_names(self) -> list[str]:
+        """The `dataclasses` names types.py uses: `field` only in a class with schema defaults
+        (`__acp_absent__`, a mutable default); `extra` is `_s.extra_field()`."""
+        defaults = any(isinstance(d, ObjectDef) and d.has_defaults for d in self.pkg.definitions)
+        return ["dataclass", "field"] if defaults else ["dataclass"]
+
 
 def _literal(d: EnumDef | ObjectDef) -> bool:
     return isinstance(d, EnumDef) or d.tag is not None

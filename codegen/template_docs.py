@@ -48,6 +48,7 @@ CONTEXT = {
     "uses_method_names": ("bool", "whether the role module refers to `methods.<CONST>` (imports `methods`)"),
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
+    "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
 }
 
 # Filters: `value|name(args)`; the first parameter is the value left of the `|`.

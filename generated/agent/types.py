@@ -495,7 +495,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -575,7 +575,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -683,7 +683,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -776,7 +776,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -980,7 +980,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1118,7 +1118,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1202,7 +1202,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1306,7 +1306,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1399,7 +1399,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1545,7 +1545,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1640,7 +1640,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1727,7 +1727,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1805,7 +1805,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1870,7 +1870,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1960,7 +1960,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2025,7 +2025,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2110,7 +2110,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2188,7 +2188,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2350,7 +2350,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2425,7 +2425,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2492,7 +2492,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2559,7 +2559,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2630,7 +2630,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2697,7 +2697,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2802,7 +2802,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2928,7 +2928,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3002,7 +3002,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3042,7 +3042,7 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3178,7 +3178,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3281,7 +3281,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3504,7 +3504,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3659,7 +3659,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3806,7 +3806,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3920,7 +3920,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3993,7 +3993,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4059,7 +4059,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4223,7 +4223,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4306,7 +4306,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4394,7 +4394,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4440,7 +4440,7 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4480,7 +4480,7 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4589,7 +4589,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -4681,7 +4681,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -4848,7 +4848,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4929,7 +4929,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5082,7 +5082,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5284,7 +5284,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5359,7 +5359,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5412,7 +5412,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5474,7 +5474,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5527,7 +5527,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5580,7 +5580,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5631,7 +5631,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5764,7 +5764,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5857,7 +5857,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5951,7 +5951,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6002,7 +6002,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6051,7 +6051,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6174,7 +6174,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6260,7 +6260,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6350,7 +6350,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6471,7 +6471,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6595,7 +6595,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6693,7 +6693,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6790,7 +6790,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6838,7 +6838,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6876,7 +6876,7 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6981,7 +6981,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7077,7 +7077,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7215,7 +7215,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7270,7 +7270,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7377,7 +7377,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7430,7 +7430,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7479,7 +7479,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7565,7 +7565,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7626,7 +7626,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7694,7 +7694,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7746,7 +7746,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7822,7 +7822,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7912,7 +7912,7 @@ class SessionUpdateUserMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8006,7 +8006,7 @@ class SessionUpdateAgentMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8100,7 +8100,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8303,7 +8303,7 @@ class SessionUpdateToolCallUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8400,7 +8400,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8594,7 +8594,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8692,7 +8692,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8775,7 +8775,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8861,7 +8861,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8923,7 +8923,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9005,7 +9005,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9071,7 +9071,7 @@ class CurrentModeUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9161,7 +9161,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9252,7 +9252,7 @@ class SessionInfoUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9323,7 +9323,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9412,7 +9412,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9478,7 +9478,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9537,7 +9537,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9624,7 +9624,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -9710,7 +9710,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -9865,7 +9865,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -10007,7 +10007,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -10098,7 +10098,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10177,7 +10177,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10234,7 +10234,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10326,7 +10326,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10385,7 +10385,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10440,7 +10440,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10501,7 +10501,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10552,7 +10552,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10687,7 +10687,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10756,7 +10756,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10839,7 +10839,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10927,7 +10927,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11029,7 +11029,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11181,7 +11181,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11269,7 +11269,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11333,7 +11333,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11482,7 +11482,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11550,7 +11550,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11617,7 +11617,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11702,7 +11702,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11793,7 +11793,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11894,7 +11894,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11936,7 +11936,7 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11976,7 +11976,7 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12023,7 +12023,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12081,7 +12081,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12145,7 +12145,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12189,7 +12189,7 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12250,7 +12250,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12308,7 +12308,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12396,7 +12396,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12481,7 +12481,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12536,7 +12536,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12621,7 +12621,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12674,7 +12674,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12750,7 +12750,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12814,7 +12814,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12872,7 +12872,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12917,7 +12917,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12973,7 +12973,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13034,7 +13034,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13094,7 +13094,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:

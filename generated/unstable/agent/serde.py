@@ -318,6 +318,17 @@ def extra_fields(
     return extra
 
 
+def extra_field() -> JsonObject:
+    """A generated class's `extra` field: a new empty dict for each instance.
+
+    `dataclasses.field(default_factory=dict)` typed as the value it stands for, as typeshed
+    types `field()` itself: a type checker then need not match `field()`'s overloads against
+    `dict`'s constructors once per class (about a fifth of basedpyright's time on a types.py).
+    """
+    # Cast: pyright solves `dict` alone as dict[Unknown, Unknown]; the factory is still `dict`.
+    return dataclasses.field(default_factory=cast("Callable[[], JsonObject]", dict))
+
+
 def merge_extra(d: JsonObject, extra: JsonObject) -> None:
     for k, x in extra.items():
         d.setdefault(k, x)

@@ -736,7 +736,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -816,7 +816,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -924,7 +924,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1017,7 +1017,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1242,7 +1242,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1382,7 +1382,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1466,7 +1466,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1570,7 +1570,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1663,7 +1663,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1809,7 +1809,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1904,7 +1904,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1991,7 +1991,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2069,7 +2069,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2134,7 +2134,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2224,7 +2224,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2289,7 +2289,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2374,7 +2374,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2452,7 +2452,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2614,7 +2614,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2689,7 +2689,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2756,7 +2756,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2823,7 +2823,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2894,7 +2894,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2961,7 +2961,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3066,7 +3066,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3192,7 +3192,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3266,7 +3266,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3306,7 +3306,7 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3442,7 +3442,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3545,7 +3545,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3768,7 +3768,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3923,7 +3923,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4070,7 +4070,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4184,7 +4184,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4257,7 +4257,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4323,7 +4323,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4487,7 +4487,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4570,7 +4570,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4658,7 +4658,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4726,7 +4726,7 @@ class ConnectMcpRequest(Wire, decoder=_d_ConnectMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4821,7 +4821,7 @@ class MessageMcpRequest(Wire, decoder=_d_MessageMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4887,7 +4887,7 @@ class DisconnectMcpRequest(Wire, decoder=_d_DisconnectMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4929,7 +4929,7 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4969,7 +4969,7 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5078,7 +5078,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5186,7 +5186,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5376,7 +5376,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5459,7 +5459,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5686,7 +5686,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5894,7 +5894,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5969,7 +5969,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6022,7 +6022,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6084,7 +6084,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6143,7 +6143,7 @@ class SessionForkCapabilities(Wire, decoder=_d_SessionForkCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6196,7 +6196,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6249,7 +6249,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6300,7 +6300,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6357,7 +6357,7 @@ class ProvidersCapabilities(Wire, decoder=_d_ProvidersCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6441,7 +6441,7 @@ class NesCapabilities(Wire, decoder=_d_NesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6515,7 +6515,7 @@ class NesEventCapabilities(Wire, decoder=_d_NesEventCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6647,7 +6647,7 @@ class NesDocumentEventCapabilities(Wire, decoder=_d_NesDocumentEventCapabilities
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6712,7 +6712,7 @@ class NesDocumentDidOpenCapabilities(Wire, decoder=_d_NesDocumentDidOpenCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6776,7 +6776,7 @@ class NesDocumentDidChangeCapabilities(Wire, decoder=_d_NesDocumentDidChangeCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6831,7 +6831,7 @@ class NesDocumentDidCloseCapabilities(Wire, decoder=_d_NesDocumentDidCloseCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6886,7 +6886,7 @@ class NesDocumentDidSaveCapabilities(Wire, decoder=_d_NesDocumentDidSaveCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6941,7 +6941,7 @@ class NesDocumentDidFocusCapabilities(Wire, decoder=_d_NesDocumentDidFocusCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7093,7 +7093,7 @@ class NesContextCapabilities(Wire, decoder=_d_NesContextCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7179,7 +7179,7 @@ class NesRecentFilesCapabilities(Wire, decoder=_d_NesRecentFilesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7236,7 +7236,7 @@ class NesRelatedSnippetsCapabilities(Wire, decoder=_d_NesRelatedSnippetsCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7310,7 +7310,7 @@ class NesEditHistoryCapabilities(Wire, decoder=_d_NesEditHistoryCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7386,7 +7386,7 @@ class NesUserActionsCapabilities(Wire, decoder=_d_NesUserActionsCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7441,7 +7441,7 @@ class NesOpenFilesCapabilities(Wire, decoder=_d_NesOpenFilesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7494,7 +7494,7 @@ class NesDiagnosticsCapabilities(Wire, decoder=_d_NesDiagnosticsCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7627,7 +7627,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7720,7 +7720,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7814,7 +7814,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7865,7 +7865,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7935,7 +7935,7 @@ class ListProvidersResponse(Wire, decoder=_d_ListProvidersResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8057,7 +8057,7 @@ class ProviderInfo(Wire, decoder=_d_ProviderInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8136,7 +8136,7 @@ class ProviderCurrentConfig(Wire, decoder=_d_ProviderCurrentConfig):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8191,7 +8191,7 @@ class SetProviderResponse(Wire, decoder=_d_SetProviderResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8248,7 +8248,7 @@ class DisableProviderResponse(Wire, decoder=_d_DisableProviderResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8297,7 +8297,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8420,7 +8420,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8506,7 +8506,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8596,7 +8596,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8717,7 +8717,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8841,7 +8841,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8939,7 +8939,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9036,7 +9036,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9084,7 +9084,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9122,7 +9122,7 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9227,7 +9227,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9323,7 +9323,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9461,7 +9461,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9516,7 +9516,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9640,7 +9640,7 @@ class ForkSessionResponse(Wire, decoder=_d_ForkSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9751,7 +9751,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9804,7 +9804,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9853,7 +9853,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9939,7 +9939,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10023,7 +10023,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10170,7 +10170,7 @@ class Usage(Wire, decoder=_d_Usage):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10240,7 +10240,7 @@ class StartNesResponse(Wire, decoder=_d_StartNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10313,7 +10313,7 @@ class SuggestNesResponse(Wire, decoder=_d_SuggestNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10380,7 +10380,7 @@ class NesTextEdit(Wire, decoder=_d_NesTextEdit):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10445,7 +10445,7 @@ class Range(Wire, decoder=_d_Range):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10516,7 +10516,7 @@ class Position(Wire, decoder=_d_Position):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10622,7 +10622,7 @@ class NesEditSuggestion(Wire, decoder=_d_NesEditSuggestion, tag=("kind", "edit")
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10706,7 +10706,7 @@ class NesJumpSuggestion(Wire, decoder=_d_NesJumpSuggestion, tag=("kind", "jump")
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10799,7 +10799,7 @@ class NesRenameSuggestion(Wire, decoder=_d_NesRenameSuggestion, tag=("kind", "re
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10917,7 +10917,7 @@ class NesSearchAndReplaceSuggestion(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10976,7 +10976,7 @@ class CloseNesResponse(Wire, decoder=_d_CloseNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11044,7 +11044,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11096,7 +11096,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11172,7 +11172,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11262,7 +11262,7 @@ class SessionUpdateUserMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11356,7 +11356,7 @@ class SessionUpdateAgentMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11450,7 +11450,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11674,7 +11674,7 @@ class SessionUpdateToolCallUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11773,7 +11773,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11988,7 +11988,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12088,7 +12088,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12171,7 +12171,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12263,7 +12263,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12341,7 +12341,7 @@ class PlanFile(Wire, decoder=_d_PlanFile, tag=("type", "file")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12415,7 +12415,7 @@ class PlanMarkdown(Wire, decoder=_d_PlanMarkdown, tag=("type", "markdown")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12484,7 +12484,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12549,7 +12549,7 @@ class PlanRemoved(Wire, decoder=_d_PlanRemoved, tag=("sessionUpdate", "plan_remo
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12635,7 +12635,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12697,7 +12697,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12779,7 +12779,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12845,7 +12845,7 @@ class CurrentModeUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12935,7 +12935,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13026,7 +13026,7 @@ class SessionInfoUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13097,7 +13097,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13186,7 +13186,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13323,7 +13323,7 @@ class CompactionUpdate(
     """Human-readable description of why the compaction failed."""
     meta: JsonObject | None | Unset = UNSET
     """Extensible metadata patch for this compaction."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13412,7 +13412,7 @@ class CompactionSummaryChunk(
     """One content block to append."""
     meta: JsonObject | None | Unset = UNSET
     """Metadata scoped to this chunk. Omission and `null` both mean absent."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13480,7 +13480,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13578,7 +13578,7 @@ class MessageMcpNotification(Wire, decoder=_d_MessageMcpNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13639,7 +13639,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13726,7 +13726,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -13812,7 +13812,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -14062,7 +14062,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -14210,7 +14210,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -14322,7 +14322,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14360,7 +14360,7 @@ class CompactionCapabilities(Wire, decoder=_d_CompactionCapabilities):
 
     UNSTABLE: not part of the stable protocol yet."""
 
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14435,7 +14435,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14492,7 +14492,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14547,7 +14547,7 @@ class PlanCapabilities(Wire, decoder=_d_PlanCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14639,7 +14639,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14698,7 +14698,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14753,7 +14753,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14855,7 +14855,7 @@ class ClientNesCapabilities(Wire, decoder=_d_ClientNesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14912,7 +14912,7 @@ class NesJumpCapabilities(Wire, decoder=_d_NesJumpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14963,7 +14963,7 @@ class NesRenameCapabilities(Wire, decoder=_d_NesRenameCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15018,7 +15018,7 @@ class NesSearchAndReplaceCapabilities(Wire, decoder=_d_NesSearchAndReplaceCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15079,7 +15079,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15134,7 +15134,7 @@ class ListProvidersRequest(Wire, decoder=_d_ListProvidersRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15235,7 +15235,7 @@ class SetProviderRequest(Wire, decoder=_d_SetProviderRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15305,7 +15305,7 @@ class DisableProviderRequest(Wire, decoder=_d_DisableProviderRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15356,7 +15356,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15491,7 +15491,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15560,7 +15560,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15643,7 +15643,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15731,7 +15731,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15816,7 +15816,7 @@ class McpServerAcp(Wire, decoder=_d_McpServerAcp, tag=("type", "acp")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15913,7 +15913,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16065,7 +16065,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16153,7 +16153,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16217,7 +16217,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16371,7 +16371,7 @@ class ForkSessionRequest(Wire, decoder=_d_ForkSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16524,7 +16524,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16592,7 +16592,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16659,7 +16659,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16744,7 +16744,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16835,7 +16835,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16936,7 +16936,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17040,7 +17040,7 @@ class StartNesRequest(Wire, decoder=_d_StartNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17115,7 +17115,7 @@ class WorkspaceFolder(Wire, decoder=_d_WorkspaceFolder):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17193,7 +17193,7 @@ class NesRepository(Wire, decoder=_d_NesRepository):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17316,7 +17316,7 @@ class SuggestNesRequest(Wire, decoder=_d_SuggestNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17506,7 +17506,7 @@ class NesSuggestContext(Wire, decoder=_d_NesSuggestContext):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17596,7 +17596,7 @@ class NesRecentFile(Wire, decoder=_d_NesRecentFile):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17671,7 +17671,7 @@ class NesRelatedSnippet(Wire, decoder=_d_NesRelatedSnippet):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17749,7 +17749,7 @@ class NesExcerpt(Wire, decoder=_d_NesExcerpt):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17818,7 +17818,7 @@ class NesEditHistoryEntry(Wire, decoder=_d_NesEditHistoryEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17905,7 +17905,7 @@ class NesUserAction(Wire, decoder=_d_NesUserAction):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18016,7 +18016,7 @@ class NesOpenFile(Wire, decoder=_d_NesOpenFile):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18107,7 +18107,7 @@ class NesDiagnostic(Wire, decoder=_d_NesDiagnostic):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18175,7 +18175,7 @@ class CloseNesRequest(Wire, decoder=_d_CloseNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18217,7 +18217,7 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18257,7 +18257,7 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18304,7 +18304,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18362,7 +18362,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18426,7 +18426,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18470,7 +18470,7 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18531,7 +18531,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18589,7 +18589,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18677,7 +18677,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18762,7 +18762,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18817,7 +18817,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18902,7 +18902,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18955,7 +18955,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19031,7 +19031,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19095,7 +19095,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19153,7 +19153,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19198,7 +19198,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19266,7 +19266,7 @@ class ConnectMcpResponse(Wire, decoder=_d_ConnectMcpResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19321,7 +19321,7 @@ class DisconnectMcpResponse(Wire, decoder=_d_DisconnectMcpResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19373,7 +19373,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19434,7 +19434,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19534,7 +19534,7 @@ class DidOpenDocumentNotification(Wire, decoder=_d_DidOpenDocumentNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19648,7 +19648,7 @@ class DidChangeDocumentNotification(Wire, decoder=_d_DidChangeDocumentNotificati
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19736,7 +19736,7 @@ class TextDocumentContentChangeEvent(Wire, decoder=_d_TextDocumentContentChangeE
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19809,7 +19809,7 @@ class DidCloseDocumentNotification(Wire, decoder=_d_DidCloseDocumentNotification
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19880,7 +19880,7 @@ class DidSaveDocumentNotification(Wire, decoder=_d_DidSaveDocumentNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19976,7 +19976,7 @@ class DidFocusDocumentNotification(Wire, decoder=_d_DidFocusDocumentNotification
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20051,7 +20051,7 @@ class AcceptNesNotification(Wire, decoder=_d_AcceptNesNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20138,7 +20138,7 @@ class RejectNesNotification(Wire, decoder=_d_RejectNesNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20200,7 +20200,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:

@@ -583,7 +583,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -719,7 +719,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -936,7 +936,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1068,7 +1068,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1152,7 +1152,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1256,7 +1256,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1349,7 +1349,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1455,7 +1455,7 @@ class Icon(Wire, decoder=_d_Icon):
     If not provided, the client should assume that the icon can be used at any size."""
     theme: IconTheme | None | Unset = UNSET
     """Optional theme this icon is designed for."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1642,7 +1642,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1739,7 +1739,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1826,7 +1826,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1904,7 +1904,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1969,7 +1969,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2065,7 +2065,7 @@ class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2165,7 +2165,7 @@ class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "del
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2265,7 +2265,7 @@ class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "mod
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2374,7 +2374,7 @@ class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2483,7 +2483,7 @@ class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2524,7 +2524,7 @@ class DiffPathChange(Wire, decoder=_d_DiffPathChange):
 
     path: AbsolutePath
     """Absolute path for the operation."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2568,7 +2568,7 @@ class DiffPathPairChange(Wire, decoder=_d_DiffPathPairChange):
     """Absolute path before the operation."""
     path: AbsolutePath
     """Absolute path after the operation."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2612,7 +2612,7 @@ class DiffPatch(Wire, decoder=_d_DiffPatch):
     """Patch format. The only ACP-defined value is `git_patch`."""
     text: str
     """Patch text in the format named by `format`."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2716,7 +2716,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2781,7 +2781,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     and `null` are equivalent and mean no item metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2866,7 +2866,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2912,7 +2912,7 @@ class ToolCallPermissionSubject(
     TAG: ClassVar[Literal["tool_call"]] = "tool_call"
     tool_call: ToolCallUpdate
     """Details about the tool call requiring permission."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3013,7 +3013,7 @@ class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("
     these keys. Omitted and `null` are equivalent and mean no subject metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3093,7 +3093,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3198,7 +3198,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3324,7 +3324,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3398,7 +3398,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3438,7 +3438,7 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3574,7 +3574,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3677,7 +3677,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3902,7 +3902,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4057,7 +4057,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4204,7 +4204,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4318,7 +4318,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4391,7 +4391,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4457,7 +4457,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4621,7 +4621,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4704,7 +4704,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4792,7 +4792,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4838,7 +4838,7 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4878,7 +4878,7 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4974,7 +4974,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5112,7 +5112,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5212,7 +5212,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5358,7 +5358,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5490,7 +5490,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5549,7 +5549,7 @@ class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5602,7 +5602,7 @@ class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5657,7 +5657,7 @@ class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5745,7 +5745,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5800,7 +5800,7 @@ class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5851,7 +5851,7 @@ class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5904,7 +5904,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5966,7 +5966,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6019,7 +6019,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6086,7 +6086,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6234,7 +6234,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6330,7 +6330,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6381,7 +6381,7 @@ class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6430,7 +6430,7 @@ class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6533,7 +6533,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6654,7 +6654,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6778,7 +6778,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6876,7 +6876,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6973,7 +6973,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7021,7 +7021,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7059,7 +7059,7 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7149,7 +7149,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7287,7 +7287,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7342,7 +7342,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7431,7 +7431,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7482,7 +7482,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7568,7 +7568,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7623,7 +7623,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7691,7 +7691,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7743,7 +7743,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7821,7 +7821,7 @@ class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7902,7 +7902,7 @@ class SessionUpdateUserMessageChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7989,7 +7989,7 @@ class SessionUpdateAgentMessageChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8076,7 +8076,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8117,7 +8117,7 @@ class SessionUpdateStateUpdate(
     """The state of the agent's foreground work has changed."""
 
     TAG: ClassVar[Literal["state_update"]] = "state_update"
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8318,7 +8318,7 @@ class SessionUpdateToolCallUpdate(
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8406,7 +8406,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8519,7 +8519,7 @@ class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_mess
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8634,7 +8634,7 @@ class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_m
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8749,7 +8749,7 @@ class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_t
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8801,7 +8801,7 @@ class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "run
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8872,7 +8872,7 @@ class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8928,7 +8928,7 @@ class RequiresActionStateUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9009,7 +9009,7 @@ class ToolCallContentChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9072,7 +9072,7 @@ class TerminalOutput(Wire, decoder=_d_TerminalOutput):
     and `null` are equivalent and mean no snapshot metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9163,7 +9163,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     and `null` are equivalent and mean no exit metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9292,7 +9292,7 @@ class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "ter
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9373,7 +9373,7 @@ class TerminalOutputChunk(
     equivalent and mean no chunk metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9459,7 +9459,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9545,7 +9545,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9612,7 +9612,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9698,7 +9698,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9759,7 +9759,7 @@ class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9841,7 +9841,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9931,7 +9931,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10025,7 +10025,7 @@ class SessionInfoUpdate(
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10096,7 +10096,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10185,7 +10185,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10251,7 +10251,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10310,7 +10310,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10407,7 +10407,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10505,7 +10505,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -10588,7 +10588,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10645,7 +10645,7 @@ class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10737,7 +10737,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10796,7 +10796,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10851,7 +10851,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10916,7 +10916,7 @@ class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10971,7 +10971,7 @@ class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11108,7 +11108,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11179,7 +11179,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11269,7 +11269,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11380,7 +11380,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11464,7 +11464,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11528,7 +11528,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11695,7 +11695,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11751,7 +11751,7 @@ class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11813,7 +11813,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11898,7 +11898,7 @@ class SetSessionConfigOptionRequestId(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11988,7 +11988,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12090,7 +12090,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12132,7 +12132,7 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12172,7 +12172,7 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12234,7 +12234,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12278,7 +12278,7 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12339,7 +12339,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12415,7 +12415,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12479,7 +12479,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12537,7 +12537,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12582,7 +12582,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12638,7 +12638,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12701,7 +12701,7 @@ class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12755,7 +12755,7 @@ class ProtocolLevelNotification(Wire, decoder=_d_ProtocolLevelNotification):
     """The notification method name."""
     params: CancelRequestNotification | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12815,7 +12815,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = field(default_factory=dict)
+    extra: JsonObject = _s.extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
