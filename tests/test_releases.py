@@ -27,8 +27,10 @@ from typecheck import mypy_strict, packages
 
 from codegen.config import load_targets
 from codegen.errors import CodegenError
-from codegen.generate import ApiCache, Target, generate_files
+from codegen.format import format_packages
+from codegen.generate import ApiCache, Target, render_files
 from codegen.load import locate
+from codegen.render import Rendered
 from codegen.write import write_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,20 +88,30 @@ def test_every_golden_package_is_a_release_case() -> None:
 
 @pytest.fixture(scope="session")
 def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """Every case generated once (or its golden copied): the output root and, per failed case, its error."""
+    """Every case generated once (or its golden copied): the output root and, per failed case, its error.
+
+    As `acp-codegen generate` does it (`generate_all`, but each case's bad input kept apart):
+    each schema built once for both roles, every package formatted and syntax-checked together,
+    each distinct text once. Hence `from_config`: the same header command in both roles, so the
+    agent's and the client's common files (types.py, the runtime) are one text.
+    """
     out = tmp_path_factory.mktemp("releases")
     apis = ApiCache()
     failed: dict[str, str] = {}
+    rendered: list[tuple[Target, Rendered]] = []
     for case_id, directory, unstable, role in CASES:
         name = _package(case_id)
         if case_id in GOLDEN:  # under the case's name: the packages import themselves relatively
             shutil.copytree(GOLDEN[case_id].out, out / name, ignore=shutil.ignore_patterns("__pycache__"))
             continue
-        target = Target(role, out / name, str(directory), unstable, package=name)  # type: ignore[arg-type]
+        target = Target(role, out / name, str(directory), unstable, package=name, from_config=True)  # type: ignore[arg-type]
         try:
-            write_tree(target.out, generate_files(target, apis=apis))
+            rendered.append((target, render_files(target, apis)))
         except CodegenError as exc:
             failed[name] = str(exc)
+    formatted = format_packages([(r.files, target.formatter, r.custom) for target, r in rendered])
+    for (target, _), files in zip(rendered, formatted, strict=True):
+        write_tree(target.out, files)
     return out, failed
 
 
