@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import agent
 import client
+import flat_json
 import pytest
 from agent import jsonline as agent_jsonline
 from agent import types as at
@@ -437,18 +438,17 @@ def client_oracle(handler: FuzzClient) -> Oracle:
 
 
 # -- strategies -----------------------------------------------------------------------------------
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-    max_leaves=10,
-)
+JSON_SCALARS = [
+    flat_json.NULL,
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+]
+json_scalars = st.one_of(st.none(), *JSON_SCALARS[1:])
+# What st.recursive(json_scalars, lists(max_size=4) | dictionaries(text(max_size=8), max_size=4),
+# max_leaves=10) draws, in half the time (tests/flat_json.py).
+json_values = flat_json.json_values(JSON_SCALARS, st.text(max_size=8), max_size=4, max_leaves=10)
 odd_ids = st.one_of(
     st.none(),
     st.integers(min_value=-(2**80), max_value=2**80),
