@@ -43,9 +43,7 @@ def json_values(
     # level k. Each scalar kind is listed 2 times and each container n times, so that the draw
     # picks a level evenly, then a scalar kind or a container kind evenly, as st.recursive does.
     picks = [
-        st.sampled_from(
-            [(0, s) for s in range(n)] * 2 + [(k, c) for k in range(1, top) for c in (LIST, DICT)] * n
-        )
+        st.sampled_from([(0, s) for s in range(n)] * 2 + [(k, c) for k in range(1, top) for c in (LIST, DICT)] * n)
         for top in range(1, levels + 1)
     ]
     size_of = st.sampled_from(range(max_size + 1))
@@ -80,3 +78,30 @@ def json_values(
         return node(levels)
 
     return value()
+
+
+class Just:
+    """A `pick` branch that is one value (what st.just(value) is in a one_of)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_INDEXES: dict[int, st.SearchStrategy[int]] = {}
+
+
+def pick(draw: st.DrawFn, branches: Sequence[st.SearchStrategy[Any] | Just]) -> Any:
+    """`draw(st.one_of(branches))` inside a composite, without one_of's two draws around the
+    branch: the branch is chosen as one_of chooses it (sampled_from over its branches), then
+    drawn, and a `Just` branch costs no draw at all. `branches` are one_of's flattened branches
+    (a one_of given to st.one_of counts as its own branches)."""
+    branch = branches[draw(index(len(branches)))]
+    return branch.value if isinstance(branch, Just) else draw(branch)
+
+
+def index(n: int) -> st.SearchStrategy[int]:
+    """st.sampled_from(range(n)), built once per n: how one_of picks one of n branches."""
+    strategy = _INDEXES.get(n)
+    if strategy is None:
+        strategy = _INDEXES[n] = st.sampled_from(range(n))
+    return strategy
