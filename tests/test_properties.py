@@ -108,11 +108,13 @@ JSON_VALUES = flat_json.json_values(
 ODD_VALUES = st.sampled_from(
     [None, True, False, 0, -1, 2**70, 1.5, -0.0, "", "x", "text", [], [None], {}, {"type": 1}, {"_meta": 1}]
 )
-KEY_NAMES = st.sampled_from(["type", "_meta", "sessionId", "content", "sessionUpdate", "extra", "", "ü"]) | st.text(
-    max_size=6
-)
+# One_of branches, drawn with flat_json.pick (the same choice as st.one_of, fewer draws around it).
+KEY_NAMES = [
+    st.sampled_from(["type", "_meta", "sessionId", "content", "sessionUpdate", "extra", "", "ü"]),
+    st.text(max_size=6),
+]
 # Built once, not in every draw of mutated(): building a strategy costs more than drawing from it.
-NEW_VALUES = ODD_VALUES | JSON_VALUES
+NEW_VALUES = [ODD_VALUES, JSON_VALUES]
 OPERATIONS = st.sampled_from(["replace", "delete", "insert"])
 
 
@@ -129,13 +131,14 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]
 @st.composite
 def mutated(draw: Callable[..., Any], value: Any) -> Any:
     """`value` with one change somewhere: a subvalue replaced, a key/item deleted or inserted."""
-    path = draw(st.sampled_from(list(_paths(value))))
+    paths = list(_paths(value))
+    path = paths[draw(flat_json.index(len(paths)))]  # st.sampled_from(paths), without building it
     op = draw(OPERATIONS)
     root = copy.deepcopy(value)
-    new = draw(NEW_VALUES)
+    new = flat_json.pick(draw, NEW_VALUES)
     if not path:
         if op == "insert" and isinstance(root, dict):
-            root[draw(KEY_NAMES)] = new
+            root[flat_json.pick(draw, KEY_NAMES)] = new
             return root
         if op == "insert" and isinstance(root, list):
             return [*root, new]
@@ -147,7 +150,7 @@ def mutated(draw: Callable[..., Any], value: Any) -> Any:
     if op == "delete":
         del parent[last]
     elif op == "insert" and isinstance(parent[last], dict):
-        parent[last][draw(KEY_NAMES)] = new
+        parent[last][flat_json.pick(draw, KEY_NAMES)] = new
     elif op == "insert" and isinstance(parent[last], list):
         parent[last].insert(draw(st.integers(0, len(parent[last]))), new)
     else:
