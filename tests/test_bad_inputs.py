@@ -14,12 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zygote
 
 from codegen.errors import CodegenError
 from codegen.generate import Target, generate_files
@@ -35,18 +34,7 @@ META = {"version": 1, "agentMethods": {}, "clientMethods": {}}
 ENV = {**{k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}, "COLUMNS": "200"}
 
 
-CLI = Path(__file__).resolve().parent / "fixtures" / "cli"
-Command = Callable[[str], list[str]]
-
-
-@pytest.fixture(scope="session")
-def cli_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
-    """`cli_command(script)`: the command that runs `python tests/fixtures/cli/SCRIPT`, forked from a
-    server that has imported the CLI (tests/zygote.py): a new process per run, without Python's
-    start-up and the CLI's imports each time (~0.3 s of CPU, most of a failing run)."""
-    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
-    yield lambda script: servers.command(CLI / script, "acp_codegen")
-    servers.close()
+Command = Callable[[str], list[str]]  # the `cli_command` fixture (conftest.py)
 
 
 def huge_schema(count: int) -> dict[str, Any]:
