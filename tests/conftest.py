@@ -39,6 +39,16 @@ def golden_generation() -> dict[Path, dict[str, str]]:
     return {target.out: files for target, files in zip(targets, generate_all(targets), strict=True)}
 
 
+@pytest.fixture(scope="module")
+def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., list[str]]]:
+    """`agent_command(script, *modules)`: the command that runs `python script`, forked from a
+    server that has imported `modules` as the script would (tests/zygote.py): still a fresh
+    process on its own stdio each time, without Python's start-up and those imports."""
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
+    yield servers.command
+    servers.close()
+
+
 @pytest.fixture(scope="session")
 def cli_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], list[str]]]:
     """`cli_command(script)`: the command that runs `python tests/fixtures/cli/SCRIPT`, forked from a

@@ -10,12 +10,11 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zygote
 from agent import RequestError, run_agent, types  # generated/agent, on sys.path via conftest
 from agent.conformance import (
     CHECKS,
@@ -285,15 +284,7 @@ PATIENT = Options(timeout=20, cancel_prompt="slow")
 # (tests/zygote.py): still a fresh process on its own stdio for every check; so are the agents
 # of the CLI tests below. The silent agent's test starts it the ordinary way: it is about the
 # agent's process group, which a forked agent is not in.
-Command = Callable[..., list[str]]
-
-
-@pytest.fixture(scope="module")
-def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
-    """`agent_command(script, *modules)`: the command that runs `python script` (zygote.Servers)."""
-    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
-    yield servers.command
-    servers.close()
+Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
 
 
 BROKEN = {
