@@ -302,11 +302,16 @@ def _mutate(doc: dict[str, Any], rng: Any) -> None:
             parent[key][rng.choice(KEYS)] = json.loads(json.dumps(rng.choice(JUNK)))
 
 
-def test_corrupted_schemas_fail_cleanly(tmp_path: Path) -> None:
+def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random corruptions of a real schema: the pipeline up to render either works or raises CodegenError."""
     import random
 
+    from codegen import classmodel
     from codegen.build import build_package
+
+    # Each corrupted schema is built once: past the class-model cache, which would otherwise
+    # hold these instead of the real schemas other tests in this process build again (~0.5 s each).
+    monkeypatch.setattr(classmodel, "_class_model", classmodel._class_model.__wrapped__)
     from codegen.load import load, locate
     from codegen.render import render
     from codegen.validate import validate
