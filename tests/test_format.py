@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 import importlib.metadata
+import itertools
 import json
 import subprocess
 import sys
@@ -102,7 +103,8 @@ class ByStatement:
         self.where: dict[Key, tuple[str, int]] = {}  # piece key -> (chunk, index)
         self.keys: dict[str, list[Key]] = {}  # text -> the keys of its pieces
         for text in texts:
-            pieces = split(text)[1]
+            text_groups, pieces = split(text)
+            sizes = [1 + last - first for first, last in text_groups]  # statements per piece
             last = len(pieces) - 1
             keys = [(pieces[i - 1] if i else None, i == 1, piece, i == last) for i, piece in enumerate(pieces)]
             self.keys[text] = keys
@@ -114,13 +116,15 @@ class ByStatement:
                 end = start
                 while end < last and keys[end + 1] not in self.where:
                     end += 1
-                before = [] if start == 0 else [pieces[0]] if start == 1 else [FILLER, pieces[start - 1]]
-                after = [] if end == last else [FILLER]
-                parts = before + pieces[start : end + 1] + after
+                before = [] if start == 0 else [0] if start == 1 else [-1, start - 1]  # -1: FILLER
+                after = [] if end == last else [-1]
+                parts = before + list(range(start, end + 1)) + after
                 name = f"chunk{len(self.chunks)}.py"
-                self.chunks[name] = "".join(parts)
-                self.groups[name], chunk_parts = split(self.chunks[name])
-                assert chunk_parts == parts
+                self.chunks[name] = "".join(FILLER if i < 0 else pieces[i] for i in parts)
+                # The chunk's statements are its parts' (cut() checks their number in each output).
+                counts = [1 if i < 0 else sizes[i] for i in parts]
+                stops = itertools.accumulate(counts)
+                self.groups[name] = [(stop - n, stop - 1) for n, stop in zip(counts, stops, strict=True)]
                 for i in range(start, end + 1):
                     self.where[keys[i]] = (name, len(before) + i - start)
                 start = end + 1
