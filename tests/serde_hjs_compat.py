@@ -109,6 +109,35 @@ def memoize_strategies() -> None:
     _from_schema.__dict__["__from_schema"] = cached
 
 
+def faster_json_values() -> None:
+    """Draw hypothesis-jsonschema's "any JSON value" (what `{}` allows: every unknown field's
+    value and every `_meta` entry, about half of drawing an ACP object) with tests/flat_json.py
+    instead of its `st.recursive`: the same scalars (floats with -0.0 made 0.0, as it does), lists
+    and objects of up to 3 items with any text keys, at most 100 leaves (st.recursive's default),
+    in about half the time.
+    """
+    import flat_json
+    from hypothesis import strategies as st
+    from hypothesis_jsonschema import _from_schema
+
+    if getattr(_from_schema.JSON_STRATEGY, "_acp", False):
+        return
+    strategy = flat_json.json_values(
+        [
+            flat_json.NULL,
+            st.booleans(),
+            st.integers(),
+            st.floats(allow_nan=False, allow_infinity=False).map(lambda x: x or 0.0),
+            st.text(),
+        ],
+        st.text(),
+        max_size=3,
+        max_leaves=100,
+    )
+    strategy._acp = True  # type: ignore[attr-defined]
+    _from_schema.JSON_STRATEGY = strategy  # __from_schema returns it by name
+
+
 def _memoize_canonicalish() -> None:
     """Cache hypothesis-jsonschema's `canonicalish` (schema -> canonical schema).
 
@@ -139,24 +168,93 @@ def _memoize_canonicalish() -> None:
         module.canonicalish = cached  # type: ignore[attr-defined]
 
 
+class _ObjectSpec:
+    """What `object_schema` computed for one object schema; its repr stays short (Hypothesis
+    writes the repr of the strategy into the note of an exception raised while drawing)."""
+
+    def __init__(self, *values: Any) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"<object schema with properties {sorted(self.values[5])}>"
+
+
 def _objects_filter_names_once() -> None:
-    """hypothesis-jsonschema 0.23.1's `object_schema`, except that the strategy for a new key
-    (one not in the object yet) is built once per object schema, not once per key drawn.
+    """hypothesis-jsonschema 0.23.1's `object_schema`, except for how a new key (one not in the
+    object yet) is drawn, and that its composite strategy is defined once.
 
     The original draws `all_names_strategy.filter(lambda s: s not in out)`: a new strategy per
     key, which Hypothesis validates and whose filter it tries to analyse (reading the lambda's
-    source) every time: about a fifth of drawing an ACP object. Here the filter is built once
-    and reads the object being drawn from a stack; the same strategies are drawn from in the
-    same order. Everything else is the original code (the release is the latest, and final).
+    source) every time: about a fifth of drawing an ACP object. Worse, current Hypothesis pushes
+    a filter on a `one_of` down into each branch, so once `_meta` is in the object, picking the
+    `just("_meta")` branch (half the time) failed the whole example after three tries: about one
+    example in ten was thrown away. Here `new_name` draws from the names strategy, built once, up
+    to three times (the filter's number of tries) until the name is new, so a text name can still
+    be drawn; the same strategies are drawn from in the same order. `st.composite` reads the
+    source of the function it decorates, so that is done once here, not once per object schema.
+    Everything else is the original code (the release is the latest, and final).
     """
     import hypothesis_jsonschema
-    from hypothesis import assume
+    from hypothesis import assume, reject
     from hypothesis import strategies as st
     from hypothesis_jsonschema import _from_schema
     from hypothesis_jsonschema._canonicalise import FALSEY, make_validator
 
     if hypothesis_jsonschema.__version__ != "0.23.1" or getattr(_from_schema.object_schema, "_acp", False):
         return
+
+    def new_name(draw: Any, names: st.SearchStrategy[str], out: dict[str, Any]) -> str:
+        for _ in range(3):
+            key = draw(names)
+            if key not in out:
+                return key
+        reject()
+
+    @st.composite
+    def from_object_schema(draw: Any, spec: _ObjectSpec) -> Any:
+        (
+            custom_formats, alphabet, required, min_size, max_size, properties, patterns, additional,
+            dep_names, dep_schemas, all_names_strategy,
+        ) = spec.values  # fmt: skip
+        from_schema = _from_schema.__dict__["__from_schema"]
+        elements = _from_schema.__dict__["cu"].many(  # install()'s adapter, as the original uses
+            draw(st.data()).conjecture_data,
+            min_size=min_size,
+            max_size=max_size,
+            average_size=min(min_size + 5, (min_size + max_size) / 2),
+        )
+        out: dict[str, Any] = {}
+        while elements.more():
+            for key in required:
+                if key not in out:
+                    break
+            else:
+                for k in set(dep_names).intersection(out):
+                    key = next((n for n in dep_names[k] if n not in out), None)
+                    if key is not None:
+                        break
+                else:
+                    key = new_name(draw, all_names_strategy, out)
+
+            pattern_schemas = [patterns[rgx] for rgx in sorted(patterns) if re.search(rgx, string=key) is not None]
+            if key in properties:
+                pattern_schemas.insert(0, properties[key])
+
+            if pattern_schemas:
+                out[key] = draw(
+                    _from_schema.merged_as_strategies(pattern_schemas, alphabet=alphabet, custom_formats=custom_formats)
+                )
+            else:
+                out[key] = draw(from_schema(additional, custom_formats=custom_formats, alphabet=alphabet))
+
+            for k, v in dep_schemas.items():
+                if k in out and not make_validator(v).is_valid(out):
+                    out.pop(key)
+                    elements.reject()
+
+        for k in set(dep_names).intersection(out):
+            assume(set(out).issuperset(dep_names[k]))
+        return out
 
     def object_schema(custom_formats: Any, alphabet: Any, schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         required = schema.get("required", [])  # required keys
@@ -204,59 +302,12 @@ def _objects_filter_names_once() -> None:
             st.one_of([_from_schema.from_js_regex(p, alphabet=alphabet).filter(valid_name) for p in sorted(patterns)]),
         )
         all_names_strategy = st.one_of([s for s in name_strats if not s.is_empty])
-        drawing: list[dict[str, Any]] = []  # the objects being drawn (innermost last)
-        new_names = all_names_strategy.filter(lambda s: s not in drawing[-1])
-
-        @st.composite
-        def from_object_schema(draw: Any) -> Any:
-            elements = _from_schema.__dict__["cu"].many(  # install()'s adapter, as the original uses
-                draw(st.data()).conjecture_data,
-                min_size=min_size,
-                max_size=max_size,
-                average_size=min(min_size + 5, (min_size + max_size) / 2),
+        return from_object_schema(
+            _ObjectSpec(
+                custom_formats, alphabet, required, min_size, max_size, properties, patterns, additional,
+                dep_names, dep_schemas, all_names_strategy,
             )
-            out: dict[str, Any] = {}
-            drawing.append(out)
-            try:
-                while elements.more():
-                    for key in required:
-                        if key not in out:
-                            break
-                    else:
-                        for k in set(dep_names).intersection(out):
-                            key = next((n for n in dep_names[k] if n not in out), None)
-                            if key is not None:
-                                break
-                        else:
-                            key = draw(new_names)
-
-                    pattern_schemas = [
-                        patterns[rgx] for rgx in sorted(patterns) if re.search(rgx, string=key) is not None
-                    ]
-                    if key in properties:
-                        pattern_schemas.insert(0, properties[key])
-
-                    if pattern_schemas:
-                        out[key] = draw(
-                            _from_schema.merged_as_strategies(
-                                pattern_schemas, alphabet=alphabet, custom_formats=custom_formats
-                            )
-                        )
-                    else:
-                        out[key] = draw(from_schema(additional, custom_formats=custom_formats, alphabet=alphabet))
-
-                    for k, v in dep_schemas.items():
-                        if k in out and not make_validator(v).is_valid(out):
-                            out.pop(key)
-                            elements.reject()
-            finally:
-                drawing.pop()
-
-            for k in set(dep_names).intersection(out):
-                assume(set(out).issuperset(dep_names[k]))
-            return out
-
-        return from_object_schema()
+        )  # fmt: skip
 
     object_schema._acp = True  # type: ignore[attr-defined]
     _from_schema.object_schema = object_schema  # __from_schema calls it by name

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import agent
 import client
+import flat_json
 import pytest
 from agent import jsonline as agent_jsonline
 from agent import types as at
@@ -437,20 +438,22 @@ def client_oracle(handler: FuzzClient) -> Oracle:
 
 
 # -- strategies -----------------------------------------------------------------------------------
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-    max_leaves=10,
-)
-odd_ids = st.one_of(
-    st.none(),
+BOOLEANS = st.booleans()
+JSON_SCALARS = [
+    flat_json.NULL,
+    BOOLEANS,
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+]
+# json_scalars = st.none() | st.booleans() | ... as one_of branches, for flat_json.pick
+JSON_SCALAR_BRANCHES = [flat_json.Just(None), *JSON_SCALARS[1:]]
+# What st.recursive(json_scalars, lists(max_size=4) | dictionaries(text(max_size=8), max_size=4),
+# max_leaves=10) draws, in half the time (tests/flat_json.py).
+json_values = flat_json.json_values(JSON_SCALARS, st.text(max_size=8), max_size=4, max_leaves=10)
+# Odd ids: the branches of a one_of, drawn with flat_json.pick in the composites below.
+ODD_ID_BRANCHES: list[Any] = [
+    flat_json.Just(None),
     st.integers(min_value=-(2**80), max_value=2**80),
     st.sampled_from([0, -1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30]),
     st.text(max_size=10).filter(lambda s: not s.startswith("probe")),
@@ -458,18 +461,19 @@ odd_ids = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([[], {}, [1], {"id": 1}, "", "1", "null"]),
     st.text(min_size=300, max_size=400, alphabet="ab"),
-)
+]
 WEIRD_METHODS = [
     "__class__", "__init__", "__dict__", "__globals__", "__getattribute__", "_private", "_", "__",
     "initialize.__globals__", "initialize.__class__", "ext_method", "ext_notification", "on_connect",
     "peer", "session_new", "handler", "INITIALIZE", " initialize", "initialize ", "initialize\u0000",
     "session/new/", "session\\new", "", "$/cancel_request", "$/other", "_acme/ping", "_meta",
 ]  # fmt: skip
-method_names = st.one_of(
+METHOD_NAME_BRANCHES: list[Any] = [
     st.sampled_from(sorted(AGENT_METHODS) + WEIRD_METHODS),
     st.text(max_size=16),
     st.text(max_size=8).map(lambda s: "_" + s),
-)
+]
+method_names = st.one_of(METHOD_NAME_BRANCHES)
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:
@@ -612,8 +616,8 @@ class Mutation:
 
 # Strategies are built once, here, not inside the draws: building one (validation, labels) cost
 # more than drawing from it, thousands of times per test.
-WRONG_OR_JSON = st.sampled_from(WRONG_VALUES) | json_values
-WRONG_OR_JSON_AT_ROOT = st.sampled_from(WRONG_VALUES[:-2]) | json_values
+WRONG_OR_JSON = [st.sampled_from(WRONG_VALUES), json_values]  # one_of branches, for flat_json.pick
+WRONG_OR_JSON_AT_ROOT = [st.sampled_from(WRONG_VALUES[:-2]), json_values]
 MUTATION_KINDS = st.sampled_from(["replace", "replace", "replace", "delete", "insert"])
 SHORT_TEXT = st.text(max_size=4)
 
@@ -632,7 +636,7 @@ def mutated(valid: Any) -> st.SearchStrategy[Mutation]:
             if kind == "insert":
                 params["unexpectedField"] = draw(json_values)
                 return Mutation(params, ("unexpectedField",), "params")
-            return Mutation(draw(WRONG_OR_JSON_AT_ROOT), (), "params")
+            return Mutation(flat_json.pick(draw, WRONG_OR_JSON_AT_ROOT), (), "params")
         parent: Any = params
         for key in path[:-1]:
             parent = parent[key]
@@ -643,9 +647,9 @@ def mutated(valid: Any) -> st.SearchStrategy[Mutation]:
         elif kind == "insert" and isinstance(parent, dict):
             parent["unexpected" + draw(SHORT_TEXT)] = draw(json_values)
         elif kind == "insert" and isinstance(parent, list):
-            parent.insert(last, draw(WRONG_OR_JSON))
+            parent.insert(last, flat_json.pick(draw, WRONG_OR_JSON))
         else:
-            parent[last] = draw(WRONG_OR_JSON)
+            parent[last] = flat_json.pick(draw, WRONG_OR_JSON)
         return Mutation(params, path, near)
 
     return mutation()
@@ -660,15 +664,18 @@ def check_invalid_params(error: Any, near: str) -> None:
 
 
 # -- 1. the dispatcher, directly --------------------------------------------------------------
+CALL_PARAMS: list[Any] = [flat_json.Just(None), json_values, st.sampled_from(list(VALID_PARAMS.values()))]
+
+
+@st.composite
+def random_call(draw: st.DrawFn) -> tuple[bool, str, Any]:
+    """st.tuples(st.booleans(), method_names, st.none() | json_values | st.sampled_from(...)),
+    with fewer draws (flat_json.pick)."""
+    return draw(BOOLEANS), flat_json.pick(draw, METHOD_NAME_BRANCHES), flat_json.pick(draw, CALL_PARAMS)
+
+
 @fuzz("dispatcher_random_calls")
-@given(
-    role=st.sampled_from(["agent", "client"]),
-    calls=st.lists(
-        st.tuples(st.booleans(), method_names, st.none() | json_values | st.sampled_from(list(VALID_PARAMS.values()))),
-        min_size=1,
-        max_size=8,
-    ),
-)
+@given(role=st.sampled_from(["agent", "client"]), calls=st.lists(random_call(), min_size=1, max_size=8))
 def test_dispatcher_answers_any_call_with_a_result_or_a_json_rpc_error(role: str, calls: list[Any]) -> None:
     handler: Any = FuzzAgent() if role == "agent" else FuzzClient()
     dispatcher = (
@@ -695,13 +702,27 @@ def test_dispatcher_answers_any_call_with_a_result_or_a_json_rpc_error(role: str
             json.dumps(result)
 
 
+AGENT_MUTATED = [("agent", m, mutated(p)) for m, p in VALID_PARAMS.items() if m != "session/cancel"]
+MUTATED_REQUESTS = AGENT_MUTATED + [("client", m, mutated(p)) for m, p in CLIENT_VALID_PARAMS.items()]
+
+
+@st.composite
+def mutated_request(draw: st.DrawFn) -> tuple[str, str, Mutation]:
+    """st.one_of([st.tuples(st.just(role), st.just(method), mutated(valid)), ...]) with fewer
+    draws: the request is picked as one_of picks its branch (flat_json.index), then mutated."""
+    role, method, mutation = MUTATED_REQUESTS[draw(flat_json.index(len(MUTATED_REQUESTS)))]
+    return role, method, draw(mutation)
+
+
+@st.composite
+def mutated_agent_request(draw: st.DrawFn) -> tuple[str, Mutation]:
+    """The same over the agent's requests, as (method, mutation)."""
+    _, method, mutation = AGENT_MUTATED[draw(flat_json.index(len(AGENT_MUTATED)))]
+    return method, draw(mutation)
+
+
 @fuzz("dispatcher_mutated_requests")
-@given(
-    case=st.one_of(
-        [st.tuples(st.just("agent"), st.just(m), mutated(p)) for m, p in VALID_PARAMS.items() if m != "session/cancel"]
-        + [st.tuples(st.just("client"), st.just(m), mutated(p)) for m, p in CLIENT_VALID_PARAMS.items()]
-    )
-)
+@given(case=mutated_request())
 def test_dispatcher_bad_params_at_any_depth_give_32602_at_the_right_path(case: tuple[str, str, Mutation]) -> None:
     role, method, mutation = case
     if role == "agent":
@@ -789,22 +810,29 @@ def test_method_names_from_the_wire_are_only_keys_into_the_methods_table(names: 
 
 
 # -- 3. the oversize-line skimmer ---------------------------------------------------------------
-top_levels = st.dictionaries(
+TOP_KEYS = st.lists(
     st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x", "long" * 300, 'q"\\']),
-    st.one_of(
-        json_scalars,
-        st.text(min_size=1020, max_size=1100),
-        st.lists(json_values, max_size=3),
-        st.dictionaries(st.text(max_size=5), json_values, max_size=3),
-        st.integers(1, 30).map(nested),
-    ),
+    unique=True,
     max_size=6,
 )
+TOP_VALUES = [  # the branches of st.one_of(json_scalars, st.text(...), ...), for flat_json.pick
+    *JSON_SCALAR_BRANCHES,
+    st.text(min_size=1020, max_size=1100),
+    st.lists(json_values, max_size=3),
+    st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    st.integers(1, 30).map(nested),
+]
+
+
+@st.composite
+def top_levels(draw: st.DrawFn) -> dict[str, Any]:
+    """st.dictionaries(TOP_KEYS' keys, st.one_of(TOP_VALUES), max_size=6), with fewer draws."""
+    return {key: flat_json.pick(draw, TOP_VALUES) for key in draw(TOP_KEYS)}
 
 
 @fuzz("skim")
 @given(
-    top=top_levels,
+    top=top_levels(),
     ensure_ascii=st.booleans(),
     indent=st.sampled_from([None, 0, 1]),
     cuts=st.lists(st.integers(min_value=1, max_value=4000), max_size=12),
@@ -857,14 +885,18 @@ G_NOT_OBJECT = json_values.filter(lambda v: not isinstance(v, dict))
 G_BATCH = st.lists(
     st.integers(0, 9).map(lambda i: {"jsonrpc": "2.0", "id": f"b{i}", "method": "_batch/marker"}), max_size=3
 )
-G_PARTS = (
-    ("jsonrpc", st.sampled_from([MISSING, "2.0", "2.0", "2.0", "1.0", "2", 2.0, 2, None, "2.0 ", ["2.0"]])),
-    ("id", st.just(MISSING) | odd_ids),
-    ("method", st.just(MISSING) | method_names | json_scalars),
-    ("params", st.sampled_from([MISSING, None]) | json_values | st.sampled_from(list(VALID_PARAMS.values()))),
-    ("result", st.just(MISSING) | st.just(MISSING) | json_values),
-    ("error", st.just(MISSING) | st.just(MISSING) | json_values),
-    ("extra", st.just(MISSING) | st.just(MISSING) | json_values),
+# Each part is the branches of a one_of, drawn with flat_json.pick: "id" is st.just(MISSING) |
+# (ODD_ID_BRANCHES), "method" st.just(MISSING) | method_names | json_scalars, "result" st.just(MISSING) |
+# st.just(MISSING) | json_values, ...
+JUST_MISSING = flat_json.Just(MISSING)
+G_PARTS: tuple[tuple[str, list[Any]], ...] = (
+    ("jsonrpc", [st.sampled_from([MISSING, "2.0", "2.0", "2.0", "1.0", "2", 2.0, 2, None, "2.0 ", ["2.0"]])]),
+    ("id", [JUST_MISSING, *ODD_ID_BRANCHES]),
+    ("method", [JUST_MISSING, *METHOD_NAME_BRANCHES, *JSON_SCALAR_BRANCHES]),
+    ("params", [st.sampled_from([MISSING, None]), json_values, st.sampled_from(list(VALID_PARAMS.values()))]),
+    ("result", [JUST_MISSING, JUST_MISSING, json_values]),
+    ("error", [JUST_MISSING, JUST_MISSING, json_values]),
+    ("extra", [JUST_MISSING, JUST_MISSING, json_values]),
 )
 G_BOOL = st.booleans()
 G_JSONRPC = st.sampled_from(["2.0", "1.0"])
@@ -894,15 +926,15 @@ def garbage(draw: st.DrawFn) -> bytes:
         return json.dumps(draw(G_BATCH)).encode()
     if kind in (4, 5, 6):  # a message built from right and wrong parts
         message: dict[str, Any] = {}
-        for key, values in G_PARTS:
-            value = draw(values)
+        for key, branches in G_PARTS:
+            value = flat_json.pick(draw, branches)
             if value is not MISSING:
                 message[key] = value
         if message.get("method") == "$/cancel_request" and draw(G_BOOL):
-            message["params"] = {"requestId": draw(odd_ids)}
+            message["params"] = {"requestId": flat_json.pick(draw, ODD_ID_BRANCHES)}
         return json.dumps(message, ensure_ascii=draw(G_BOOL)).encode()
     if kind == 7:  # responses nobody asked for
-        response: dict[str, Any] = {"jsonrpc": draw(G_JSONRPC), "id": draw(odd_ids)}
+        response: dict[str, Any] = {"jsonrpc": draw(G_JSONRPC), "id": flat_json.pick(draw, ODD_ID_BRANCHES)}
         response[draw(G_MEMBER)] = draw(json_values)
         return json.dumps(response).encode()
     if kind == 8:  # nesting: shallow, or far deeper than any parser allows
@@ -953,11 +985,7 @@ def test_connection_answers_garbage_correctly_and_keeps_serving(cases: list[byte
 
 @fuzz("connection_mutated")
 @given(
-    requests=st.lists(
-        st.one_of([st.tuples(st.just(m), mutated(p)) for m, p in VALID_PARAMS.items() if m != "session/cancel"]),
-        min_size=1,
-        max_size=6,
-    ),
+    requests=st.lists(mutated_agent_request(), min_size=1, max_size=6),
     updates=st.lists(st.one_of([mutated(update) for update in SESSION_UPDATES]), min_size=1, max_size=6),
     use_orjson=st.booleans(),
 )

@@ -561,32 +561,44 @@ def runtime_modules() -> list[Path]:
 
 def test_no_generated_module_evaluates_or_imports_dynamically() -> None:
     problems = []
+    # Most runtime modules are the same file in several packages: each distinct one (by name and
+    # text, the rules depend on both) is checked once, its problems reported for every copy.
+    copies: dict[tuple[str, str], list[Path]] = {}
     for module in runtime_modules():
-        tree = ast.parse(module.read_text(encoding="utf-8"))
-        where = f"{module.relative_to(ROOT)}"
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                problems += [f"{where}: import {a.name}" for a in node.names if a.name not in ALLOWED_IMPORTS]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module not in ALLOWED_IMPORTS:
-                problems.append(f"{where}: from {node.module} import")
-            elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
-                problems.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-            elif isinstance(node, ast.Call):
-                func = ast.unparse(node.func)
-                if func in FORBIDDEN_CALLS or func.endswith(("attrgetter", "methodcaller")):
-                    problems.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-                elif func == "type" and len(node.args) != 1:
-                    problems.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-                elif func.endswith("import_module") and not (
-                    len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "orjson"
-                ) and ALLOWED_IMPORT_MODULE.get(module.name) != ast.unparse(node.args[0]):
-                    problems.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-                elif func in ("getattr", "setattr", "delattr", "hasattr", "object.__getattribute__"):
-                    name = node.args[1] if len(node.args) > 1 else None
-                    allowed = ALLOWED_DYNAMIC_NAMES.get(module.name, set())
-                    if not (isinstance(name, ast.Constant) or (name is not None and ast.unparse(name) in allowed)):
-                        problems.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        copies.setdefault((module.name, module.read_text(encoding="utf-8")), []).append(module)
+    for (name, text), modules in copies.items():
+        for problem in _dynamic_code(name, text):
+            problems += [f"{module.relative_to(ROOT)}{problem}" for module in modules]
     assert problems == []
+
+
+def _dynamic_code(name: str, text: str) -> list[str]:
+    """What test_no_generated_module_evaluates_or_imports_dynamically reports for module `name`
+    with source `text`, each problem without the module's path it starts with."""
+    problems = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            problems += [f": import {a.name}" for a in node.names if a.name not in ALLOWED_IMPORTS]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module not in ALLOWED_IMPORTS:
+            problems.append(f": from {node.module} import")
+        elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+            problems.append(f":{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call):
+            func = ast.unparse(node.func)
+            if func in FORBIDDEN_CALLS or func.endswith(("attrgetter", "methodcaller")):
+                problems.append(f":{node.lineno}: {ast.unparse(node)}")
+            elif func == "type" and len(node.args) != 1:
+                problems.append(f":{node.lineno}: {ast.unparse(node)}")
+            elif func.endswith("import_module") and not (
+                len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "orjson"
+            ) and ALLOWED_IMPORT_MODULE.get(name) != ast.unparse(node.args[0]):
+                problems.append(f":{node.lineno}: {ast.unparse(node)}")
+            elif func in ("getattr", "setattr", "delattr", "hasattr", "object.__getattribute__"):
+                arg = node.args[1] if len(node.args) > 1 else None
+                allowed = ALLOWED_DYNAMIC_NAMES.get(name, set())
+                if not (isinstance(arg, ast.Constant) or (arg is not None and ast.unparse(arg) in allowed)):
+                    problems.append(f":{node.lineno}: {ast.unparse(node)}")
+    return problems
 
 
 def test_dispatch_takes_handler_names_only_from_the_methods_table() -> None:
