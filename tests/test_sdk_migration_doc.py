@@ -47,8 +47,10 @@ RUNS: list[list[str]] = [
 ]
 STARTED_BY_CLIENTS = {"sdk_agent.py", "my_agent.py"}
 # What the snippets import, imported once by the server they are forked from (tests/zygote.py):
-# the official SDK alone costs ~0.6 s of CPU per process, and a client starts an agent.
+# the official SDK alone costs ~0.6 s of CPU per process, and a client starts an agent. One
+# worker runs them all, so that one server does.
 PRELOADED = ("acp", "acp.schema", "myagent.acp", "myeditor.acp")
+pytestmark = pytest.mark.xdist_group("sdk-migration-doc")
 
 
 def test_every_snippet_is_run() -> None:
