@@ -54,7 +54,7 @@ def build_class_model(schema_doc: dict[str, Any]) -> ClassModel:
     return _class_model(json.dumps(schema_doc))  # key order kept: it is part of the content
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=256)
 def _class_model(source: str) -> ClassModel:
     # Imported lazily: it pulls in pydantic and its own templates (~0.2 s).
     from datamodel_code_generator._shared_types import LiteralType

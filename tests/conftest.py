@@ -5,9 +5,11 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import zygote
 from typecheck import PyrightRun, pyright_strict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +37,26 @@ def golden_generation() -> dict[Path, dict[str, str]]:
 
     targets = load_targets(ROOT / "pyproject.toml")
     return {target.out: files for target, files in zip(targets, generate_all(targets), strict=True)}
+
+
+@pytest.fixture(scope="module")
+def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., list[str]]]:
+    """`agent_command(script, *modules)`: the command that runs `python script`, forked from a
+    server that has imported `modules` as the script would (tests/zygote.py): still a fresh
+    process on its own stdio each time, without Python's start-up and those imports."""
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
+    yield servers.command
+    servers.close()
+
+
+@pytest.fixture(scope="session")
+def cli_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], list[str]]]:
+    """`cli_command(script)`: the command that runs `python tests/fixtures/cli/SCRIPT`, forked from a
+    server that has imported the CLI (tests/zygote.py): a new process per run, without Python's
+    start-up and the CLI's imports each time (~0.5 s of CPU, most of a run on a small schema)."""
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
+    yield lambda script: servers.command(FIXTURES / "cli" / script, "acp_codegen")
+    servers.close()
 
 
 @pytest.fixture(scope="session")

@@ -14,12 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zygote
 
 from codegen.errors import CodegenError
 from codegen.generate import Target, generate_files
@@ -35,18 +34,7 @@ META = {"version": 1, "agentMethods": {}, "clientMethods": {}}
 ENV = {**{k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}, "COLUMNS": "200"}
 
 
-CLI = Path(__file__).resolve().parent / "fixtures" / "cli"
-Command = Callable[[str], list[str]]
-
-
-@pytest.fixture(scope="session")
-def cli_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
-    """`cli_command(script)`: the command that runs `python tests/fixtures/cli/SCRIPT`, forked from a
-    server that has imported the CLI (tests/zygote.py): a new process per run, without Python's
-    start-up and the CLI's imports each time (~0.3 s of CPU, most of a failing run)."""
-    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
-    yield lambda script: servers.command(CLI / script, "acp_codegen")
-    servers.close()
+Command = Callable[[str], list[str]]  # the `cli_command` fixture (conftest.py)
 
 
 def huge_schema(count: int) -> dict[str, Any]:
@@ -314,11 +302,16 @@ def _mutate(doc: dict[str, Any], rng: Any) -> None:
             parent[key][rng.choice(KEYS)] = json.loads(json.dumps(rng.choice(JUNK)))
 
 
-def test_corrupted_schemas_fail_cleanly(tmp_path: Path) -> None:
+def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random corruptions of a real schema: the pipeline up to render either works or raises CodegenError."""
     import random
 
+    from codegen import classmodel
     from codegen.build import build_package
+
+    # Each corrupted schema is built once: past the class-model cache, which would otherwise
+    # hold these instead of the real schemas other tests in this process build again (~0.5 s each).
+    monkeypatch.setattr(classmodel, "_class_model", classmodel._class_model.__wrapped__)
     from codegen.load import load, locate
     from codegen.render import render
     from codegen.validate import validate
@@ -347,9 +340,15 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path) -> None:
 
 def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path, cli_command: Command) -> None:
     """A bug (not bad input) still prints no traceback, unless ACP_CODEGEN_DEBUG is set
-    (tests/fixtures/cli/simulated_bug.py: the pipeline raises where it assembles the package)."""
+    (tests/fixtures/cli/simulated_bug.py: the pipeline raises where it assembles the package).
+    The schema is a small valid one: the stages before the bug run as for any schema, and
+    cheaply (the bundled one costs ~2.5 s of CPU per run for nothing this test looks at)."""
+    schema_dir = tmp_path / "schema"
+    schema_dir.mkdir()
+    (schema_dir / "schema.json").write_text(json.dumps(huge_schema(2)))
+    (schema_dir / "meta.json").write_text(json.dumps(META))
     out = tmp_path / "pkg"
-    command = [*cli_command("simulated_bug.py"), str(out)]
+    command = [*cli_command("simulated_bug.py"), str(out), str(schema_dir)]
     env = {k: v for k, v in os.environ.items() if k != "ACP_CODEGEN_DEBUG"}
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     assert proc.returncode == 3

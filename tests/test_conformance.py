@@ -10,12 +10,11 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import zygote
 from agent import RequestError, run_agent, types  # generated/agent, on sys.path via conftest
 from agent.conformance import (
     CHECKS,
@@ -282,17 +281,10 @@ PATIENT = Options(timeout=20, cancel_prompt="slow")
 # Each check starts a fresh agent process: a dozen Python start-ups per run, each importing the
 # agent's package again (~0.1 s of CPU for the generated one, ~0.7 s for the official SDK). On
 # Linux the fixture agents are forked instead from a server that imported their modules once
-# (tests/zygote.py): still a fresh process on its own stdio for every check. The CLI tests
-# below start their agents the ordinary way.
-Command = Callable[..., list[str]]
-
-
-@pytest.fixture(scope="module")
-def agent_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Command]:
-    """`agent_command(script, *modules)`: the command that runs `python script` (zygote.Servers)."""
-    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")))
-    yield servers.command
-    servers.close()
+# (tests/zygote.py): still a fresh process on its own stdio for every check; so are the agents
+# of the CLI tests below. The silent agent's test starts it the ordinary way: it is about the
+# agent's process group, which a forked agent is not in.
+Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
 
 
 BROKEN = {
@@ -383,8 +375,8 @@ def _cli(cache: Path, *args: str) -> Any:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
-def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
-    result = _cli(cli_cache, "--timeout", "20", "--", sys.executable, str(ECHO_AGENT))
+def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Command) -> None:
+    result = _cli(cli_cache, "--timeout", "20", "--", *agent_command(ECHO_AGENT, "echo_agent"))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[-1] == f"{len(CHECKS)} passed, 0 failed, 0 skipped, 0 not testable"
@@ -394,8 +386,9 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
-def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path) -> None:
-    result = _cli(cli_cache, "--json", "--timeout", "20", "--", sys.executable, str(AGENTS / "version_echo.py"))
+def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path, agent_command: Command) -> None:
+    agent = agent_command(AGENTS / "version_echo.py", "_base")
+    result = _cli(cli_cache, "--json", "--timeout", "20", "--", *agent)
     assert result.exit_code == 1, result.output
     data = json.loads(result.output)
     assert [r["id"] for r in data["results"] if r["status"] == "failed"] == ["initialize-version"]

@@ -14,8 +14,7 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +50,14 @@ MODES = [
 ]
 
 T = TypeVar("T")
+Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
+
+
+@pytest.fixture(scope="module")
+def echo_agent(agent_command: Command) -> list[str]:
+    """`python examples/echo_agent.py`, forked from a server that has imported it (tests/zygote.py):
+    a fresh agent process on its own stdio each time, without Python's start-up and imports."""
+    return agent_command(ECHO_AGENT, "echo_agent")
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -112,14 +119,13 @@ class SdkClient:
 
 @asynccontextmanager
 async def sdk_session(
-    tmp_path: Path, *, fs: bool = True, permission: str = "first"
+    echo_agent: list[str], tmp_path: Path, *, fs: bool = True, permission: str = "first"
 ) -> AsyncIterator[tuple[Any, SdkClient, str]]:
     """The SDK client connected to the echo agent, initialized, with one session."""
     client = SdkClient(tmp_path, permission=permission)
     async with acp.spawn_agent_process(
         client,
-        sys.executable,
-        str(ECHO_AGENT),
+        *echo_agent,
         transport_kwargs={"stderr": None},
         observers=[client.observe],
     ) as (conn, process):
@@ -147,11 +153,11 @@ async def expect_error(call: Awaitable[Any], code: int) -> Any:
 
 # -- (a) the official SDK's client drives the generated echo agent ------------------------------
 @pytest.mark.slow
-def test_sdk_initialize_answers_protocol_1_for_99(tmp_path: Path) -> None:
+def test_sdk_initialize_answers_protocol_1_for_99(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
         client = SdkClient(tmp_path)
         async with acp.spawn_agent_process(
-            client, sys.executable, str(ECHO_AGENT), transport_kwargs={"stderr": None}, observers=[client.observe]
+            client, *echo_agent, transport_kwargs={"stderr": None}, observers=[client.observe]
         ) as (conn, _):
             response = await conn.initialize(protocol_version=99, client_capabilities=ClientCapabilities())
             assert response.protocol_version == 1
@@ -170,9 +176,9 @@ def test_sdk_initialize_answers_protocol_1_for_99(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_session_new_and_set_mode(tmp_path: Path) -> None:
+def test_sdk_session_new_and_set_mode(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             assert session_id
             created = next(m["result"] for m in client.wire if m.get("id") == 1)
             assert created["modes"] == {"currentModeId": "ask", "availableModes": MODES}
@@ -189,9 +195,9 @@ def test_sdk_session_new_and_set_mode(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_prompt_echoes_every_block_unchanged(tmp_path: Path) -> None:
+def test_sdk_prompt_echoes_every_block_unchanged(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             blocks = [
                 TextContentBlock(type="text", text="  hello, echo  "),
                 EmbeddedResourceContentBlock(
@@ -216,9 +222,9 @@ def test_sdk_prompt_echoes_every_block_unchanged(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_slow_runs_to_the_end(tmp_path: Path) -> None:
+def test_sdk_slow_runs_to_the_end(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             response = await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text="slow")])
             assert response.stop_reason == "end_turn"
             assert client.texts(session_id) == [f"slow {i}/20\n" for i in range(1, 21)]
@@ -227,9 +233,9 @@ def test_sdk_slow_runs_to_the_end(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_slow_is_cancelled_and_nothing_follows_the_response(tmp_path: Path) -> None:
+def test_sdk_slow_is_cancelled_and_nothing_follows_the_response(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             turn = asyncio.ensure_future(
                 conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text=" slow\n")])
             )
@@ -254,11 +260,11 @@ def test_sdk_slow_is_cancelled_and_nothing_follows_the_response(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_sdk_read_goes_through_fs_read_text_file(tmp_path: Path) -> None:
+def test_sdk_read_goes_through_fs_read_text_file(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
         target = tmp_path / "notes.txt"
         target.write_text("line one\nünïcödé line two\n", encoding="utf-8")
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             response = await conn.prompt(
                 session_id=session_id, prompt=[TextContentBlock(type="text", text=f"read {target}")]
             )
@@ -278,9 +284,9 @@ def test_sdk_read_goes_through_fs_read_text_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_read_without_fs_capability(tmp_path: Path) -> None:
+def test_sdk_read_without_fs_capability(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path, fs=False) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path, fs=False) as (conn, client, session_id):
             response = await conn.prompt(
                 session_id=session_id, prompt=[TextContentBlock(type="text", text=f"read {tmp_path / 'x.txt'}")]
             )
@@ -296,9 +302,9 @@ def test_sdk_read_without_fs_capability(tmp_path: Path) -> None:
     ("answer", "expected"), [("first", "permission: selected allow-once"), ("cancel", "permission: cancelled")]
 )
 @pytest.mark.slow
-def test_sdk_permission(tmp_path: Path, answer: str, expected: str) -> None:
+def test_sdk_permission(tmp_path: Path, echo_agent: list[str], answer: str, expected: str) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path, permission=answer) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path, permission=answer) as (conn, client, session_id):
             response = await conn.prompt(
                 session_id=session_id, prompt=[TextContentBlock(type="text", text="permission")]
             )
@@ -324,11 +330,11 @@ def test_sdk_permission(tmp_path: Path, answer: str, expected: str) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_load_replays_the_history(tmp_path: Path) -> None:
+def test_sdk_load_replays_the_history(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
         target = tmp_path / "f.txt"
         target.write_text("content", encoding="utf-8")
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             prompts = [["hello", "second block"], [f"read {target}"], ["permission"]]
             expected: list[dict[str, Any]] = []
             for texts in prompts:
@@ -354,9 +360,9 @@ def test_sdk_load_replays_the_history(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sdk_unknown_method_and_invalid_params_then_recovery(tmp_path: Path) -> None:
+def test_sdk_unknown_method_and_invalid_params_then_recovery(tmp_path: Path, echo_agent: list[str]) -> None:
     async def scenario() -> None:
-        async with sdk_session(tmp_path) as (conn, client, session_id):
+        async with sdk_session(echo_agent, tmp_path) as (conn, client, session_id):
             await expect_error(raw(conn, "session/fly", {"sessionId": session_id}), -32601)
             await conn._conn.send_notification("session/whatever", {"x": 1})  # ignored
 
@@ -382,7 +388,7 @@ def test_sdk_unknown_method_and_invalid_params_then_recovery(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_echo_agent_on_a_raw_pipe(tmp_path: Path) -> None:
+def test_echo_agent_on_a_raw_pipe(tmp_path: Path, echo_agent: list[str]) -> None:
     """Bytes in, bytes out: only JSON-RPC on stdout, every request answered, exit 0 at EOF."""
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 99}},
@@ -391,9 +397,7 @@ def test_echo_agent_on_a_raw_pipe(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "rel", "mcpServers": []}},
     ]
     data = "\n".join(json.dumps(m) for m in lines) + "\n{not json\n"
-    result = subprocess.run(
-        [sys.executable, str(ECHO_AGENT)], input=data.encode(), capture_output=True, timeout=TIMEOUT, cwd=tmp_path
-    )
+    result = subprocess.run(echo_agent, input=data.encode(), capture_output=True, timeout=TIMEOUT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
     out = [json.loads(line) for line in result.stdout.decode().splitlines()]
     by_id = {m["id"]: m for m in out}
@@ -471,22 +475,50 @@ def test_sdk_client_answering_null_for_an_empty_result() -> None:
 
 
 # -- (b) and (c): the generated echo client against both agents ---------------------------------
-def run_echo_client(*agent: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, str(ECHO_CLIENT), *agent], capture_output=True, text=True, timeout=TIMEOUT * 2
-    )
-    lines = result.stdout.splitlines()
-    assert result.returncode == 0, result.stdout + result.stderr
-    return lines
+# The client and its agents are forked from servers that have imported them (tests/zygote.py).
+@pytest.fixture(scope="module")
+def echo_client(agent_command: Command) -> list[str]:
+    """`python examples/echo_client.py` (it takes the agent's command line as arguments)."""
+    return agent_command(ECHO_CLIENT, "echo_client")
+
+
+@pytest.fixture(scope="module")
+def patched_agents(tmp_path_factory: pytest.TempPathFactory, agent_command: Command) -> Callable[[str, str], list[str]]:
+    """`patched_agents(name, patch)`: the command of an echo agent patched by `patch` (a line of
+    Python run after `import echo_agent`), a script in one directory whose server has imported
+    echo_agent (through `_echo_agent_path`, which puts examples/ on sys.path as the scripts do)."""
+    directory = tmp_path_factory.mktemp("patched_agents")
+    path_line = f"sys.path.insert(0, {str(ECHO_AGENT.parent)!r})\n"
+    (directory / "_echo_agent_path.py").write_text(f"import sys\n{path_line}import echo_agent\n", encoding="utf-8")
+
+    def command(name: str, patch: str) -> list[str]:
+        agent = directory / f"{name}.py"
+        agent.write_text(
+            f"import sys\nsys.argv = [{str(ECHO_AGENT)!r}]\n{path_line}import echo_agent\n{patch}\necho_agent.main()\n",
+            encoding="utf-8",
+        )
+        return agent_command(agent, "_echo_agent_path")
+
+    return command
+
+
+def run_echo_client(echo_client: list[str], *agent: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*echo_client, *agent], capture_output=True, text=True, timeout=TIMEOUT * 2)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "agent", [SDK_ECHO_AGENT, ECHO_AGENT], ids=["generated-client-vs-sdk-agent", "generated-client-vs-generated-agent"]
+    ("agent", "modules"),
+    [(SDK_ECHO_AGENT, ("sdk_echo_agent",)), (ECHO_AGENT, ("echo_agent",))],
+    ids=["generated-client-vs-sdk-agent", "generated-client-vs-generated-agent"],
 )
 @pytest.mark.slow
-def test_echo_client_script_passes(agent: Path) -> None:
-    lines = run_echo_client(sys.executable, str(agent))
+def test_echo_client_script_passes(
+    agent: Path, modules: tuple[str, ...], echo_client: list[str], agent_command: Command
+) -> None:
+    result = run_echo_client(echo_client, *agent_command(agent, *modules))
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
     assert lines[-1] == "9 passed, 0 failed", "\n".join(lines)
     steps = [line.split(":")[0] for line in lines[:-1]]
     assert steps == [
@@ -503,24 +535,10 @@ def test_echo_client_script_passes(agent: Path) -> None:
 
 
 @pytest.mark.slow
-def test_echo_client_reports_failures(tmp_path: Path) -> None:
+def test_echo_client_reports_failures(echo_client: list[str], patched_agents: Callable[[str, str], list[str]]) -> None:
     """Against an agent that only echoes, the script fails the steps it must and says so."""
-    agent = tmp_path / "plain_agent.py"
-    agent.write_text(
-        "import sys\n"
-        f"sys.argv = [{str(ECHO_AGENT)!r}]\n"
-        f"sys.path.insert(0, {str(ECHO_AGENT.parent)!r})\n"
-        "import echo_agent\n"
-        "echo_agent.SLOW_CHUNKS = 2\n"  # slow ends before the client can cancel it
-        "echo_agent.main()\n",
-        encoding="utf-8",
-    )
-    result = subprocess.run(
-        [sys.executable, str(ECHO_CLIENT), sys.executable, str(agent)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT * 2,
-    )
+    # slow ends before the client can cancel it
+    result = run_echo_client(echo_client, *patched_agents("plain_agent", "echo_agent.SLOW_CHUNKS = 2"))
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1] == "8 passed, 1 failed", result.stdout
@@ -538,23 +556,11 @@ def test_echo_client_reports_failures(tmp_path: Path) -> None:
     ],
     ids=["unknown-mode", "mode-not-kept"],
 )
-def test_echo_client_checks_the_mode_switch(tmp_path: Path, patch: str, failed: list[str]) -> None:
-    agent = tmp_path / "modeless_agent.py"
-    agent.write_text(
-        "import sys\n"
-        f"sys.argv = [{str(ECHO_AGENT)!r}]\n"
-        f"sys.path.insert(0, {str(ECHO_AGENT.parent)!r})\n"
-        "import echo_agent\n"
-        f"{patch}\n"
-        "echo_agent.main()\n",
-        encoding="utf-8",
-    )
-    result = subprocess.run(
-        [sys.executable, str(ECHO_CLIENT), sys.executable, str(agent)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT * 2,
-    )
+def test_echo_client_checks_the_mode_switch(
+    patch: str, failed: list[str], echo_client: list[str], patched_agents: Callable[[str, str], list[str]]
+) -> None:
+    name = f"modeless_agent_{len(failed)}"  # one script per case
+    result = run_echo_client(echo_client, *patched_agents(name, patch))
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split(":")[0][len("FAIL ") :] for line in lines if line.startswith("FAIL")] == failed, result.stdout

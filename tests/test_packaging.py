@@ -13,13 +13,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def build_command(dist: Path) -> list[str]:
+    """The wheel of this checkout, built by the backend its pyproject.toml names (hatchling, in an
+    isolated build environment): by uv when the venv has it, as .ci/run installs it (~0.5 s of
+    CPU), else by pip (~2 s: pip starts twice, once more to install the build environment)."""
+    uv = Path(sys.executable).parent / "uv"
+    if uv.is_file():
+        return [str(uv), "build", "-q", "--wheel", "--python", sys.executable, "--out-dir", str(dist), str(ROOT)]
+    return [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(dist)]
+
+
 @pytest.mark.slow
 def test_wheel_ships_templates_and_schemas_and_generates(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(dist)],
-        capture_output=True, text=True, timeout=600,
-    )
+    build = subprocess.run(build_command(dist), capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr
     wheel = next(dist.glob("acp_codegen-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())

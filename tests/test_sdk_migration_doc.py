@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "coming-from-the-sdk.md"
@@ -43,6 +46,11 @@ RUNS: list[list[str]] = [
     ["my_wire.py"],
 ]
 STARTED_BY_CLIENTS = {"sdk_agent.py", "my_agent.py"}
+# What the snippets import, imported once by the server they are forked from (tests/zygote.py):
+# the official SDK alone costs ~0.6 s of CPU per process, and a client starts an agent. One
+# worker runs them all, so that one server does.
+PRELOADED = ("acp", "acp.schema", "myagent.acp", "myeditor.acp")
+pytestmark = pytest.mark.xdist_group("sdk-migration-doc")
 
 
 def test_every_snippet_is_run() -> None:
@@ -66,15 +74,40 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("command", RUNS, ids=[" ".join(c) for c in RUNS])
-def test_snippet_runs(workdir: Path, command: list[str]) -> None:
+def snippet_env() -> dict[str, str]:
     env = dict(os.environ)
     # `python` in the snippets is this interpreter (it has the official SDK installed).
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        [sys.executable, *command], cwd=workdir, env=env, capture_output=True, text=True, timeout=60
+    return env
+
+
+@pytest.fixture(scope="module")
+def python(workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The `python` the snippets run with and start their agents with (first on their PATH):
+    `python NAME.py ARG...` is a fresh process forked from a server that has imported PRELOADED,
+    with its own argv, cwd, environment and stdio (tests/zygote.py); anything else is this
+    interpreter itself. Not on Linux: this interpreter."""
+    if sys.platform != "linux":
+        yield Path(sys.executable)
+        return
+    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")), env=snippet_env())
+    launcher = shlex.join(servers.launcher(str(workdir), *PRELOADED))
+    shim = tmp_path_factory.mktemp("bin") / "python"
+    shim.write_text(
+        f'#!/bin/sh\ncase "$1" in *.py) exec {launcher} "$@" ;; esac\nexec {shlex.quote(sys.executable)} "$@"\n',
+        encoding="utf-8",
     )
+    shim.chmod(0o755)
+    yield shim
+    servers.close()
+
+
+@pytest.mark.parametrize("command", RUNS, ids=[" ".join(c) for c in RUNS])
+def test_snippet_runs(workdir: Path, python: Path, command: list[str]) -> None:
+    env = snippet_env()
+    env["PATH"] = str(python.parent) + os.pathsep + env["PATH"]
+    result = subprocess.run([str(python), *command], cwd=workdir, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     if command[0] in OUTPUTS:
         assert result.stdout == OUTPUTS[command[0]], result.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,8 +65,18 @@ def schema_dir(tmp_path: Path, schema: dict[str, Any] = SCHEMA) -> Path:
     return d
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen.cli", *args], capture_output=True, text=True, cwd=cwd)
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(cli_command: Callable[[str], list[str]]) -> Cli:
+    """`cli(*args, cwd=None)`: `acp-codegen ARGS` as a new process (forked from a server that has
+    imported the CLI: the `cli_command` fixture of conftest.py)."""
+
+    def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli_command("acp_codegen.py"), *args], capture_output=True, text=True, cwd=cwd)
+
+    return run
 
 
 # -- basics --------------------------------------------------------------------------------
@@ -277,7 +286,7 @@ def test_failure_on_a_fresh_out_leaves_no_directory(tmp_path: Path, monkeypatch:
 
 
 # -- end to end (the CLI) --------------------------------------------------------------------
-def test_bad_schema_leaves_previous_output_intact(tmp_path: Path) -> None:
+def test_bad_schema_leaves_previous_output_intact(tmp_path: Path, cli: Cli) -> None:
     schema = schema_dir(tmp_path)
     out = tmp_path / "pkg"
     assert cli("agent", "--schema", str(schema), "--out", str(out)).returncode == 0
@@ -288,7 +297,7 @@ def test_bad_schema_leaves_previous_output_intact(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
-def test_check_writes_nothing(tmp_path: Path) -> None:
+def test_check_writes_nothing(tmp_path: Path, cli: Cli) -> None:
     schema = schema_dir(tmp_path)
     out = tmp_path / "pkg"
     args = ("agent", "--schema", str(schema), "--out", str(out))
@@ -305,7 +314,7 @@ def test_check_writes_nothing(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
-def test_generate_command_writes_no_target_if_one_is_bad(tmp_path: Path) -> None:
+def test_generate_command_writes_no_target_if_one_is_bad(tmp_path: Path, cli: Cli) -> None:
     good = schema_dir(tmp_path)
     bad = tmp_path / "bad"
     bad.mkdir()
