@@ -13,6 +13,14 @@ RESERVED_TYPE_NAMES = frozenset(
 )
 
 
+def serde_alias(name: str) -> str:
+    """The name types.py imports serde's `name` under: a leading underscore and a lowercase or
+    all-caps serde name, which no protocol-derived name takes (types are Pascal-cased, constants
+    and attributes never start with `_`, and the generated private names are `_K_<Type>`,
+    `_d_<Type>`, `_<Type>_TAGS`, `_<Type>_VALUES`: none of them a serde name with `_` before it)."""
+    return "_" + name
+
+
 def words(text: str) -> list[str]:
     return _WORD.findall(text.replace("$", " "))
 

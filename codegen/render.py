@@ -184,6 +184,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "defs": renderer.defs,
         "typing_names": renderer.typing_names(),
         "dataclasses_names": renderer.dataclasses_names(),
+        "serde_imports": renderer.serde_imports(),
         "handled": package.handled(),
         "called": package.called(),
         # What a role module uses of methods.py, so it imports nothing unused (a schema may give

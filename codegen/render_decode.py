@@ -2,14 +2,29 @@
 
 `DecodePlanner._plan` is the one place that decides it; field decoders (`plan`, `failure`),
 decode expressions (`dec`) and item/variant decoders (`fn`) are all laid out from its plan.
-Helpers that are the same for every schema live in runtime/serde.py (`_s.` in types.py).
+Helpers that are the same for every schema live in runtime/serde.py; types.py imports each
+one it uses directly, under its `serde_alias` (see `serde_names`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import EnumDef, Field, ListOf, LiteralOf, MapOf, Named, ObjectDef, Scalar, TypeExpr, UnionDef
+from .ir import (
+    AliasDef,
+    EnumDef,
+    Field,
+    ListOf,
+    LiteralOf,
+    MapOf,
+    Named,
+    ObjectDef,
+    Package,
+    Scalar,
+    TypeExpr,
+    UnionDef,
+)
+from .naming import serde_alias
 from .render_types import TypeView
 
 _CHECKS = {"str": "str", "bool": "bool", "object": "dict"}
@@ -40,7 +55,7 @@ class ListLoop:
 
     `dispatch`, for items of a tagged union, looks the item's variant decoder up inline (and
     `dispatched` calls it); `item` decodes any item. `skip_invalid`: an item failing with
-    DecodeError is dropped and reported (`ctx.tolerated`), as `_s.skip_invalid` does.
+    DecodeError is dropped and reported (`ctx.tolerated`), as serde's `skip_invalid` does.
     """
 
     path: str
@@ -75,14 +90,36 @@ class ObjectPlan:
     """The check that `obj` has no key besides its fields and tag."""
 
 
+# What types.py always imports from serde: the public names it re-exports, and two it uses
+# in every package (the absent-key sentinel, the constructor bypassing __init__).
+_SERDE_ALWAYS = {
+    **{n: n for n in ("UNSET", "DecodeContext", "DecodeError", "JsonObject", "LenientWarning", "PathT", "Unset")},
+    **{n: n for n in ("Wire", "dumps", "format_path", "loads")},
+    "MISSING": serde_alias("MISSING"),
+    "new": serde_alias("new"),
+}
+
+
 class DecodePlanner(TypeView):
+    def __init__(self, package: Package) -> None:
+        super().__init__(package)
+        self.used: set[str] = set()
+        """The serde helpers named through `serde` so far (collected by `serde_imports`)."""
+
+    def serde(self, name: str) -> str:
+        """How types.py names serde's helper `name` (imported directly: `serde_imports`)."""
+        self.used.add(name)
+        return serde_alias(name)
+
     def dec(self, t: TypeExpr, v: str, p: str) -> str:
         """An expression decoding JSON value `v` at path `p` (raises DecodeError)."""
         plan = self._plan(t, v, p)
         if plan.cond is None:
             return plan.call or plan.value
         otherwise = plan.call or (
-            f"_s.enum_fail({p}, {plan.enum!r}, {v})" if plan.enum else f"_s.fail({p}, {plan.expected!r}, {v})"
+            f"{self.serde('enum_fail')}({p}, {plan.enum!r}, {v})"
+            if plan.enum
+            else f"{self.serde('fail')}({p}, {plan.expected!r}, {v})"
         )
         return f"{plan.value} if {plan.cond} else {otherwise}"
 
@@ -142,7 +179,7 @@ class DecodePlanner(TypeView):
                 return DecodePlan(f"{v} is None", "None", "null", None)
             if t.kind in _CHECKS:
                 return DecodePlan(f"{v}.__class__ is {_CHECKS[t.kind]}", v, _NAMES[t.kind], None)
-            fn = "_s.as_int" if t.kind == "int" else "_s.as_float"
+            fn = self.serde("as_int" if t.kind == "int" else "as_float")
             return DecodePlan(f"{v}.__class__ is {t.kind}", v, _NAMES[t.kind], f"{fn}({v}, {p})")
         if isinstance(t, LiteralOf):
             expected = " | ".join(t.values)
@@ -155,10 +192,10 @@ class DecodePlanner(TypeView):
             return DecodePlan(f"{v} in {t.values!r}", v, expected, None)
         if isinstance(t, ListOf):
             # skip_invalid drops invalid items and raises only for a non-list.
-            helper = "_s.skip_invalid" if t.skip_invalid else "_s.list_of"
+            helper = self.serde("skip_invalid" if t.skip_invalid else "list_of")
             return DecodePlan(None, v, "array", f"{helper}({v}, {p}, ctx, {self.fn(t.item)})")
         if isinstance(t, MapOf):
-            return DecodePlan(None, v, "object", f"_s.map_of({v}, {p}, ctx, {self.fn(t.value)})")
+            return DecodePlan(None, v, "object", f"{self.serde('map_of')}({v}, {p}, ctx, {self.fn(t.value)})")
         target = self.defs.get(t.name)
         if isinstance(target, EnumDef):
             cls = "str" if target.base == "str" else "int"
@@ -174,10 +211,10 @@ class DecodePlanner(TypeView):
         plan = self.plan(f)
         p = f"(path, {f.wire!r})"
         if f.lenient:
-            return f"inst.{f.py} = _s.tolerate(ctx, {p}, {plan.expected!r}, v, {self.fallback(f)})"
+            return f"inst.{f.py} = {self.serde('tolerate')}(ctx, {p}, {plan.expected!r}, v, {self.fallback(f)})"
         if plan.enum is not None:
-            return f"_s.enum_fail({p}, {plan.enum!r}, v)"
-        return f"_s.fail({p}, {plan.expected!r}, v)"
+            return f"{self.serde('enum_fail')}({p}, {plan.enum!r}, v)"
+        return f"{self.serde('fail')}({p}, {plan.expected!r}, v)"
 
     def object_plan(self, o: ObjectDef) -> ObjectPlan:
         """How `o`'s decoder finds out whether `obj` holds unknown fields (see ObjectPlan)."""
@@ -206,5 +243,64 @@ class DecodePlanner(TypeView):
         if isinstance(t, Named) and not isinstance(self.defs.get(t.name), EnumDef):
             return f"_d_{t.name}"
         if isinstance(t, Scalar):
-            return f"_s.d_{t.kind}"
+            return self.serde(f"d_{t.kind}")
         return f"lambda x, p, ctx: {self.dec(t, 'x', 'p')}"
+
+    # -- imports -------------------------------------------------------------------
+    def serde_imports(self) -> list[tuple[str, str]]:
+        """`(name, alias)` for each `from .serde import name as alias` of types.py, in isort's
+        order (constants, classes, functions): the names it re-exports, and each helper its
+        code uses, found by planning what the template lays out (so none is unused).
+
+        Direct imports, not `from . import serde`: that would make types.py import the package
+        `__init__` and so share an import cycle with the role modules (mypy then checks the
+        agent's and the client's identical types.py separately).
+        """
+        self.used = set()
+        defs = self.pkg.definitions
+        objects = [d for d in defs if isinstance(d, ObjectDef)]
+        if objects:  # every object decoder and class (types.py.jinja)
+            self.used |= {"is_object", "fail", "extra_fields", "extra_field", "merge_extra"}
+        for o in objects:
+            for index, f in enumerate(o.fields, 1):
+                plan = self.plan(f, index)
+                if f.required:
+                    self.used.add("missing")
+                if plan.cond and not plan.call:
+                    self.failure(f)
+                if f.lenient and plan.call:
+                    self.used.add("tolerated")
+        for e in defs:
+            if isinstance(e, EnumDef):
+                self.enum_dec(e)
+        for a in defs:
+            if isinstance(a, AliasDef):
+                self.dec(a.target, "obj", "path")
+            elif isinstance(a, UnionDef):
+                self._union_names(a)
+            if isinstance(a, (AliasDef, UnionDef)):
+                self.used.add("DEFAULT_CTX")
+        names = {**_SERDE_ALWAYS, **{n: serde_alias(n) for n in self.used}}
+        return sorted(names.items(), key=lambda i: (not i[0].isupper(), i[0][0].islower(), i[0]))
+
+    def _union_names(self, a: UnionDef) -> None:
+        """The helpers a union's decoder and encoder use (types.py.jinja)."""
+        self.used.add("fail")
+        o = a.objects
+        if o:
+            self.used.add("is_object")
+            if o.tag:
+                self.used.add("Decodes")
+                for v in o.tagged:
+                    self.fn(v.type)
+            if o.unknown_to_fallback and o.fallback:
+                self.dec(o.fallback.type, "obj", "path")
+            for v in [*o.keyed, *([o.fallback] if o.fallback else [])]:
+                self.dec(v.type, "obj", "path")
+        for v in [*[v for v in a.arrays if v.key], *a.arrays[:1]]:
+            self.dec(v.type, "obj", "path")
+        for v in a.scalars:
+            if v.json_type != "null":
+                self.dec(v.type, "obj", "path")
+        if a.scalars or a.arrays:
+            self.used.add("encode_any")

@@ -118,7 +118,7 @@ class TypeView:
 
     def dataclasses_names(self) -> list[str]:
         """The `dataclasses` names types.py uses: `field` only in a class with schema defaults
-        (`__acp_absent__`, a mutable default); `extra` is `_s.extra_field()`."""
+        (`__acp_absent__`, a mutable default); `extra` is serde's `extra_field()`."""
         defaults = any(isinstance(d, ObjectDef) and d.has_defaults for d in self.pkg.definitions)
         return ["dataclass", "field"] if defaults else ["dataclass"]
 

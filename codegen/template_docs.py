@@ -49,6 +49,10 @@ CONTEXT = {
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
+    "serde_imports": (
+        "list[tuple[str, str]]",
+        "(name, alias) of each `from .serde import name as alias` of types.py: its re-exports and the helpers it uses",
+    ),
 }
 
 # Filters: `value|name(args)`; the first parameter is the value left of the `|`.

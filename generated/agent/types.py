@@ -19,20 +19,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from . import serde as _s
+from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
+from .serde import Decodes as _Decodes
 from .serde import JsonObject as JsonObject
 from .serde import LenientWarning as LenientWarning
 from .serde import PathT as PathT
 from .serde import Unset as Unset
 from .serde import Wire as Wire
+from .serde import as_float as _as_float
+from .serde import as_int as _as_int
+from .serde import d_str as _d_str
 from .serde import dumps as dumps
+from .serde import encode_any as _encode_any
+from .serde import enum_fail as _enum_fail
+from .serde import extra_field as _extra_field
+from .serde import extra_fields as _extra_fields
+from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import is_object as _is_object
+from .serde import list_of as _list_of
 from .serde import loads as loads
+from .serde import map_of as _map_of
+from .serde import merge_extra as _merge_extra
+from .serde import missing as _missing
 from .serde import new as _new
+from .serde import skip_invalid as _skip_invalid
+from .serde import tolerate as _tolerate
+from .serde import tolerated as _tolerated
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -83,7 +100,7 @@ def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     return (
         _ToolKind_VALUES[obj]
         if obj.__class__ is str and obj in _ToolKind_VALUES
-        else _s.enum_fail(None, "ToolKind", obj)
+        else _enum_fail(None, "ToolKind", obj)
     )
 
 
@@ -120,7 +137,7 @@ def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCal
     return (
         _ToolCallStatus_VALUES[obj]
         if obj.__class__ is str and obj in _ToolCallStatus_VALUES
-        else _s.enum_fail(None, "ToolCallStatus", obj)
+        else _enum_fail(None, "ToolCallStatus", obj)
     )
 
 
@@ -144,7 +161,7 @@ def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     return (
         _Role_VALUES[obj]
         if obj.__class__ is str and obj in _Role_VALUES
-        else _s.enum_fail(None, "Role", obj)
+        else _enum_fail(None, "Role", obj)
     )
 
 
@@ -179,7 +196,7 @@ def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> P
     return (
         _PermissionOptionKind_VALUES[obj]
         if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
-        else _s.enum_fail(None, "PermissionOptionKind", obj)
+        else _enum_fail(None, "PermissionOptionKind", obj)
     )
 
 
@@ -201,7 +218,7 @@ def decode_ElicitationSchemaType(
     return (
         _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
-        else _s.enum_fail(None, "ElicitationSchemaType", obj)
+        else _enum_fail(None, "ElicitationSchemaType", obj)
     )
 
 
@@ -234,7 +251,7 @@ def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFor
     return (
         _StringFormat_VALUES[obj]
         if obj.__class__ is str and obj in _StringFormat_VALUES
-        else _s.enum_fail(None, "StringFormat", obj)
+        else _enum_fail(None, "StringFormat", obj)
     )
 
 
@@ -279,7 +296,7 @@ def decode_SessionConfigOptionCategory(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigOptionCategory:
     """Decode a `SessionConfigOptionCategory` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
@@ -317,7 +334,7 @@ def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     return (
         _StopReason_VALUES[obj]
         if obj.__class__ is str and obj in _StopReason_VALUES
-        else _s.enum_fail(None, "StopReason", obj)
+        else _enum_fail(None, "StopReason", obj)
     )
 
 
@@ -367,7 +384,7 @@ _ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
     """Decode a `ErrorCode` from its JSON value."""
-    return obj if obj.__class__ is int else _s.fail(None, "integer", obj)
+    return obj if obj.__class__ is int else _fail(None, "integer", obj)
 
 
 def encode_ErrorCode(value: ErrorCode) -> Any:
@@ -401,7 +418,7 @@ def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> Plan
     return (
         _PlanEntryPriority_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
-        else _s.enum_fail(None, "PlanEntryPriority", obj)
+        else _enum_fail(None, "PlanEntryPriority", obj)
     )
 
 
@@ -435,7 +452,7 @@ def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEn
     return (
         _PlanEntryStatus_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
-        else _s.enum_fail(None, "PlanEntryStatus", obj)
+        else _enum_fail(None, "PlanEntryStatus", obj)
     )
 
 
@@ -452,22 +469,22 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -481,7 +498,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -495,7 +512,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -503,7 +520,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -513,31 +530,31 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -552,8 +569,8 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -575,7 +592,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -583,7 +600,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -593,24 +610,24 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
@@ -628,9 +645,9 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = None
     else:
         try:
-            inst.line = _s.as_int(v, (path, "line"))
+            inst.line = _as_int(v, (path, "line"))
         except DecodeError as exc:
-            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("limit", _MISSING)
     if v.__class__ is int:
         inst.limit = v
@@ -641,9 +658,9 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = None
     else:
         try:
-            inst.limit = _s.as_int(v, (path, "limit"))
+            inst.limit = _as_int(v, (path, "limit"))
         except DecodeError as exc:
-            inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
+            inst.limit = _tolerated(ctx, (path, "limit"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -658,8 +675,8 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -683,7 +700,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -695,7 +712,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -707,20 +724,20 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "toolCall")
+        _missing(path, "toolCall")
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     v = obj.get("options", _MISSING)
@@ -733,9 +750,9 @@ def _d_RequestPermissionRequest(
             i += 1
         inst.options = items3
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
-        inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+        inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -750,8 +767,8 @@ def _d_RequestPermissionRequest(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -776,7 +793,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -788,7 +805,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -808,17 +825,17 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
@@ -840,7 +857,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -850,7 +867,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -860,7 +877,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -882,7 +899,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.content = items5
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -890,9 +907,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -907,7 +924,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.locations = items6
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -915,9 +932,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -944,8 +961,8 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -980,7 +997,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1002,7 +1019,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1010,8 +1027,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -1033,14 +1050,14 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
                     items1.append(
                         _Role_VALUES[x]
                         if x.__class__ is str and x in _Role_VALUES
-                        else _s.enum_fail((p1, i), "Role", x)
+                        else _enum_fail((p1, i), "Role", x)
                     )
                 except DecodeError as exc:
                     ctx.tolerated((p1, i), exc, "item dropped")
                 i += 1
             inst.audience = items1
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
         n += 1
@@ -1048,18 +1065,18 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.audience = None
     else:
         try:
-            inst.audience = _s.skip_invalid(
+            inst.audience = _skip_invalid(
                 v,
                 (path, "audience"),
                 ctx,
                 lambda x, p, ctx: (
                     _Role_VALUES[x]
                     if x.__class__ is str and x in _Role_VALUES
-                    else _s.enum_fail(p, "Role", x)
+                    else _enum_fail(p, "Role", x)
                 ),
             )
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
     if v.__class__ is str:
         inst.last_modified = v
@@ -1069,7 +1086,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.last_modified = None
     else:
-        inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
     if v.__class__ is float:
         inst.priority = v
@@ -1080,9 +1097,9 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = None
     else:
         try:
-            inst.priority = _s.as_float(v, (path, "priority"))
+            inst.priority = _as_float(v, (path, "priority"))
         except DecodeError as exc:
-            inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1097,8 +1114,8 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1118,7 +1135,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1132,7 +1149,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1140,17 +1157,17 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1167,7 +1184,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1182,8 +1199,8 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1202,7 +1219,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1212,7 +1229,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1222,24 +1239,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1257,7 +1274,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
@@ -1267,7 +1284,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.uri = None
     else:
-        inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1282,8 +1299,8 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1306,7 +1323,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1318,7 +1335,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1328,24 +1345,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1362,7 +1379,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1377,8 +1394,8 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1399,7 +1416,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1409,7 +1426,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1419,24 +1436,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1457,7 +1474,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -1467,7 +1484,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -1477,7 +1494,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
@@ -1488,9 +1505,9 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = None
     else:
         try:
-            inst.size = _s.as_int(v, (path, "size"))
+            inst.size = _as_int(v, (path, "size"))
         except DecodeError as exc:
-            inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
+            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -1500,7 +1517,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1515,8 +1532,8 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1545,7 +1562,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1563,7 +1580,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1571,24 +1588,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1604,7 +1621,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1619,8 +1636,8 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1640,7 +1657,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1650,7 +1667,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1658,24 +1675,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
     if v.__class__ is str:
         inst.blob = v
     elif v is _MISSING:
-        _s.missing(path, "blob")
+        _missing(path, "blob")
     else:
-        _s.fail((path, "blob"), "string", v)
+        _fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1691,7 +1708,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1706,8 +1723,8 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1727,7 +1744,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1737,7 +1754,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1745,13 +1762,13 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "resource")
+        _missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1770,7 +1787,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1785,8 +1802,8 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1805,7 +1822,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1815,7 +1832,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1823,8 +1840,8 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
@@ -1835,7 +1852,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1852,8 +1869,8 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1870,7 +1887,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1878,7 +1895,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1886,24 +1903,24 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     v = obj.get("newText", _MISSING)
     if v.__class__ is str:
         inst.new_text = v
     elif v is _MISSING:
-        _s.missing(path, "newText")
+        _missing(path, "newText")
     else:
-        _s.fail((path, "newText"), "string", v)
+        _fail((path, "newText"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
@@ -1919,7 +1936,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     elif v is None:
         inst.old_text = None
     else:
-        inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+        inst.old_text = _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1934,8 +1951,8 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Diff, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -1960,7 +1977,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1970,7 +1987,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1978,17 +1995,17 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2003,8 +2020,8 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2025,7 +2042,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2033,7 +2050,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2041,17 +2058,17 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
@@ -2068,9 +2085,9 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.line = None
     else:
         try:
-            inst.line = _s.as_int(v, (path, "line"))
+            inst.line = _as_int(v, (path, "line"))
         except DecodeError as exc:
-            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2085,8 +2102,8 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2110,7 +2127,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2120,7 +2137,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2128,31 +2145,31 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _PermissionOptionKind_VALUES:
         inst.kind = _PermissionOptionKind_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "kind")
+        _missing(path, "kind")
     else:
-        _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
+        _enum_fail((path, "kind"), "PermissionOptionKind", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2167,8 +2184,8 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2188,7 +2205,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2196,7 +2213,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2206,24 +2223,24 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
@@ -2241,21 +2258,21 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.args = items3
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
         try:
-            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         try:
@@ -2270,15 +2287,15 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
                 i += 1
             inst.env = items4
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
         n += 1
     else:
         try:
-            inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
@@ -2288,7 +2305,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     elif v is None:
         inst.cwd = None
     else:
-        inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("outputByteLimit", _MISSING)
     if v.__class__ is int:
         inst.output_byte_limit = v
@@ -2299,9 +2316,9 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = None
     else:
         try:
-            inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
+            inst.output_byte_limit = _as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
-            inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+            inst.output_byte_limit = _tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2316,8 +2333,8 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2350,7 +2367,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2366,7 +2383,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2374,24 +2391,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2406,8 +2423,8 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2425,7 +2442,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2433,7 +2450,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2441,24 +2458,24 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 
 
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2473,8 +2490,8 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2492,7 +2509,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2500,7 +2517,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2508,24 +2525,24 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2540,8 +2557,8 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2559,7 +2576,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2567,7 +2584,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2579,24 +2596,24 @@ _K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
 def _d_WaitForTerminalExitRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2611,8 +2628,8 @@ def _d_WaitForTerminalExitRequest(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     return inst
 
 
@@ -2630,7 +2647,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2638,7 +2655,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2646,24 +2663,24 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 
 
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2678,8 +2695,8 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2697,7 +2714,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2705,7 +2722,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2717,20 +2734,20 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
@@ -2743,7 +2760,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -2751,7 +2768,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -2761,7 +2778,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -2770,7 +2787,7 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -2802,7 +2819,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2820,7 +2837,7 @@ class CreateElicitationRequestForm(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2832,31 +2849,31 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2867,7 +2884,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -2875,7 +2892,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -2885,7 +2902,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -2894,7 +2911,7 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -2928,7 +2945,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2947,7 +2964,7 @@ class CreateElicitationRequestUrl(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2957,17 +2974,17 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
@@ -2982,8 +2999,8 @@ def _d_ElicitationSessionScope(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3002,7 +3019,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3010,7 +3027,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
         if (v1 := self.tool_call_id) is not UNSET:
             d["toolCallId"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3020,18 +3037,16 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = (
-        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     return inst
 
 
@@ -3042,13 +3057,13 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3058,8 +3073,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3082,7 +3097,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         absent.append("type")
         n += 1
     else:
-        inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -3092,21 +3107,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
         n += 1
     else:
-        inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+        inst.properties = _map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
     if v.__class__ is list:
         p4 = (path, "required")
         items4: list[str] = []
         i = 0
         for x in v:
-            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
             i += 1
         inst.required = items4
     elif v is _MISSING:
@@ -3115,7 +3130,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.required = None
     else:
-        inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
+        inst.required = _list_of(v, (path, "required"), ctx, _d_str)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3125,7 +3140,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3141,8 +3156,8 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3178,7 +3193,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3200,7 +3215,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3208,24 +3223,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
     if v.__class__ is str:
         inst.const = v
     elif v is _MISSING:
-        _s.missing(path, "const")
+        _missing(path, "const")
     else:
-        _s.fail((path, "const"), "string", v)
+        _fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -3241,7 +3256,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3256,8 +3271,8 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3281,7 +3296,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3291,7 +3306,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3313,8 +3328,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3340,7 +3355,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3350,7 +3365,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
     if v.__class__ is int:
         inst.min_length = v
@@ -3360,7 +3375,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.min_length = None
     else:
-        inst.min_length = _s.as_int(v, (path, "minLength"))
+        inst.min_length = _as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
     if v.__class__ is int:
         inst.max_length = v
@@ -3370,7 +3385,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.max_length = None
     else:
-        inst.max_length = _s.as_int(v, (path, "maxLength"))
+        inst.max_length = _as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
     if v.__class__ is str:
         inst.pattern = v
@@ -3380,7 +3395,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.pattern = None
     else:
-        _s.fail((path, "pattern"), "string", v)
+        _fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
     if v.__class__ is str and v in _StringFormat_VALUES:
         inst.format = _StringFormat_VALUES[v]
@@ -3390,7 +3405,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.format = None
     else:
-        _s.enum_fail((path, "format"), "StringFormat", v)
+        _enum_fail((path, "format"), "StringFormat", v)
     v = obj.get("default", _MISSING)
     if v.__class__ is str:
         inst.default = v
@@ -3400,14 +3415,14 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
     if v.__class__ is list:
         p8 = (path, "enum")
         items8: list[str] = []
         i = 0
         for x in v:
-            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            items8.append(x if x.__class__ is str else _fail((p8, i), "string", x))
             i += 1
         inst.enum = items8
     elif v is _MISSING:
@@ -3416,7 +3431,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.enum = None
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     v = obj.get("oneOf", _MISSING)
     if v.__class__ is list:
         p9 = (path, "oneOf")
@@ -3432,7 +3447,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.one_of = None
     else:
-        inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+        inst.one_of = _list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3447,8 +3462,8 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3504,7 +3519,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3530,7 +3545,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v10 := self.meta) is not UNSET:
             d["_meta"] = None if v10 is None else v10
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3540,8 +3555,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3563,7 +3578,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3573,7 +3588,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is float:
         inst.minimum = v
@@ -3583,7 +3598,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_float(v, (path, "minimum"))
+        inst.minimum = _as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is float:
         inst.maximum = v
@@ -3593,7 +3608,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_float(v, (path, "maximum"))
+        inst.maximum = _as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is float:
         inst.default = v
@@ -3604,9 +3619,9 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = None
     else:
         try:
-            inst.default = _s.as_float(v, (path, "default"))
+            inst.default = _as_float(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3621,8 +3636,8 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3659,7 +3674,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3677,7 +3692,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3687,8 +3702,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3710,7 +3725,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3720,7 +3735,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is int:
         inst.minimum = v
@@ -3730,7 +3745,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_int(v, (path, "minimum"))
+        inst.minimum = _as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is int:
         inst.maximum = v
@@ -3740,7 +3755,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_int(v, (path, "maximum"))
+        inst.maximum = _as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is int:
         inst.default = v
@@ -3751,9 +3766,9 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = None
     else:
         try:
-            inst.default = _s.as_int(v, (path, "default"))
+            inst.default = _as_int(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3768,8 +3783,8 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3806,7 +3821,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3824,7 +3839,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3834,8 +3849,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3855,7 +3870,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3865,7 +3880,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
     if v.__class__ is bool:
         inst.default = v
@@ -3875,7 +3890,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3890,8 +3905,8 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -3920,7 +3935,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3934,7 +3949,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3942,8 +3957,8 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
@@ -3952,13 +3967,13 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         items1: list[str] = []
         i = 0
         for x in v:
-            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
     elif v is _MISSING:
-        _s.missing(path, "enum")
+        _missing(path, "enum")
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -3973,8 +3988,8 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -3993,7 +4008,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4001,7 +4016,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4009,8 +4024,8 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
@@ -4023,9 +4038,9 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             i += 1
         inst.any_of = items1
     elif v is _MISSING:
-        _s.missing(path, "anyOf")
+        _missing(path, "anyOf")
     else:
-        inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+        inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4040,8 +4055,8 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4059,7 +4074,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4067,7 +4082,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4079,8 +4094,8 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
@@ -4091,7 +4106,7 @@ def _d_MultiSelectPropertySchema(
     ):
         inst.items = d1(v, (path, "items"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "items")
+        _missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4113,7 +4128,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4123,7 +4138,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
     if v.__class__ is int:
         inst.min_items = v
@@ -4133,7 +4148,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.min_items = None
     else:
-        inst.min_items = _s.as_int(v, (path, "minItems"))
+        inst.min_items = _as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
     if v.__class__ is int:
         inst.max_items = v
@@ -4143,7 +4158,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.max_items = None
     else:
-        inst.max_items = _s.as_int(v, (path, "maxItems"))
+        inst.max_items = _as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
     if v.__class__ is list:
         try:
@@ -4152,13 +4167,13 @@ def _d_MultiSelectPropertySchema(
             i = 0
             for x in v:
                 try:
-                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                    items6.append(x if x.__class__ is str else _fail((p6, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p6, i), exc, "item dropped")
                 i += 1
             inst.default = items6
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
         n += 1
@@ -4166,9 +4181,9 @@ def _d_MultiSelectPropertySchema(
         inst.default = None
     else:
         try:
-            inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
+            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4183,8 +4198,8 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4223,7 +4238,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4241,7 +4256,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4251,13 +4266,13 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
@@ -4268,7 +4283,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4278,7 +4293,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4287,7 +4302,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4306,7 +4321,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4318,7 +4333,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4328,24 +4343,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4354,7 +4369,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4364,7 +4379,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4373,7 +4388,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4394,7 +4409,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4406,7 +4421,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4414,21 +4429,21 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4440,13 +4455,13 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4454,21 +4469,21 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4480,13 +4495,13 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4496,8 +4511,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
@@ -4518,7 +4533,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("image")
         n += 1
     else:
-        inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
+        inst.image = _tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
     if v.__class__ is bool:
         inst.audio = v
@@ -4527,7 +4542,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("audio")
         n += 1
     else:
-        inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
+        inst.audio = _tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
     if v.__class__ is bool:
         inst.embedded_context = v
@@ -4536,7 +4551,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("embeddedContext")
         n += 1
     else:
-        inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+        inst.embedded_context = _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4552,8 +4567,8 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4589,7 +4604,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -4607,7 +4622,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4615,8 +4630,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
@@ -4636,7 +4651,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         absent.append("http")
         n += 1
     else:
-        inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
+        inst.http = _tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
     if v.__class__ is bool:
         inst.sse = v
@@ -4645,7 +4660,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         absent.append("sse")
         n += 1
     else:
-        inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
+        inst.sse = _tolerate(ctx, (path, "sse"), "boolean", v, False)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4661,8 +4676,8 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4681,7 +4696,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -4697,7 +4712,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4707,8 +4722,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -4731,7 +4746,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.list = _d_SessionListCapabilities(v, (path, "list"), ctx)
         except DecodeError as exc:
-            inst.list = _s.tolerated(ctx, (path, "list"), exc, UNSET)
+            inst.list = _tolerated(ctx, (path, "list"), exc, UNSET)
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
@@ -4742,7 +4757,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
         except DecodeError as exc:
-            inst.delete = _s.tolerated(ctx, (path, "delete"), exc, UNSET)
+            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -4755,7 +4770,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
                 v, (path, "additionalDirectories"), ctx
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("resume", _MISSING)
@@ -4768,7 +4783,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.resume = _d_SessionResumeCapabilities(v, (path, "resume"), ctx)
         except DecodeError as exc:
-            inst.resume = _s.tolerated(ctx, (path, "resume"), exc, UNSET)
+            inst.resume = _tolerated(ctx, (path, "resume"), exc, UNSET)
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
@@ -4779,7 +4794,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
-            inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
+            inst.close = _tolerated(ctx, (path, "close"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4794,8 +4809,8 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -4848,7 +4863,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4866,7 +4881,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4874,8 +4889,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -4894,7 +4909,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         try:
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
-            inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
+            inst.logout = _tolerated(ctx, (path, "logout"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4909,8 +4924,8 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -4929,7 +4944,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4939,7 +4954,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4949,8 +4964,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
@@ -4977,7 +4992,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         absent.append("loadSession")
         n += 1
     else:
-        inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
+        inst.load_session = _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
     if v is _MISSING:
         inst.prompt_capabilities = PromptCapabilities(
@@ -4989,7 +5004,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
         except DecodeError as exc:
-            inst.prompt_capabilities = _s.tolerated(
+            inst.prompt_capabilities = _tolerated(
                 ctx,
                 (path, "promptCapabilities"),
                 exc,
@@ -5004,7 +5019,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
         except DecodeError as exc:
-            inst.mcp_capabilities = _s.tolerated(
+            inst.mcp_capabilities = _tolerated(
                 ctx, (path, "mcpCapabilities"), exc, McpCapabilities(http=False, sse=False)
             )
     v = obj.get("sessionCapabilities", _MISSING)
@@ -5018,7 +5033,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
                 v, (path, "sessionCapabilities"), ctx
             )
         except DecodeError as exc:
-            inst.session_capabilities = _s.tolerated(
+            inst.session_capabilities = _tolerated(
                 ctx, (path, "sessionCapabilities"), exc, SessionCapabilities()
             )
     v = obj.get("auth", _MISSING)
@@ -5030,7 +5045,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5046,8 +5061,8 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5082,7 +5097,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5114,7 +5129,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5124,8 +5139,8 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
@@ -5133,9 +5148,9 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.agent_capabilities = AgentCapabilities(
@@ -5170,7 +5185,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
         except DecodeError as exc:
-            inst.agent_capabilities = _s.tolerated(
+            inst.agent_capabilities = _tolerated(
                 ctx,
                 (path, "agentCapabilities"),
                 exc,
@@ -5205,16 +5220,16 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i += 1
             inst.auth_methods = items3
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
     elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
         n += 1
     else:
         try:
-            inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
+            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
@@ -5225,7 +5240,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
-            inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+            inst.agent_info = _tolerated(ctx, (path, "agentInfo"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5241,8 +5256,8 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5284,7 +5299,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5314,7 +5329,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5324,8 +5339,8 @@ _K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionListCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionListCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
     if (n := len(obj)) == 0:
@@ -5342,8 +5357,8 @@ def _d_SessionListCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5359,7 +5374,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5367,7 +5382,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5377,8 +5392,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -5395,8 +5410,8 @@ def _d_SessionDeleteCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -5412,7 +5427,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5420,7 +5435,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5430,8 +5445,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -5448,11 +5463,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if n == 1
-        else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -5474,7 +5487,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5482,7 +5495,7 @@ class SessionAdditionalDirectoriesCapabilities(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5492,8 +5505,8 @@ _K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionResumeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
     if (n := len(obj)) == 0:
@@ -5510,8 +5523,8 @@ def _d_SessionResumeCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     return inst
 
 
@@ -5527,7 +5540,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5535,7 +5548,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5545,8 +5558,8 @@ _K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -5563,8 +5576,8 @@ def _d_SessionCloseCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -5580,7 +5593,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5588,7 +5601,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5596,8 +5609,8 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
     if (n := len(obj)) == 0:
@@ -5614,8 +5627,8 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -5631,7 +5644,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5639,7 +5652,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5649,24 +5662,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -5684,7 +5697,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         try:
@@ -5693,30 +5706,30 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             i = 0
             for x in v:
                 try:
-                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                    items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p4, i), exc, "item dropped")
                 i += 1
             inst.args = items4
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
         try:
-            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
         n += 1
     else:
         try:
-            inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
+            inst.env = _map_of(v, (path, "env"), ctx, _d_str)
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5731,8 +5744,8 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5764,7 +5777,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5778,7 +5791,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5786,24 +5799,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -5819,7 +5832,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5834,8 +5847,8 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -5857,7 +5870,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5867,7 +5880,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5875,24 +5888,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is str:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        _s.fail((path, "version"), "string", v)
+        _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -5908,7 +5921,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5923,8 +5936,8 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5951,7 +5964,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5961,7 +5974,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5969,8 +5982,8 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
     if (n := len(obj)) == 0:
@@ -5987,8 +6000,8 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -6002,7 +6015,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6010,7 +6023,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6018,8 +6031,8 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
     if (n := len(obj)) == 0:
@@ -6036,8 +6049,8 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -6051,7 +6064,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6059,7 +6072,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6069,17 +6082,17 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
@@ -6097,7 +6110,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -6119,7 +6132,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i += 1
             inst.config_options = items3
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -6127,11 +6140,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6146,8 +6159,8 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6174,7 +6187,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6186,7 +6199,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6194,17 +6207,17 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 
 
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
     v = obj.get("currentModeId", _MISSING)
     if v.__class__ is str:
         inst.current_mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "currentModeId")
+        _missing(path, "currentModeId")
     else:
-        _s.fail((path, "currentModeId"), "string", v)
+        _fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
     if v.__class__ is list:
         try:
@@ -6219,14 +6232,14 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
                 i += 1
             inst.available_modes = items2
         except DecodeError as exc:
-            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "availableModes")
+        _missing(path, "availableModes")
     else:
         try:
-            inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
+            inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
-            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -6241,8 +6254,8 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -6260,7 +6273,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6271,7 +6284,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6279,24 +6292,24 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 
 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6312,7 +6325,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6327,8 +6340,8 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionMode, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -6350,7 +6363,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6360,7 +6373,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6372,34 +6385,34 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
@@ -6418,7 +6431,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -6428,7 +6441,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6443,8 +6456,8 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -6471,7 +6484,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6489,7 +6502,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6501,31 +6514,31 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
+        _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6542,7 +6555,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -6552,7 +6565,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6567,8 +6580,8 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -6595,7 +6608,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6612,7 +6625,7 @@ class SessionConfigOptionBoolean(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6624,24 +6637,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6657,7 +6670,7 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6672,8 +6685,8 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -6693,7 +6706,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6703,7 +6716,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6715,24 +6728,24 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("group", _MISSING)
     if v.__class__ is str:
         inst.group = v
     elif v is _MISSING:
-        _s.missing(path, "group")
+        _missing(path, "group")
     else:
-        _s.fail((path, "group"), "string", v)
+        _fail((path, "group"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
     if v.__class__ is list:
         try:
@@ -6747,14 +6760,14 @@ def _d_SessionConfigSelectGroup(
                 i += 1
             inst.options = items3
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         try:
-            inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -6769,8 +6782,8 @@ def _d_SessionConfigSelectGroup(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6790,7 +6803,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6802,7 +6815,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6810,23 +6823,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -6838,7 +6851,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6847,7 +6860,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
             "options": encode_SessionConfigSelectOptions(self.options),
         }
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6855,18 +6868,18 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+        _fail((path, "currentValue"), "boolean", v)
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -6876,13 +6889,13 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"currentValue": self.current_value}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6890,8 +6903,8 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 
 
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
     if (n := len(obj)) == 0:
@@ -6911,7 +6924,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -6933,7 +6946,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
                 i += 1
             inst.config_options = items2
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -6941,11 +6954,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6960,8 +6973,8 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -6981,7 +6994,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6993,7 +7006,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7001,8 +7014,8 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
@@ -7019,14 +7032,14 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
                 i += 1
             inst.sessions = items1
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "sessions")
+        _missing(path, "sessions")
     else:
         try:
-            inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
@@ -7042,7 +7055,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.next_cursor = None
     else:
-        inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7057,8 +7070,8 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7077,7 +7090,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7087,7 +7100,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7097,24 +7110,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -7131,13 +7144,13 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -7145,11 +7158,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
@@ -7161,7 +7174,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -7171,7 +7184,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7186,8 +7199,8 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7215,7 +7228,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7229,7 +7242,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7237,8 +7250,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -7255,8 +7268,8 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7270,7 +7283,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7278,7 +7291,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7286,8 +7299,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -7307,7 +7320,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -7329,7 +7342,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i += 1
             inst.config_options = items2
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -7337,11 +7350,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7356,8 +7369,8 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7377,7 +7390,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7389,7 +7402,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7397,8 +7410,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -7415,8 +7428,8 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7430,7 +7443,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7438,7 +7451,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7446,8 +7459,8 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
     if (n := len(obj)) == 0:
@@ -7464,8 +7477,8 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -7479,7 +7492,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7487,7 +7500,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7497,8 +7510,8 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
@@ -7522,16 +7535,16 @@ def _d_SetSessionConfigOptionResponse(
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7546,10 +7559,8 @@ def _d_SetSessionConfigOptionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     return inst
 
 
@@ -7565,7 +7576,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7573,7 +7584,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7581,17 +7592,17 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str and v in _StopReason_VALUES:
         inst.stop_reason = _StopReason_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "stopReason")
+        _missing(path, "stopReason")
     else:
-        _s.enum_fail((path, "stopReason"), "StopReason", v)
+        _enum_fail((path, "stopReason"), "StopReason", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7606,8 +7617,8 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7626,7 +7637,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7634,7 +7645,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7642,24 +7653,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
     if v.__class__ is int:
         inst.code = v
     elif v is _MISSING:
-        _s.missing(path, "code")
+        _missing(path, "code")
     else:
-        _s.fail((path, "code"), "integer", v)
+        _fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
@@ -7671,7 +7682,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7694,7 +7705,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7702,7 +7713,7 @@ class Error(Wire, decoder=_d_Error):
         if (v1 := self.data) is not UNSET:
             d["data"] = v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7710,17 +7721,17 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -7734,7 +7745,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7746,7 +7757,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7754,7 +7765,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7762,17 +7773,17 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 
 
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
     if (
         v.__class__ is dict
@@ -7781,7 +7792,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     ):
         inst.update = d2(v, (path, "update"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "update")
+        _missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
@@ -7798,8 +7809,8 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -7822,7 +7833,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7830,7 +7841,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7842,8 +7853,8 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("content", _MISSING)
@@ -7854,7 +7865,7 @@ def _d_SessionUpdateUserMessageChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -7872,7 +7883,7 @@ def _d_SessionUpdateUserMessageChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7887,8 +7898,8 @@ def _d_SessionUpdateUserMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -7912,7 +7923,7 @@ class SessionUpdateUserMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7922,7 +7933,7 @@ class SessionUpdateUserMessageChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7934,8 +7945,8 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("content", _MISSING)
@@ -7946,7 +7957,7 @@ def _d_SessionUpdateAgentMessageChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -7964,7 +7975,7 @@ def _d_SessionUpdateAgentMessageChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7979,10 +7990,8 @@ def _d_SessionUpdateAgentMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     return inst
 
 
@@ -8006,7 +8015,7 @@ class SessionUpdateAgentMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8016,7 +8025,7 @@ class SessionUpdateAgentMessageChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8028,8 +8037,8 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("content", _MISSING)
@@ -8040,7 +8049,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8058,7 +8067,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8073,10 +8082,8 @@ def _d_SessionUpdateAgentThoughtChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     return inst
 
 
@@ -8100,7 +8107,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8110,7 +8117,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8133,17 +8140,17 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
@@ -8165,7 +8172,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -8175,7 +8182,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -8185,7 +8192,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8207,7 +8214,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.content = items5
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -8215,9 +8222,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -8232,7 +8239,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.locations = items6
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -8240,9 +8247,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -8269,8 +8276,8 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -8303,7 +8310,7 @@ class SessionUpdateToolCallUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8325,7 +8332,7 @@ class SessionUpdateToolCallUpdate(
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8333,8 +8340,8 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("content", _MISSING)
@@ -8345,7 +8352,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj)) == 1:
@@ -8363,7 +8370,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8378,8 +8385,8 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8400,7 +8407,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8410,7 +8417,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8431,24 +8438,24 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
@@ -8467,7 +8474,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.kind = UNSET
         n += 1
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -8475,7 +8482,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = UNSET
         n += 1
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8497,15 +8504,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i += 1
             inst.content = items5
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -8520,15 +8527,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i += 1
             inst.locations = items6
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -8555,8 +8562,8 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -8594,7 +8601,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8618,7 +8625,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8626,31 +8633,31 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
     if v.__class__ is str and v in _PlanEntryPriority_VALUES:
         inst.priority = _PlanEntryPriority_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "priority")
+        _missing(path, "priority")
     else:
-        _s.enum_fail((path, "priority"), "PlanEntryPriority", v)
+        _enum_fail((path, "priority"), "PlanEntryPriority", v)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _PlanEntryStatus_VALUES:
         inst.status = _PlanEntryStatus_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "status")
+        _missing(path, "status")
     else:
-        _s.enum_fail((path, "status"), "PlanEntryStatus", v)
+        _enum_fail((path, "status"), "PlanEntryStatus", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8665,8 +8672,8 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8692,7 +8699,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8700,7 +8707,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8708,8 +8715,8 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 
 
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
@@ -8726,14 +8733,14 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
                 i += 1
             inst.entries = items1
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "entries")
+        _missing(path, "entries")
     else:
         try:
-            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8748,8 +8755,8 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Plan, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -8775,7 +8782,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8783,7 +8790,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8791,24 +8798,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
-        _s.missing(path, "description")
+        _missing(path, "description")
     else:
-        _s.fail((path, "description"), "string", v)
+        _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
@@ -8825,7 +8832,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         try:
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
-            inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8840,8 +8847,8 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -8861,7 +8868,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8871,7 +8878,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8881,17 +8888,17 @@ _K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"]
 def _d_UnstructuredCommandInput(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
     v = obj.get("hint", _MISSING)
     if v.__class__ is str:
         inst.hint = v
     elif v is _MISSING:
-        _s.missing(path, "hint")
+        _missing(path, "hint")
     else:
-        _s.fail((path, "hint"), "string", v)
+        _fail((path, "hint"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8906,8 +8913,8 @@ def _d_UnstructuredCommandInput(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -8923,7 +8930,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8931,7 +8938,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8943,8 +8950,8 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
@@ -8961,16 +8968,16 @@ def _d_AvailableCommandsUpdate(
                 i += 1
             inst.available_commands = items1
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "availableCommands")
+        _missing(path, "availableCommands")
     else:
         try:
-            inst.available_commands = _s.skip_invalid(
+            inst.available_commands = _skip_invalid(
                 v, (path, "availableCommands"), ctx, _d_AvailableCommand
             )
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8985,8 +8992,8 @@ def _d_AvailableCommandsUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9005,7 +9012,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9016,7 +9023,7 @@ class AvailableCommandsUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9024,17 +9031,17 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 
 
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
     v = obj.get("currentModeId", _MISSING)
     if v.__class__ is str:
         inst.current_mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "currentModeId")
+        _missing(path, "currentModeId")
     else:
-        _s.fail((path, "currentModeId"), "string", v)
+        _fail((path, "currentModeId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9049,8 +9056,8 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -9071,7 +9078,7 @@ class CurrentModeUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9082,7 +9089,7 @@ class CurrentModeUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9092,8 +9099,8 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
@@ -9117,16 +9124,16 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9141,8 +9148,8 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9161,7 +9168,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9172,7 +9179,7 @@ class ConfigOptionUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9182,8 +9189,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -9202,7 +9209,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -9212,7 +9219,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9227,8 +9234,8 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9252,7 +9259,7 @@ class SessionInfoUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9264,7 +9271,7 @@ class SessionInfoUpdate(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9272,24 +9279,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
     if v.__class__ is float:
         inst.amount = v
     elif v is _MISSING:
-        _s.missing(path, "amount")
+        _missing(path, "amount")
     else:
-        inst.amount = _s.as_float(v, (path, "amount"))
+        inst.amount = _as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
     if v.__class__ is str:
         inst.currency = v
     elif v is _MISSING:
-        _s.missing(path, "currency")
+        _missing(path, "currency")
     else:
-        _s.fail((path, "currency"), "string", v)
+        _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9304,8 +9311,8 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9323,7 +9330,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9331,7 +9338,7 @@ class Cost(Wire, decoder=_d_Cost):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9341,24 +9348,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
     if v.__class__ is int:
         inst.used = v
     elif v is _MISSING:
-        _s.missing(path, "used")
+        _missing(path, "used")
     else:
-        inst.used = _s.as_int(v, (path, "used"))
+        inst.used = _as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
     elif v is _MISSING:
-        _s.missing(path, "size")
+        _missing(path, "size")
     else:
-        inst.size = _s.as_int(v, (path, "size"))
+        inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
@@ -9375,7 +9382,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         try:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
-            inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9390,8 +9397,8 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9412,7 +9419,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9422,7 +9429,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9432,17 +9439,17 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9457,10 +9464,8 @@ def _d_CompleteElicitationNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     return inst
 
 
@@ -9478,7 +9483,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9486,7 +9491,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9494,22 +9499,22 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -9523,7 +9528,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9537,7 +9542,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9545,7 +9550,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9555,8 +9560,8 @@ _K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
@@ -9576,7 +9581,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         absent.append("readTextFile")
         n += 1
     else:
-        inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
+        inst.read_text_file = _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
     if v.__class__ is bool:
         inst.write_text_file = v
@@ -9585,7 +9590,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         absent.append("writeTextFile")
         n += 1
     else:
-        inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+        inst.write_text_file = _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9601,8 +9606,8 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9624,7 +9629,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -9640,7 +9645,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9648,8 +9653,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
@@ -9668,7 +9673,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         absent.append("terminal")
         n += 1
     else:
-        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9684,8 +9689,8 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9710,7 +9715,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -9724,7 +9729,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9734,8 +9739,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
@@ -9759,7 +9764,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
         except DecodeError as exc:
-            inst.fs = _s.tolerated(
+            inst.fs = _tolerated(
                 ctx,
                 (path, "fs"),
                 exc,
@@ -9773,7 +9778,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         absent.append("terminal")
         n += 1
     else:
-        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
@@ -9784,7 +9789,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.session = _d_ClientSessionCapabilities(v, (path, "session"), ctx)
         except DecodeError as exc:
-            inst.session = _s.tolerated(ctx, (path, "session"), exc, UNSET)
+            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
@@ -9794,7 +9799,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
@@ -9805,7 +9810,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
-            inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9821,8 +9826,8 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9865,7 +9870,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -9890,7 +9895,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9900,8 +9905,8 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
@@ -9909,9 +9914,9 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.client_capabilities = ClientCapabilities(
@@ -9937,7 +9942,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
         except DecodeError as exc:
-            inst.client_capabilities = _s.tolerated(
+            inst.client_capabilities = _tolerated(
                 ctx,
                 (path, "clientCapabilities"),
                 exc,
@@ -9957,7 +9962,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         try:
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
-            inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+            inst.client_info = _tolerated(ctx, (path, "clientInfo"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9973,8 +9978,8 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10007,7 +10012,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -10031,7 +10036,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10041,8 +10046,8 @@ _K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions"
 def _d_ClientSessionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
     if (n := len(obj)) == 0:
@@ -10063,7 +10068,7 @@ def _d_ClientSessionCapabilities(
                 v, (path, "configOptions"), ctx
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10078,8 +10083,8 @@ def _d_ClientSessionCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     return inst
 
 
@@ -10098,7 +10103,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10108,7 +10113,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10118,8 +10123,8 @@ _K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean
 def _d_SessionConfigOptionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
     if (n := len(obj)) == 0:
@@ -10138,7 +10143,7 @@ def _d_SessionConfigOptionsCapabilities(
         try:
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
-            inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
+            inst.boolean = _tolerated(ctx, (path, "boolean"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10153,9 +10158,9 @@ def _d_SessionConfigOptionsCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -10177,7 +10182,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10187,7 +10192,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10197,8 +10202,8 @@ _K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_BooleanConfigOptionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
     if (n := len(obj)) == 0:
@@ -10215,10 +10220,8 @@ def _d_BooleanConfigOptionCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     return inst
 
 
@@ -10234,7 +10237,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10242,7 +10245,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10252,8 +10255,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -10273,7 +10276,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
         except DecodeError as exc:
-            inst.form = _s.tolerated(ctx, (path, "form"), exc, UNSET)
+            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
@@ -10284,7 +10287,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
-            inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10299,8 +10302,8 @@ def _d_ElicitationCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10326,7 +10329,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10338,7 +10341,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10348,8 +10351,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -10366,8 +10369,8 @@ def _d_ElicitationFormCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -10385,7 +10388,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10393,7 +10396,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10403,8 +10406,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -10421,8 +10424,8 @@ def _d_ElicitationUrlCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -10440,7 +10443,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10448,7 +10451,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10456,17 +10459,17 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
     v = obj.get("methodId", _MISSING)
     if v.__class__ is str:
         inst.method_id = v
     elif v is _MISSING:
-        _s.missing(path, "methodId")
+        _missing(path, "methodId")
     else:
-        _s.fail((path, "methodId"), "string", v)
+        _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10481,8 +10484,8 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -10501,7 +10504,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10509,7 +10512,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10517,8 +10520,8 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
     if (n := len(obj)) == 0:
@@ -10535,8 +10538,8 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -10552,7 +10555,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10560,7 +10563,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10570,17 +10573,17 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
     if v.__class__ is list:
         try:
@@ -10602,14 +10605,14 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i += 1
             inst.mcp_servers = items2
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "mcpServers")
+        _missing(path, "mcpServers")
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -10624,13 +10627,13 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -10638,11 +10641,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     if n == 3:
@@ -10659,8 +10662,8 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10687,7 +10690,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10697,7 +10700,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10705,24 +10708,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10737,8 +10740,8 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10756,7 +10759,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10764,7 +10767,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10772,24 +10775,24 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
         p3 = (path, "headers")
@@ -10800,9 +10803,9 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
             i += 1
         inst.headers = items3
     elif v is _MISSING:
-        _s.missing(path, "headers")
+        _missing(path, "headers")
     else:
-        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10817,8 +10820,8 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10839,7 +10842,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10852,7 +10855,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10860,24 +10863,24 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 
 
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
         p3 = (path, "headers")
@@ -10888,9 +10891,9 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
             i += 1
         inst.headers = items3
     elif v is _MISSING:
-        _s.missing(path, "headers")
+        _missing(path, "headers")
     else:
-        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10905,8 +10908,8 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -10927,7 +10930,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10940,7 +10943,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10948,37 +10951,37 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         p3 = (path, "args")
         items3: list[str] = []
         i = 0
         for x in v:
-            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
             i += 1
         inst.args = items3
     elif v is _MISSING:
-        _s.missing(path, "args")
+        _missing(path, "args")
     else:
-        inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
+        inst.args = _list_of(v, (path, "args"), ctx, _d_str)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         p4 = (path, "env")
@@ -10989,9 +10992,9 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             i += 1
         inst.env = items4
     elif v is _MISSING:
-        _s.missing(path, "env")
+        _missing(path, "env")
     else:
-        inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+        inst.env = _list_of(v, (path, "env"), ctx, _d_EnvVariable)
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11006,8 +11009,8 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11029,7 +11032,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11042,7 +11045,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11052,8 +11055,8 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
@@ -11077,28 +11080,28 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 i += 1
             inst.mcp_servers = items1
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "mcpServers")
+        _missing(path, "mcpServers")
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -11113,13 +11116,13 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             i = 0
             for x in v:
                 try:
-                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                    items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p4, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items4
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -11127,11 +11130,11 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     if n == 4:
@@ -11148,8 +11151,8 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -11181,7 +11184,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11195,7 +11198,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11203,8 +11206,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -11223,7 +11226,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cwd = None
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
     if v.__class__ is str:
         inst.cursor = v
@@ -11233,7 +11236,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cursor = None
     else:
-        _s.fail((path, "cursor"), "string", v)
+        _fail((path, "cursor"), "string", v)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11248,8 +11251,8 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11269,7 +11272,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11281,7 +11284,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11289,17 +11292,17 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11314,8 +11317,8 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11333,7 +11336,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11341,7 +11344,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11351,24 +11354,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -11384,13 +11387,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -11398,11 +11401,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
@@ -11426,15 +11429,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i += 1
             inst.mcp_servers = items4
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
         n += 1
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11449,8 +11452,8 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11482,7 +11485,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11494,7 +11497,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11502,17 +11505,17 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11527,8 +11530,8 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11550,7 +11553,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11558,7 +11561,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11566,24 +11569,24 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 
 
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("modeId", _MISSING)
     if v.__class__ is str:
         inst.mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "modeId")
+        _missing(path, "modeId")
     else:
-        _s.fail((path, "modeId"), "string", v)
+        _fail((path, "modeId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11598,8 +11601,8 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -11617,7 +11620,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11625,7 +11628,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11637,31 +11640,31 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is bool:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "boolean", v)
+        _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11676,9 +11679,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11702,7 +11705,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11715,7 +11718,7 @@ class SetSessionConfigOptionRequestBoolean(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11727,31 +11730,31 @@ _K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestValueId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11766,9 +11769,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -11793,7 +11796,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11805,7 +11808,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11813,17 +11816,17 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
     if v.__class__ is list:
         p2 = (path, "prompt")
@@ -11841,9 +11844,9 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
             i += 1
         inst.prompt = items2
     elif v is _MISSING:
-        _s.missing(path, "prompt")
+        _missing(path, "prompt")
     else:
-        inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+        inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11858,8 +11861,8 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11894,7 +11897,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11902,7 +11905,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11910,21 +11913,21 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -11936,13 +11939,13 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11950,21 +11953,21 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -11976,13 +11979,13 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11990,8 +11993,8 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
     if (n := len(obj)) == 0:
@@ -12008,8 +12011,8 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -12023,7 +12026,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12031,7 +12034,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12039,17 +12042,17 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12064,8 +12067,8 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -12081,7 +12084,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12089,7 +12092,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12099,8 +12102,8 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
@@ -12111,7 +12114,7 @@ def _d_RequestPermissionResponse(
     ):
         inst.outcome = d1(v, (path, "outcome"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "outcome")
+        _missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
@@ -12128,8 +12131,8 @@ def _d_RequestPermissionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -12145,7 +12148,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12153,7 +12156,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12163,14 +12166,14 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
         if len(obj) - ("outcome" in obj) == 0
-        else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
+        else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
 
@@ -12189,13 +12192,13 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "cancelled"}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12205,17 +12208,17 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12230,8 +12233,8 @@ def _d_SelectedPermissionOutcome(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -12250,7 +12253,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12258,7 +12261,7 @@ class SelectedPermissionOutcome(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12266,17 +12269,17 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 
 
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12291,8 +12294,8 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -12308,7 +12311,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12316,7 +12319,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12326,24 +12329,24 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
     v = obj.get("output", _MISSING)
     if v.__class__ is str:
         inst.output = v
     elif v is _MISSING:
-        _s.missing(path, "output")
+        _missing(path, "output")
     else:
-        _s.fail((path, "output"), "string", v)
+        _fail((path, "output"), "string", v)
     v = obj.get("truncated", _MISSING)
     if v.__class__ is bool:
         inst.truncated = v
     elif v is _MISSING:
-        _s.missing(path, "truncated")
+        _missing(path, "truncated")
     else:
-        _s.fail((path, "truncated"), "boolean", v)
+        _fail((path, "truncated"), "boolean", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
@@ -12360,7 +12363,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         try:
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
-            inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -12375,8 +12378,8 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -12396,7 +12399,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12406,7 +12409,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12414,8 +12417,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -12435,9 +12438,9 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = None
     else:
         try:
-            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+            inst.exit_code = _as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
     if v.__class__ is str:
         inst.signal = v
@@ -12447,7 +12450,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.signal = None
     else:
-        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -12462,8 +12465,8 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -12481,7 +12484,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12493,7 +12496,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12503,8 +12506,8 @@ _K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ReleaseTerminalResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
     if (n := len(obj)) == 0:
@@ -12521,8 +12524,8 @@ def _d_ReleaseTerminalResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -12536,7 +12539,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12544,7 +12547,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12554,8 +12557,8 @@ _K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "
 def _d_WaitForTerminalExitResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
     if (n := len(obj)) == 0:
@@ -12575,9 +12578,9 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = None
     else:
         try:
-            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+            inst.exit_code = _as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
     if v.__class__ is str:
         inst.signal = v
@@ -12587,7 +12590,7 @@ def _d_WaitForTerminalExitResponse(
     elif v is None:
         inst.signal = None
     else:
-        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -12602,8 +12605,8 @@ def _d_WaitForTerminalExitResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     return inst
 
 
@@ -12621,7 +12624,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12633,7 +12636,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12641,8 +12644,8 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
     if (n := len(obj)) == 0:
@@ -12659,8 +12662,8 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -12674,7 +12677,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12682,7 +12685,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12694,8 +12697,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12713,7 +12716,7 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
@@ -12726,10 +12729,8 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
-    )
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     return inst
 
 
@@ -12750,7 +12751,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12764,7 +12765,7 @@ class CreateElicitationResponseAccept(
                 else {k: encode_ElicitationContentValue(x) for k, x in v2.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12774,8 +12775,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12792,9 +12793,9 @@ def _d_CreateElicitationResponseDecline(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12814,7 +12815,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12822,7 +12823,7 @@ class CreateElicitationResponseDecline(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12832,8 +12833,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12850,10 +12851,8 @@ def _d_CreateElicitationResponseCancel(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     return inst
 
 
@@ -12872,7 +12871,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12880,7 +12879,7 @@ class CreateElicitationResponseCancel(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12890,8 +12889,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -12906,8 +12905,8 @@ def _d_ElicitationAcceptAction(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12917,7 +12916,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12929,7 +12928,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
                 else {k: encode_ElicitationContentValue(x) for k, x in v1.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12937,17 +12936,17 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -12961,7 +12960,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12973,7 +12972,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12981,7 +12980,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12989,17 +12988,17 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -13014,8 +13013,8 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -13034,7 +13033,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13042,7 +13041,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13052,13 +13051,13 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
@@ -13075,8 +13074,8 @@ def _d_CancelRequestNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 
@@ -13094,7 +13093,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13102,7 +13101,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13555,7 +13554,7 @@ def _d_ExtRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ExtRequest:
 
 def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
     """Decode a `ExtRequest` from its JSON value."""
-    return _d_ExtRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
@@ -13567,29 +13566,29 @@ def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
     if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
-    _s.fail(path, "null | integer | string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
+    _fail(path, "null | integer | string", obj)
 
 
 def decode_RequestId(obj: Any, ctx: DecodeContext | None = None) -> RequestId:
     """Decode a `RequestId` from its JSON value."""
-    return _d_RequestId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestId(value: RequestId) -> Any:
     """Encode a `RequestId` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionId(obj: Any, ctx: DecodeContext | None = None) -> SessionId:
     """Decode a `SessionId` from its JSON value."""
-    return _d_SessionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionId(value: SessionId) -> Any:
@@ -13598,12 +13597,12 @@ def encode_SessionId(value: SessionId) -> Any:
 
 
 def _d_ToolCallId(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ToolCallId(obj: Any, ctx: DecodeContext | None = None) -> ToolCallId:
     """Decode a `ToolCallId` from its JSON value."""
-    return _d_ToolCallId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallId(value: ToolCallId) -> Any:
@@ -13612,7 +13611,7 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 
 
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
@@ -13621,12 +13620,12 @@ def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallCon
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, True)
             return UnknownToolCallContent(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
+_ToolCallContent_TAGS: Final[dict[str, _Decodes[ToolCallContent]]] = {
     "content": _d_Content,
     "diff": _d_Diff,
     "terminal": _d_Terminal,
@@ -13635,7 +13634,7 @@ _ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
 
 def decode_ToolCallContent(obj: Any, ctx: DecodeContext | None = None) -> ToolCallContent:
     """Decode a `ToolCallContent` from its JSON value."""
-    return _d_ToolCallContent(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallContent(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallContent(value: ToolCallContent) -> Any:
@@ -13644,7 +13643,7 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 
 
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
@@ -13653,12 +13652,12 @@ def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
             ctx.unknown_variant(path, "ContentBlock", "type", tag, True)
             return UnknownContentBlock(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
+_ContentBlock_TAGS: Final[dict[str, _Decodes[ContentBlock]]] = {
     "text": _d_TextContent,
     "image": _d_ImageContent,
     "audio": _d_AudioContent,
@@ -13669,7 +13668,7 @@ _ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
 
 def decode_ContentBlock(obj: Any, ctx: DecodeContext | None = None) -> ContentBlock:
     """Decode a `ContentBlock` from its JSON value."""
-    return _d_ContentBlock(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ContentBlock(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ContentBlock(value: ContentBlock) -> Any:
@@ -13680,20 +13679,20 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
 def _d_EmbeddedResourceResource(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
             return _d_BlobResourceContents(obj, path, ctx)
         raise DecodeError(path, "matches no variant of EmbeddedResourceResource")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_EmbeddedResourceResource(
     obj: Any, ctx: DecodeContext | None = None
 ) -> EmbeddedResourceResource:
     """Decode a `EmbeddedResourceResource` from its JSON value."""
-    return _d_EmbeddedResourceResource(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_EmbeddedResourceResource(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
@@ -13702,12 +13701,12 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
 
 
 def _d_TerminalId(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_TerminalId(obj: Any, ctx: DecodeContext | None = None) -> TerminalId:
     """Decode a `TerminalId` from its JSON value."""
-    return _d_TerminalId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_TerminalId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_TerminalId(value: TerminalId) -> Any:
@@ -13716,12 +13715,12 @@ def encode_TerminalId(value: TerminalId) -> Any:
 
 
 def _d_PermissionOptionId(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOptionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_PermissionOptionId(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionId:
     """Decode a `PermissionOptionId` from its JSON value."""
-    return _d_PermissionOptionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PermissionOptionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
@@ -13732,7 +13731,7 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 def _d_CreateElicitationRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("mode", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
@@ -13741,12 +13740,12 @@ def _d_CreateElicitationRequest(
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "mode"), "string", tag)
+            _fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationRequest_TAGS: Final[dict[str, _s.Decodes[CreateElicitationRequest]]] = {
+_CreateElicitationRequest_TAGS: Final[dict[str, _Decodes[CreateElicitationRequest]]] = {
     "form": _d_CreateElicitationRequestForm,
     "url": _d_CreateElicitationRequestUrl,
 }
@@ -13756,7 +13755,7 @@ def decode_CreateElicitationRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationRequest:
     """Decode a `CreateElicitationRequest` from its JSON value."""
-    return _d_CreateElicitationRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
@@ -13767,7 +13766,7 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 def _d_ElicitationPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
@@ -13776,12 +13775,12 @@ def _d_ElicitationPropertySchema(
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ElicitationPropertySchema_TAGS: Final[dict[str, _s.Decodes[ElicitationPropertySchema]]] = {
+_ElicitationPropertySchema_TAGS: Final[dict[str, _Decodes[ElicitationPropertySchema]]] = {
     "string": _d_StringPropertySchema,
     "number": _d_NumberPropertySchema,
     "integer": _d_IntegerPropertySchema,
@@ -13794,7 +13793,7 @@ def decode_ElicitationPropertySchema(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationPropertySchema:
     """Decode a `ElicitationPropertySchema` from its JSON value."""
-    return _d_ElicitationPropertySchema(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationPropertySchema(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
@@ -13803,7 +13802,7 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 
 
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
@@ -13812,19 +13811,19 @@ def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelec
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_MultiSelectItems_TAGS: Final[dict[str, _s.Decodes[MultiSelectItems]]] = {
+_MultiSelectItems_TAGS: Final[dict[str, _Decodes[MultiSelectItems]]] = {
     "string": _d_StringMultiSelectItems,
 }
 
 
 def decode_MultiSelectItems(obj: Any, ctx: DecodeContext | None = None) -> MultiSelectItems:
     """Decode a `MultiSelectItems` from its JSON value."""
-    return _d_MultiSelectItems(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MultiSelectItems(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
@@ -13833,12 +13832,12 @@ def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
 
 
 def _d_ElicitationId(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ElicitationId(obj: Any, ctx: DecodeContext | None = None) -> ElicitationId:
     """Decode a `ElicitationId` from its JSON value."""
-    return _d_ElicitationId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationId(value: ElicitationId) -> Any:
@@ -13852,7 +13851,7 @@ def _d_ExtResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ExtResponse:
 
 def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtResponse:
     """Decode a `ExtResponse` from its JSON value."""
-    return _d_ExtResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
@@ -13861,18 +13860,18 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_AgentResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of AgentResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_AgentResponse(obj: Any, ctx: DecodeContext | None = None) -> AgentResponse:
     """Decode a `AgentResponse` from its JSON value."""
-    return _d_AgentResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AgentResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AgentResponse(value: AgentResponse) -> Any:
@@ -13881,12 +13880,12 @@ def encode_AgentResponse(value: AgentResponse) -> Any:
 
 
 def _d_ProtocolVersion(obj: Any, path: PathT, ctx: DecodeContext) -> ProtocolVersion:
-    return obj if obj.__class__ is int else _s.as_int(obj, path)
+    return obj if obj.__class__ is int else _as_int(obj, path)
 
 
 def decode_ProtocolVersion(obj: Any, ctx: DecodeContext | None = None) -> ProtocolVersion:
     """Decode a `ProtocolVersion` from its JSON value."""
-    return _d_ProtocolVersion(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ProtocolVersion(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
@@ -13895,7 +13894,7 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 
 
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
@@ -13904,19 +13903,19 @@ def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_AuthMethodAgent(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
+_AuthMethod_TAGS: Final[dict[str, _Decodes[AuthMethod]]] = {
     "terminal": _d_AuthMethodTerminal,
 }
 
 
 def decode_AuthMethod(obj: Any, ctx: DecodeContext | None = None) -> AuthMethod:
     """Decode a `AuthMethod` from its JSON value."""
-    return _d_AuthMethod(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethod(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethod(value: AuthMethod) -> Any:
@@ -13925,12 +13924,12 @@ def encode_AuthMethod(value: AuthMethod) -> Any:
 
 
 def _d_AuthMethodId(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_AuthMethodId(obj: Any, ctx: DecodeContext | None = None) -> AuthMethodId:
     """Decode a `AuthMethodId` from its JSON value."""
-    return _d_AuthMethodId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethodId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethodId(value: AuthMethodId) -> Any:
@@ -13939,12 +13938,12 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
 
 
 def _d_SessionModeId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionModeId(obj: Any, ctx: DecodeContext | None = None) -> SessionModeId:
     """Decode a `SessionModeId` from its JSON value."""
-    return _d_SessionModeId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionModeId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionModeId(value: SessionModeId) -> Any:
@@ -13953,7 +13952,7 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
 
 
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
@@ -13962,12 +13961,12 @@ def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, True)
             return UnknownSessionConfigOption(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
+_SessionConfigOption_TAGS: Final[dict[str, _Decodes[SessionConfigOption]]] = {
     "select": _d_SessionConfigOptionSelect,
     "boolean": _d_SessionConfigOptionBoolean,
 }
@@ -13975,7 +13974,7 @@ _SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
 
 def decode_SessionConfigOption(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigOption:
     """Decode a `SessionConfigOption` from its JSON value."""
-    return _d_SessionConfigOption(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigOption(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
@@ -13984,12 +13983,12 @@ def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
 
 
 def _d_SessionConfigId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigId:
     """Decode a `SessionConfigId` from its JSON value."""
-    return _d_SessionConfigId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigId(value: SessionConfigId) -> Any:
@@ -13998,12 +13997,12 @@ def encode_SessionConfigId(value: SessionConfigId) -> Any:
 
 
 def _d_SessionConfigValueId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigValueId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigValueId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigValueId:
     """Decode a `SessionConfigValueId` from its JSON value."""
-    return _d_SessionConfigValueId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigValueId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
@@ -14016,32 +14015,32 @@ def _d_SessionConfigSelectOptions(
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "group" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
-        return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
-    _s.fail(path, "array", obj)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+    _fail(path, "array", obj)
 
 
 def decode_SessionConfigSelectOptions(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigSelectOptions:
     """Decode a `SessionConfigSelectOptions` from its JSON value."""
-    return _d_SessionConfigSelectOptions(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigSelectOptions(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigSelectOptions(value: SessionConfigSelectOptions) -> Any:
     """Encode a `SessionConfigSelectOptions` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionConfigGroupId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigGroupId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigGroupId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigGroupId:
     """Decode a `SessionConfigGroupId` from its JSON value."""
-    return _d_SessionConfigGroupId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigGroupId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
@@ -14055,7 +14054,7 @@ def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotifica
 
 def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNotification:
     """Decode a `ExtNotification` from its JSON value."""
-    return _d_ExtNotification(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtNotification(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
@@ -14064,7 +14063,7 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
         if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
@@ -14073,12 +14072,12 @@ def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, True)
             return UnknownSessionUpdate(obj)
         if tag is not _MISSING:
-            _s.fail((path, "sessionUpdate"), "string", tag)
+            _fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
+_SessionUpdate_TAGS: Final[dict[str, _Decodes[SessionUpdate]]] = {
     "user_message_chunk": _d_SessionUpdateUserMessageChunk,
     "agent_message_chunk": _d_SessionUpdateAgentMessageChunk,
     "agent_thought_chunk": _d_SessionUpdateAgentThoughtChunk,
@@ -14095,7 +14094,7 @@ _SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
 
 def decode_SessionUpdate(obj: Any, ctx: DecodeContext | None = None) -> SessionUpdate:
     """Decode a `SessionUpdate` from its JSON value."""
-    return _d_SessionUpdate(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionUpdate(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionUpdate(value: SessionUpdate) -> Any:
@@ -14104,12 +14103,12 @@ def encode_SessionUpdate(value: SessionUpdate) -> Any:
 
 
 def _d_MessageId(obj: Any, path: PathT, ctx: DecodeContext) -> MessageId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_MessageId(obj: Any, ctx: DecodeContext | None = None) -> MessageId:
     """Decode a `MessageId` from its JSON value."""
-    return _d_MessageId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MessageId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MessageId(value: MessageId) -> Any:
@@ -14118,16 +14117,16 @@ def encode_MessageId(value: MessageId) -> Any:
 
 
 def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         return _d_UnstructuredCommandInput(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_AvailableCommandInput(
     obj: Any, ctx: DecodeContext | None = None
 ) -> AvailableCommandInput:
     """Decode a `AvailableCommandInput` from its JSON value."""
-    return _d_AvailableCommandInput(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AvailableCommandInput(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
@@ -14136,7 +14135,7 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 
 
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
@@ -14145,12 +14144,12 @@ def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_McpServerStdio(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
+_McpServer_TAGS: Final[dict[str, _Decodes[McpServer]]] = {
     "http": _d_McpServerHttp,
     "sse": _d_McpServerSse,
 }
@@ -14158,7 +14157,7 @@ _McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
 
 def decode_McpServer(obj: Any, ctx: DecodeContext | None = None) -> McpServer:
     """Decode a `McpServer` from its JSON value."""
-    return _d_McpServer(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_McpServer(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_McpServer(value: McpServer) -> Any:
@@ -14169,7 +14168,7 @@ def encode_McpServer(value: McpServer) -> Any:
 def _d_SetSessionConfigOptionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
@@ -14183,12 +14182,12 @@ def _d_SetSessionConfigOptionRequest(
                 ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, True)
                 return UnknownSetSessionConfigOptionRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _s.Decodes[SetSessionConfigOptionRequest]]] = {
+_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _Decodes[SetSessionConfigOptionRequest]]] = {
     "boolean": _d_SetSessionConfigOptionRequestBoolean,
 }
 
@@ -14197,7 +14196,7 @@ def decode_SetSessionConfigOptionRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SetSessionConfigOptionRequest:
     """Decode a `SetSessionConfigOptionRequest` from its JSON value."""
-    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -> Any:
@@ -14206,18 +14205,18 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
 
 
 def _d_ClientResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_ClientResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of ClientResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_ClientResponse(obj: Any, ctx: DecodeContext | None = None) -> ClientResponse:
     """Decode a `ClientResponse` from its JSON value."""
-    return _d_ClientResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ClientResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ClientResponse(value: ClientResponse) -> Any:
@@ -14228,7 +14227,7 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 def _d_RequestPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("outcome", _MISSING)
         if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
@@ -14237,12 +14236,12 @@ def _d_RequestPermissionOutcome(
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, True)
             return UnknownRequestPermissionOutcome(obj)
         if tag is not _MISSING:
-            _s.fail((path, "outcome"), "string", tag)
+            _fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_RequestPermissionOutcome_TAGS: Final[dict[str, _s.Decodes[RequestPermissionOutcome]]] = {
+_RequestPermissionOutcome_TAGS: Final[dict[str, _Decodes[RequestPermissionOutcome]]] = {
     "cancelled": _d_RequestPermissionOutcomeCancelled,
     "selected": _d_SelectedPermissionOutcome,
 }
@@ -14252,7 +14251,7 @@ def decode_RequestPermissionOutcome(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionOutcome:
     """Decode a `RequestPermissionOutcome` from its JSON value."""
-    return _d_RequestPermissionOutcome(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestPermissionOutcome(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
@@ -14263,7 +14262,7 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 def _d_CreateElicitationResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("action", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
@@ -14272,12 +14271,12 @@ def _d_CreateElicitationResponse(
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
         if tag is not _MISSING:
-            _s.fail((path, "action"), "string", tag)
+            _fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationResponse_TAGS: Final[dict[str, _s.Decodes[CreateElicitationResponse]]] = {
+_CreateElicitationResponse_TAGS: Final[dict[str, _Decodes[CreateElicitationResponse]]] = {
     "accept": _d_CreateElicitationResponseAccept,
     "decline": _d_CreateElicitationResponseDecline,
     "cancel": _d_CreateElicitationResponseCancel,
@@ -14288,7 +14287,7 @@ def decode_CreateElicitationResponse(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationResponse:
     """Decode a `CreateElicitationResponse` from its JSON value."""
-    return _d_CreateElicitationResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
@@ -14300,25 +14299,25 @@ def _d_ElicitationContentValue(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return _s.list_of(obj, path, ctx, _s.d_str)
+        return _list_of(obj, path, ctx, _d_str)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
     if obj.__class__ is int:
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is float:
-        return obj if obj.__class__ is float else _s.as_float(obj, path)
+        return obj if obj.__class__ is float else _as_float(obj, path)
     if obj.__class__ is bool:
-        return obj if obj.__class__ is bool else _s.fail(path, "boolean", obj)
-    _s.fail(path, "string | integer | number | boolean | array", obj)
+        return obj if obj.__class__ is bool else _fail(path, "boolean", obj)
+    _fail(path, "string | integer | number | boolean | array", obj)
 
 
 def decode_ElicitationContentValue(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationContentValue:
     """Decode a `ElicitationContentValue` from its JSON value."""
-    return _d_ElicitationContentValue(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationContentValue(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationContentValue(value: ElicitationContentValue) -> Any:
     """Encode a `ElicitationContentValue` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)

@@ -19,20 +19,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from . import serde as _s
+from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
+from .serde import Decodes as _Decodes
 from .serde import JsonObject as JsonObject
 from .serde import LenientWarning as LenientWarning
 from .serde import PathT as PathT
 from .serde import Unset as Unset
 from .serde import Wire as Wire
+from .serde import as_float as _as_float
+from .serde import as_int as _as_int
+from .serde import d_str as _d_str
 from .serde import dumps as dumps
+from .serde import encode_any as _encode_any
+from .serde import enum_fail as _enum_fail
+from .serde import extra_field as _extra_field
+from .serde import extra_fields as _extra_fields
+from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import is_object as _is_object
+from .serde import list_of as _list_of
 from .serde import loads as loads
+from .serde import map_of as _map_of
+from .serde import merge_extra as _merge_extra
+from .serde import missing as _missing
 from .serde import new as _new
+from .serde import skip_invalid as _skip_invalid
+from .serde import tolerate as _tolerate
+from .serde import tolerated as _tolerated
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -83,7 +100,7 @@ def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     return (
         _ToolKind_VALUES[obj]
         if obj.__class__ is str and obj in _ToolKind_VALUES
-        else _s.enum_fail(None, "ToolKind", obj)
+        else _enum_fail(None, "ToolKind", obj)
     )
 
 
@@ -120,7 +137,7 @@ def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCal
     return (
         _ToolCallStatus_VALUES[obj]
         if obj.__class__ is str and obj in _ToolCallStatus_VALUES
-        else _s.enum_fail(None, "ToolCallStatus", obj)
+        else _enum_fail(None, "ToolCallStatus", obj)
     )
 
 
@@ -144,7 +161,7 @@ def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     return (
         _Role_VALUES[obj]
         if obj.__class__ is str and obj in _Role_VALUES
-        else _s.enum_fail(None, "Role", obj)
+        else _enum_fail(None, "Role", obj)
     )
 
 
@@ -179,7 +196,7 @@ def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> P
     return (
         _PermissionOptionKind_VALUES[obj]
         if obj.__class__ is str and obj in _PermissionOptionKind_VALUES
-        else _s.enum_fail(None, "PermissionOptionKind", obj)
+        else _enum_fail(None, "PermissionOptionKind", obj)
     )
 
 
@@ -201,7 +218,7 @@ def decode_ElicitationSchemaType(
     return (
         _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
-        else _s.enum_fail(None, "ElicitationSchemaType", obj)
+        else _enum_fail(None, "ElicitationSchemaType", obj)
     )
 
 
@@ -234,7 +251,7 @@ def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFor
     return (
         _StringFormat_VALUES[obj]
         if obj.__class__ is str and obj in _StringFormat_VALUES
-        else _s.enum_fail(None, "StringFormat", obj)
+        else _enum_fail(None, "StringFormat", obj)
     )
 
 
@@ -261,7 +278,7 @@ def decode_TextDocumentSyncKind(obj: Any, ctx: DecodeContext | None = None) -> T
     return (
         _TextDocumentSyncKind_VALUES[obj]
         if obj.__class__ is str and obj in _TextDocumentSyncKind_VALUES
-        else _s.enum_fail(None, "TextDocumentSyncKind", obj)
+        else _enum_fail(None, "TextDocumentSyncKind", obj)
     )
 
 
@@ -293,7 +310,7 @@ def decode_PositionEncodingKind(obj: Any, ctx: DecodeContext | None = None) -> P
     return (
         _PositionEncodingKind_VALUES[obj]
         if obj.__class__ is str and obj in _PositionEncodingKind_VALUES
-        else _s.enum_fail(None, "PositionEncodingKind", obj)
+        else _enum_fail(None, "PositionEncodingKind", obj)
     )
 
 
@@ -340,7 +357,7 @@ _LlmProtocol_VALUES: Final[dict[str, LlmProtocol]] = {
 
 def decode_LlmProtocol(obj: Any, ctx: DecodeContext | None = None) -> LlmProtocol:
     """Decode a `LlmProtocol` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_LlmProtocol(value: LlmProtocol) -> Any:
@@ -384,7 +401,7 @@ def decode_SessionConfigOptionCategory(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigOptionCategory:
     """Decode a `SessionConfigOptionCategory` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
@@ -422,7 +439,7 @@ def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     return (
         _StopReason_VALUES[obj]
         if obj.__class__ is str and obj in _StopReason_VALUES
-        else _s.enum_fail(None, "StopReason", obj)
+        else _enum_fail(None, "StopReason", obj)
     )
 
 
@@ -472,7 +489,7 @@ _ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
     """Decode a `ErrorCode` from its JSON value."""
-    return obj if obj.__class__ is int else _s.fail(None, "integer", obj)
+    return obj if obj.__class__ is int else _fail(None, "integer", obj)
 
 
 def encode_ErrorCode(value: ErrorCode) -> Any:
@@ -506,7 +523,7 @@ def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> Plan
     return (
         _PlanEntryPriority_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryPriority_VALUES
-        else _s.enum_fail(None, "PlanEntryPriority", obj)
+        else _enum_fail(None, "PlanEntryPriority", obj)
     )
 
 
@@ -540,7 +557,7 @@ def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEn
     return (
         _PlanEntryStatus_VALUES[obj]
         if obj.__class__ is str and obj in _PlanEntryStatus_VALUES
-        else _s.enum_fail(None, "PlanEntryStatus", obj)
+        else _enum_fail(None, "PlanEntryStatus", obj)
     )
 
 
@@ -579,7 +596,7 @@ _CompactionStatus_VALUES: Final[dict[str, CompactionStatus]] = {
 
 def decode_CompactionStatus(obj: Any, ctx: DecodeContext | None = None) -> CompactionStatus:
     """Decode a `CompactionStatus` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_CompactionStatus(value: CompactionStatus) -> Any:
@@ -608,7 +625,7 @@ def decode_NesTriggerKind(obj: Any, ctx: DecodeContext | None = None) -> NesTrig
     return (
         _NesTriggerKind_VALUES[obj]
         if obj.__class__ is str and obj in _NesTriggerKind_VALUES
-        else _s.enum_fail(None, "NesTriggerKind", obj)
+        else _enum_fail(None, "NesTriggerKind", obj)
     )
 
 
@@ -643,7 +660,7 @@ def decode_NesDiagnosticSeverity(
     return (
         _NesDiagnosticSeverity_VALUES[obj]
         if obj.__class__ is str and obj in _NesDiagnosticSeverity_VALUES
-        else _s.enum_fail(None, "NesDiagnosticSeverity", obj)
+        else _enum_fail(None, "NesDiagnosticSeverity", obj)
     )
 
 
@@ -676,7 +693,7 @@ def decode_NesRejectReason(obj: Any, ctx: DecodeContext | None = None) -> NesRej
     return (
         _NesRejectReason_VALUES[obj]
         if obj.__class__ is str and obj in _NesRejectReason_VALUES
-        else _s.enum_fail(None, "NesRejectReason", obj)
+        else _enum_fail(None, "NesRejectReason", obj)
     )
 
 
@@ -693,22 +710,22 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -722,7 +739,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -736,7 +753,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -744,7 +761,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -754,31 +771,31 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -793,8 +810,8 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -816,7 +833,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -824,7 +841,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -834,24 +851,24 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
@@ -869,9 +886,9 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = None
     else:
         try:
-            inst.line = _s.as_int(v, (path, "line"))
+            inst.line = _as_int(v, (path, "line"))
         except DecodeError as exc:
-            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
     v = obj.get("limit", _MISSING)
     if v.__class__ is int:
         inst.limit = v
@@ -882,9 +899,9 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.limit = None
     else:
         try:
-            inst.limit = _s.as_int(v, (path, "limit"))
+            inst.limit = _as_int(v, (path, "limit"))
         except DecodeError as exc:
-            inst.limit = _s.tolerated(ctx, (path, "limit"), exc, UNSET)
+            inst.limit = _tolerated(ctx, (path, "limit"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -899,8 +916,8 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -924,7 +941,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -936,7 +953,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -948,20 +965,20 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "toolCall")
+        _missing(path, "toolCall")
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     v = obj.get("options", _MISSING)
@@ -974,9 +991,9 @@ def _d_RequestPermissionRequest(
             i += 1
         inst.options = items3
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
-        inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+        inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -991,8 +1008,8 @@ def _d_RequestPermissionRequest(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1017,7 +1034,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1029,7 +1046,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1050,17 +1067,17 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
@@ -1083,7 +1100,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -1093,7 +1110,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -1103,7 +1120,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
@@ -1113,7 +1130,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.name = None
     else:
-        inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
+        inst.name = _tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -1135,7 +1152,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.content = items6
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -1143,9 +1160,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -1160,7 +1177,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.locations = items7
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -1168,9 +1185,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -1197,8 +1214,8 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1242,7 +1259,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1266,7 +1283,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v9 := self.meta) is not UNSET:
             d["_meta"] = None if v9 is None else v9
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1274,8 +1291,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -1297,14 +1314,14 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
                     items1.append(
                         _Role_VALUES[x]
                         if x.__class__ is str and x in _Role_VALUES
-                        else _s.enum_fail((p1, i), "Role", x)
+                        else _enum_fail((p1, i), "Role", x)
                     )
                 except DecodeError as exc:
                     ctx.tolerated((p1, i), exc, "item dropped")
                 i += 1
             inst.audience = items1
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
         n += 1
@@ -1312,18 +1329,18 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.audience = None
     else:
         try:
-            inst.audience = _s.skip_invalid(
+            inst.audience = _skip_invalid(
                 v,
                 (path, "audience"),
                 ctx,
                 lambda x, p, ctx: (
                     _Role_VALUES[x]
                     if x.__class__ is str and x in _Role_VALUES
-                    else _s.enum_fail(p, "Role", x)
+                    else _enum_fail(p, "Role", x)
                 ),
             )
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
     if v.__class__ is str:
         inst.last_modified = v
@@ -1333,7 +1350,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.last_modified = None
     else:
-        inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
     if v.__class__ is float:
         inst.priority = v
@@ -1344,9 +1361,9 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = None
     else:
         try:
-            inst.priority = _s.as_float(v, (path, "priority"))
+            inst.priority = _as_float(v, (path, "priority"))
         except DecodeError as exc:
-            inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1361,8 +1378,8 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1382,7 +1399,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1396,7 +1413,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1404,17 +1421,17 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1431,7 +1448,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1446,8 +1463,8 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1466,7 +1483,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1476,7 +1493,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1486,24 +1503,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1521,7 +1538,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
@@ -1531,7 +1548,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.uri = None
     else:
-        inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1546,8 +1563,8 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1570,7 +1587,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1582,7 +1599,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1592,24 +1609,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1626,7 +1643,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1641,8 +1658,8 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1663,7 +1680,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1673,7 +1690,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1683,24 +1700,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1721,7 +1738,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -1731,7 +1748,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -1741,7 +1758,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
@@ -1752,9 +1769,9 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = None
     else:
         try:
-            inst.size = _s.as_int(v, (path, "size"))
+            inst.size = _as_int(v, (path, "size"))
         except DecodeError as exc:
-            inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
+            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -1764,7 +1781,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1779,8 +1796,8 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1809,7 +1826,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1827,7 +1844,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1835,24 +1852,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1868,7 +1885,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1883,8 +1900,8 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1904,7 +1921,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1914,7 +1931,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1922,24 +1939,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
     if v.__class__ is str:
         inst.blob = v
     elif v is _MISSING:
-        _s.missing(path, "blob")
+        _missing(path, "blob")
     else:
-        _s.fail((path, "blob"), "string", v)
+        _fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1955,7 +1972,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1970,8 +1987,8 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1991,7 +2008,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2001,7 +2018,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2009,13 +2026,13 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "resource")
+        _missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2034,7 +2051,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2049,8 +2066,8 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -2069,7 +2086,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2079,7 +2096,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2087,8 +2104,8 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
@@ -2099,7 +2116,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2116,8 +2133,8 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2134,7 +2151,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2142,7 +2159,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2150,24 +2167,24 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     v = obj.get("newText", _MISSING)
     if v.__class__ is str:
         inst.new_text = v
     elif v is _MISSING:
-        _s.missing(path, "newText")
+        _missing(path, "newText")
     else:
-        _s.fail((path, "newText"), "string", v)
+        _fail((path, "newText"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
@@ -2183,7 +2200,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     elif v is None:
         inst.old_text = None
     else:
-        inst.old_text = _s.tolerate(ctx, (path, "oldText"), "string", v, UNSET)
+        inst.old_text = _tolerate(ctx, (path, "oldText"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2198,8 +2215,8 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Diff, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2224,7 +2241,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2234,7 +2251,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2242,17 +2259,17 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2267,8 +2284,8 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2289,7 +2306,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2297,7 +2314,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2305,17 +2322,17 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
@@ -2332,9 +2349,9 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.line = None
     else:
         try:
-            inst.line = _s.as_int(v, (path, "line"))
+            inst.line = _as_int(v, (path, "line"))
         except DecodeError as exc:
-            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2349,8 +2366,8 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2374,7 +2391,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2384,7 +2401,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2392,31 +2409,31 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _PermissionOptionKind_VALUES:
         inst.kind = _PermissionOptionKind_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "kind")
+        _missing(path, "kind")
     else:
-        _s.enum_fail((path, "kind"), "PermissionOptionKind", v)
+        _enum_fail((path, "kind"), "PermissionOptionKind", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2431,8 +2448,8 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2452,7 +2469,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2460,7 +2477,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2470,24 +2487,24 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
@@ -2505,21 +2522,21 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.args = items3
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
         try:
-            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         try:
@@ -2534,15 +2551,15 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
                 i += 1
             inst.env = items4
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
         n += 1
     else:
         try:
-            inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
@@ -2552,7 +2569,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     elif v is None:
         inst.cwd = None
     else:
-        inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("outputByteLimit", _MISSING)
     if v.__class__ is int:
         inst.output_byte_limit = v
@@ -2563,9 +2580,9 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.output_byte_limit = None
     else:
         try:
-            inst.output_byte_limit = _s.as_int(v, (path, "outputByteLimit"))
+            inst.output_byte_limit = _as_int(v, (path, "outputByteLimit"))
         except DecodeError as exc:
-            inst.output_byte_limit = _s.tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
+            inst.output_byte_limit = _tolerated(ctx, (path, "outputByteLimit"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2580,8 +2597,8 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2614,7 +2631,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2630,7 +2647,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2638,24 +2655,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2670,8 +2687,8 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2689,7 +2706,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2697,7 +2714,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2705,24 +2722,24 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 
 
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2737,8 +2754,8 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2756,7 +2773,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2764,7 +2781,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2772,24 +2789,24 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2804,8 +2821,8 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2823,7 +2840,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2831,7 +2848,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2843,24 +2860,24 @@ _K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
 def _d_WaitForTerminalExitRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2875,8 +2892,8 @@ def _d_WaitForTerminalExitRequest(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
     return inst
 
 
@@ -2894,7 +2911,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2902,7 +2919,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2910,24 +2927,24 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 
 
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2942,8 +2959,8 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2961,7 +2978,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2969,7 +2986,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2981,20 +2998,20 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
@@ -3007,7 +3024,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -3015,7 +3032,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -3025,7 +3042,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -3034,7 +3051,7 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -3066,7 +3083,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3084,7 +3101,7 @@ class CreateElicitationRequestForm(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3096,31 +3113,31 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3131,7 +3148,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -3139,7 +3156,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -3149,7 +3166,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -3158,7 +3175,7 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3192,7 +3209,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3211,7 +3228,7 @@ class CreateElicitationRequestUrl(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3221,17 +3238,17 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
@@ -3246,8 +3263,8 @@ def _d_ElicitationSessionScope(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3266,7 +3283,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3274,7 +3291,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
         if (v1 := self.tool_call_id) is not UNSET:
             d["toolCallId"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3284,18 +3301,16 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = (
-        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     return inst
 
 
@@ -3306,13 +3321,13 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3322,8 +3337,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3346,7 +3361,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         absent.append("type")
         n += 1
     else:
-        inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -3356,21 +3371,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
         n += 1
     else:
-        inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+        inst.properties = _map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
     if v.__class__ is list:
         p4 = (path, "required")
         items4: list[str] = []
         i = 0
         for x in v:
-            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
             i += 1
         inst.required = items4
     elif v is _MISSING:
@@ -3379,7 +3394,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.required = None
     else:
-        inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
+        inst.required = _list_of(v, (path, "required"), ctx, _d_str)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3389,7 +3404,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3405,8 +3420,8 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3442,7 +3457,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3464,7 +3479,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3472,24 +3487,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
     if v.__class__ is str:
         inst.const = v
     elif v is _MISSING:
-        _s.missing(path, "const")
+        _missing(path, "const")
     else:
-        _s.fail((path, "const"), "string", v)
+        _fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -3505,7 +3520,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3520,8 +3535,8 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3545,7 +3560,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3555,7 +3570,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3577,8 +3592,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3604,7 +3619,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3614,7 +3629,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
     if v.__class__ is int:
         inst.min_length = v
@@ -3624,7 +3639,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.min_length = None
     else:
-        inst.min_length = _s.as_int(v, (path, "minLength"))
+        inst.min_length = _as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
     if v.__class__ is int:
         inst.max_length = v
@@ -3634,7 +3649,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.max_length = None
     else:
-        inst.max_length = _s.as_int(v, (path, "maxLength"))
+        inst.max_length = _as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
     if v.__class__ is str:
         inst.pattern = v
@@ -3644,7 +3659,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.pattern = None
     else:
-        _s.fail((path, "pattern"), "string", v)
+        _fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
     if v.__class__ is str and v in _StringFormat_VALUES:
         inst.format = _StringFormat_VALUES[v]
@@ -3654,7 +3669,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.format = None
     else:
-        _s.enum_fail((path, "format"), "StringFormat", v)
+        _enum_fail((path, "format"), "StringFormat", v)
     v = obj.get("default", _MISSING)
     if v.__class__ is str:
         inst.default = v
@@ -3664,14 +3679,14 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
     if v.__class__ is list:
         p8 = (path, "enum")
         items8: list[str] = []
         i = 0
         for x in v:
-            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            items8.append(x if x.__class__ is str else _fail((p8, i), "string", x))
             i += 1
         inst.enum = items8
     elif v is _MISSING:
@@ -3680,7 +3695,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.enum = None
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     v = obj.get("oneOf", _MISSING)
     if v.__class__ is list:
         p9 = (path, "oneOf")
@@ -3696,7 +3711,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.one_of = None
     else:
-        inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+        inst.one_of = _list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3711,8 +3726,8 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3768,7 +3783,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3794,7 +3809,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v10 := self.meta) is not UNSET:
             d["_meta"] = None if v10 is None else v10
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3804,8 +3819,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3827,7 +3842,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3837,7 +3852,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is float:
         inst.minimum = v
@@ -3847,7 +3862,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_float(v, (path, "minimum"))
+        inst.minimum = _as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is float:
         inst.maximum = v
@@ -3857,7 +3872,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_float(v, (path, "maximum"))
+        inst.maximum = _as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is float:
         inst.default = v
@@ -3868,9 +3883,9 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = None
     else:
         try:
-            inst.default = _s.as_float(v, (path, "default"))
+            inst.default = _as_float(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3885,8 +3900,8 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3923,7 +3938,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3941,7 +3956,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3951,8 +3966,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3974,7 +3989,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3984,7 +3999,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is int:
         inst.minimum = v
@@ -3994,7 +4009,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_int(v, (path, "minimum"))
+        inst.minimum = _as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is int:
         inst.maximum = v
@@ -4004,7 +4019,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_int(v, (path, "maximum"))
+        inst.maximum = _as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is int:
         inst.default = v
@@ -4015,9 +4030,9 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = None
     else:
         try:
-            inst.default = _s.as_int(v, (path, "default"))
+            inst.default = _as_int(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4032,8 +4047,8 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4070,7 +4085,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4088,7 +4103,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4098,8 +4113,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4119,7 +4134,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4129,7 +4144,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
     if v.__class__ is bool:
         inst.default = v
@@ -4139,7 +4154,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4154,8 +4169,8 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4184,7 +4199,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4198,7 +4213,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4206,8 +4221,8 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
@@ -4216,13 +4231,13 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         items1: list[str] = []
         i = 0
         for x in v:
-            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
     elif v is _MISSING:
-        _s.missing(path, "enum")
+        _missing(path, "enum")
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4237,8 +4252,8 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4257,7 +4272,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4265,7 +4280,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4273,8 +4288,8 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
@@ -4287,9 +4302,9 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             i += 1
         inst.any_of = items1
     elif v is _MISSING:
-        _s.missing(path, "anyOf")
+        _missing(path, "anyOf")
     else:
-        inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+        inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4304,8 +4319,8 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4323,7 +4338,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4331,7 +4346,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4343,8 +4358,8 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
@@ -4355,7 +4370,7 @@ def _d_MultiSelectPropertySchema(
     ):
         inst.items = d1(v, (path, "items"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "items")
+        _missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4377,7 +4392,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4387,7 +4402,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
     if v.__class__ is int:
         inst.min_items = v
@@ -4397,7 +4412,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.min_items = None
     else:
-        inst.min_items = _s.as_int(v, (path, "minItems"))
+        inst.min_items = _as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
     if v.__class__ is int:
         inst.max_items = v
@@ -4407,7 +4422,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.max_items = None
     else:
-        inst.max_items = _s.as_int(v, (path, "maxItems"))
+        inst.max_items = _as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
     if v.__class__ is list:
         try:
@@ -4416,13 +4431,13 @@ def _d_MultiSelectPropertySchema(
             i = 0
             for x in v:
                 try:
-                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                    items6.append(x if x.__class__ is str else _fail((p6, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p6, i), exc, "item dropped")
                 i += 1
             inst.default = items6
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
         n += 1
@@ -4430,9 +4445,9 @@ def _d_MultiSelectPropertySchema(
         inst.default = None
     else:
         try:
-            inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
+            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4447,8 +4462,8 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4487,7 +4502,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4505,7 +4520,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4515,13 +4530,13 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
@@ -4532,7 +4547,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4542,7 +4557,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4551,7 +4566,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4570,7 +4585,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4582,7 +4597,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4592,24 +4607,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4618,7 +4633,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4628,7 +4643,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4637,7 +4652,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4658,7 +4673,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4670,7 +4685,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4678,17 +4693,17 @@ _K_ConnectMcpRequest: Final[frozenset[str]] = frozenset(["serverId", "_meta"])
 
 
 def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpRequest)
     v = obj.get("serverId", _MISSING)
     if v.__class__ is str:
         inst.server_id = v
     elif v is _MISSING:
-        _s.missing(path, "serverId")
+        _missing(path, "serverId")
     else:
-        _s.fail((path, "serverId"), "string", v)
+        _fail((path, "serverId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4703,8 +4718,8 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4726,7 +4741,7 @@ class ConnectMcpRequest(Wire, decoder=_d_ConnectMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4734,7 +4749,7 @@ class ConnectMcpRequest(Wire, decoder=_d_ConnectMcpRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4744,24 +4759,24 @@ _K_MessageMcpRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpRequest)
     v = obj.get("connectionId", _MISSING)
     if v.__class__ is str:
         inst.connection_id = v
     elif v is _MISSING:
-        _s.missing(path, "connectionId")
+        _missing(path, "connectionId")
     else:
-        _s.fail((path, "connectionId"), "string", v)
+        _fail((path, "connectionId"), "string", v)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -4777,7 +4792,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
     elif v is None:
         inst.params = None
     else:
-        _s.fail((path, "params"), "object", v)
+        _fail((path, "params"), "object", v)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4792,8 +4807,8 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4821,7 +4836,7 @@ class MessageMcpRequest(Wire, decoder=_d_MessageMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4831,7 +4846,7 @@ class MessageMcpRequest(Wire, decoder=_d_MessageMcpRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4839,17 +4854,17 @@ _K_DisconnectMcpRequest: Final[frozenset[str]] = frozenset(["connectionId", "_me
 
 
 def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpRequest)
     v = obj.get("connectionId", _MISSING)
     if v.__class__ is str:
         inst.connection_id = v
     elif v is _MISSING:
-        _s.missing(path, "connectionId")
+        _missing(path, "connectionId")
     else:
-        _s.fail((path, "connectionId"), "string", v)
+        _fail((path, "connectionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4864,8 +4879,8 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4887,7 +4902,7 @@ class DisconnectMcpRequest(Wire, decoder=_d_DisconnectMcpRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4895,7 +4910,7 @@ class DisconnectMcpRequest(Wire, decoder=_d_DisconnectMcpRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4903,21 +4918,21 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4929,13 +4944,13 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4943,21 +4958,21 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4969,13 +4984,13 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4985,8 +5000,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
@@ -5007,7 +5022,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("image")
         n += 1
     else:
-        inst.image = _s.tolerate(ctx, (path, "image"), "boolean", v, False)
+        inst.image = _tolerate(ctx, (path, "image"), "boolean", v, False)
     v = obj.get("audio", _MISSING)
     if v.__class__ is bool:
         inst.audio = v
@@ -5016,7 +5031,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("audio")
         n += 1
     else:
-        inst.audio = _s.tolerate(ctx, (path, "audio"), "boolean", v, False)
+        inst.audio = _tolerate(ctx, (path, "audio"), "boolean", v, False)
     v = obj.get("embeddedContext", _MISSING)
     if v.__class__ is bool:
         inst.embedded_context = v
@@ -5025,7 +5040,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         absent.append("embeddedContext")
         n += 1
     else:
-        inst.embedded_context = _s.tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
+        inst.embedded_context = _tolerate(ctx, (path, "embeddedContext"), "boolean", v, False)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5041,8 +5056,8 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5078,7 +5093,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5096,7 +5111,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5104,8 +5119,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "acp", "_m
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
@@ -5126,7 +5141,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         absent.append("http")
         n += 1
     else:
-        inst.http = _s.tolerate(ctx, (path, "http"), "boolean", v, False)
+        inst.http = _tolerate(ctx, (path, "http"), "boolean", v, False)
     v = obj.get("sse", _MISSING)
     if v.__class__ is bool:
         inst.sse = v
@@ -5135,7 +5150,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         absent.append("sse")
         n += 1
     else:
-        inst.sse = _s.tolerate(ctx, (path, "sse"), "boolean", v, False)
+        inst.sse = _tolerate(ctx, (path, "sse"), "boolean", v, False)
     v = obj.get("acp", _MISSING)
     if v.__class__ is bool:
         inst.acp = v
@@ -5144,7 +5159,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         absent.append("acp")
         n += 1
     else:
-        inst.acp = _s.tolerate(ctx, (path, "acp"), "boolean", v, False)
+        inst.acp = _tolerate(ctx, (path, "acp"), "boolean", v, False)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5160,8 +5175,8 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5186,7 +5201,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5204,7 +5219,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5214,8 +5229,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -5239,7 +5254,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.list = _d_SessionListCapabilities(v, (path, "list"), ctx)
         except DecodeError as exc:
-            inst.list = _s.tolerated(ctx, (path, "list"), exc, UNSET)
+            inst.list = _tolerated(ctx, (path, "list"), exc, UNSET)
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
@@ -5250,7 +5265,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
         except DecodeError as exc:
-            inst.delete = _s.tolerated(ctx, (path, "delete"), exc, UNSET)
+            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -5263,7 +5278,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
                 v, (path, "additionalDirectories"), ctx
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("fork", _MISSING)
@@ -5276,7 +5291,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.fork = _d_SessionForkCapabilities(v, (path, "fork"), ctx)
         except DecodeError as exc:
-            inst.fork = _s.tolerated(ctx, (path, "fork"), exc, UNSET)
+            inst.fork = _tolerated(ctx, (path, "fork"), exc, UNSET)
     v = obj.get("resume", _MISSING)
     if v is _MISSING:
         inst.resume = UNSET
@@ -5287,7 +5302,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.resume = _d_SessionResumeCapabilities(v, (path, "resume"), ctx)
         except DecodeError as exc:
-            inst.resume = _s.tolerated(ctx, (path, "resume"), exc, UNSET)
+            inst.resume = _tolerated(ctx, (path, "resume"), exc, UNSET)
     v = obj.get("close", _MISSING)
     if v is _MISSING:
         inst.close = UNSET
@@ -5298,7 +5313,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.close = _d_SessionCloseCapabilities(v, (path, "close"), ctx)
         except DecodeError as exc:
-            inst.close = _s.tolerated(ctx, (path, "close"), exc, UNSET)
+            inst.close = _tolerated(ctx, (path, "close"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5313,8 +5328,8 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5376,7 +5391,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5396,7 +5411,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5404,8 +5419,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -5424,7 +5439,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         try:
             inst.logout = _d_LogoutCapabilities(v, (path, "logout"), ctx)
         except DecodeError as exc:
-            inst.logout = _s.tolerated(ctx, (path, "logout"), exc, UNSET)
+            inst.logout = _tolerated(ctx, (path, "logout"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5439,8 +5454,8 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5459,7 +5474,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5469,7 +5484,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5489,8 +5504,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
@@ -5520,7 +5535,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         absent.append("loadSession")
         n += 1
     else:
-        inst.load_session = _s.tolerate(ctx, (path, "loadSession"), "boolean", v, False)
+        inst.load_session = _tolerate(ctx, (path, "loadSession"), "boolean", v, False)
     v = obj.get("promptCapabilities", _MISSING)
     if v is _MISSING:
         inst.prompt_capabilities = PromptCapabilities(
@@ -5532,7 +5547,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.prompt_capabilities = _d_PromptCapabilities(v, (path, "promptCapabilities"), ctx)
         except DecodeError as exc:
-            inst.prompt_capabilities = _s.tolerated(
+            inst.prompt_capabilities = _tolerated(
                 ctx,
                 (path, "promptCapabilities"),
                 exc,
@@ -5547,7 +5562,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.mcp_capabilities = _d_McpCapabilities(v, (path, "mcpCapabilities"), ctx)
         except DecodeError as exc:
-            inst.mcp_capabilities = _s.tolerated(
+            inst.mcp_capabilities = _tolerated(
                 ctx,
                 (path, "mcpCapabilities"),
                 exc,
@@ -5564,7 +5579,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
                 v, (path, "sessionCapabilities"), ctx
             )
         except DecodeError as exc:
-            inst.session_capabilities = _s.tolerated(
+            inst.session_capabilities = _tolerated(
                 ctx, (path, "sessionCapabilities"), exc, SessionCapabilities()
             )
     v = obj.get("auth", _MISSING)
@@ -5576,7 +5591,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AgentAuthCapabilities())
     v = obj.get("providers", _MISSING)
     if v is _MISSING:
         inst.providers = UNSET
@@ -5587,7 +5602,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.providers = _d_ProvidersCapabilities(v, (path, "providers"), ctx)
         except DecodeError as exc:
-            inst.providers = _s.tolerated(ctx, (path, "providers"), exc, UNSET)
+            inst.providers = _tolerated(ctx, (path, "providers"), exc, UNSET)
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
@@ -5598,7 +5613,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.nes = _d_NesCapabilities(v, (path, "nes"), ctx)
         except DecodeError as exc:
-            inst.nes = _s.tolerated(ctx, (path, "nes"), exc, UNSET)
+            inst.nes = _tolerated(ctx, (path, "nes"), exc, UNSET)
     v = obj.get("positionEncoding", _MISSING)
     if v.__class__ is str and v in _PositionEncodingKind_VALUES:
         inst.position_encoding = _PositionEncodingKind_VALUES[v]
@@ -5608,7 +5623,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     elif v is None:
         inst.position_encoding = None
     else:
-        inst.position_encoding = _s.tolerate(
+        inst.position_encoding = _tolerate(
             ctx, (path, "positionEncoding"), "a known PositionEncodingKind", v, UNSET
         )
     if n == 8:
@@ -5626,8 +5641,8 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5686,7 +5701,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5724,7 +5739,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v9 := self.meta) is not UNSET:
             d["_meta"] = None if v9 is None else v9
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5734,8 +5749,8 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
@@ -5743,9 +5758,9 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.agent_capabilities = AgentCapabilities(
@@ -5780,7 +5795,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             inst.agent_capabilities = _d_AgentCapabilities(v, (path, "agentCapabilities"), ctx)
         except DecodeError as exc:
-            inst.agent_capabilities = _s.tolerated(
+            inst.agent_capabilities = _tolerated(
                 ctx,
                 (path, "agentCapabilities"),
                 exc,
@@ -5815,16 +5830,16 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i += 1
             inst.auth_methods = items3
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
     elif v is _MISSING:
         inst.auth_methods = []
         absent.append("authMethods")
         n += 1
     else:
         try:
-            inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
+            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, [])
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
     v = obj.get("agentInfo", _MISSING)
     if v is _MISSING:
         inst.agent_info = UNSET
@@ -5835,7 +5850,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             inst.agent_info = _d_Implementation(v, (path, "agentInfo"), ctx)
         except DecodeError as exc:
-            inst.agent_info = _s.tolerated(ctx, (path, "agentInfo"), exc, UNSET)
+            inst.agent_info = _tolerated(ctx, (path, "agentInfo"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5851,8 +5866,8 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5894,7 +5909,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5924,7 +5939,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5934,8 +5949,8 @@ _K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionListCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionListCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
     if (n := len(obj)) == 0:
@@ -5952,8 +5967,8 @@ def _d_SessionListCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5969,7 +5984,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5977,7 +5992,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5987,8 +6002,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -6005,8 +6020,8 @@ def _d_SessionDeleteCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -6022,7 +6037,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6030,7 +6045,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6040,8 +6055,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -6058,11 +6073,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if n == 1
-        else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -6084,7 +6097,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6092,7 +6105,7 @@ class SessionAdditionalDirectoriesCapabilities(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6102,8 +6115,8 @@ _K_SessionForkCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionForkCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionForkCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionForkCapabilities)
     if (n := len(obj)) == 0:
@@ -6120,8 +6133,8 @@ def _d_SessionForkCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -6143,7 +6156,7 @@ class SessionForkCapabilities(Wire, decoder=_d_SessionForkCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6151,7 +6164,7 @@ class SessionForkCapabilities(Wire, decoder=_d_SessionForkCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6161,8 +6174,8 @@ _K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionResumeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
     if (n := len(obj)) == 0:
@@ -6179,8 +6192,8 @@ def _d_SessionResumeCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
     return inst
 
 
@@ -6196,7 +6209,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6204,7 +6217,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6214,8 +6227,8 @@ _K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -6232,8 +6245,8 @@ def _d_SessionCloseCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6249,7 +6262,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6257,7 +6270,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6265,8 +6278,8 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
     if (n := len(obj)) == 0:
@@ -6283,8 +6296,8 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6300,7 +6313,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6308,7 +6321,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6316,8 +6329,8 @@ _K_ProvidersCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ProvidersCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProvidersCapabilities)
     if (n := len(obj)) == 0:
@@ -6334,8 +6347,8 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6357,7 +6370,7 @@ class ProvidersCapabilities(Wire, decoder=_d_ProvidersCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6365,7 +6378,7 @@ class ProvidersCapabilities(Wire, decoder=_d_ProvidersCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6373,8 +6386,8 @@ _K_NesCapabilities: Final[frozenset[str]] = frozenset(["events", "context", "_me
 
 
 def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesCapabilities)
     if (n := len(obj)) == 0:
@@ -6394,7 +6407,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         try:
             inst.events = _d_NesEventCapabilities(v, (path, "events"), ctx)
         except DecodeError as exc:
-            inst.events = _s.tolerated(ctx, (path, "events"), exc, UNSET)
+            inst.events = _tolerated(ctx, (path, "events"), exc, UNSET)
     v = obj.get("context", _MISSING)
     if v is _MISSING:
         inst.context = UNSET
@@ -6405,7 +6418,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         try:
             inst.context = _d_NesContextCapabilities(v, (path, "context"), ctx)
         except DecodeError as exc:
-            inst.context = _s.tolerated(ctx, (path, "context"), exc, UNSET)
+            inst.context = _tolerated(ctx, (path, "context"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6420,8 +6433,8 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6441,7 +6454,7 @@ class NesCapabilities(Wire, decoder=_d_NesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6453,7 +6466,7 @@ class NesCapabilities(Wire, decoder=_d_NesCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6461,8 +6474,8 @@ _K_NesEventCapabilities: Final[frozenset[str]] = frozenset(["document", "_meta"]
 
 
 def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEventCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEventCapabilities)
     if (n := len(obj)) == 0:
@@ -6481,7 +6494,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         try:
             inst.document = _d_NesDocumentEventCapabilities(v, (path, "document"), ctx)
         except DecodeError as exc:
-            inst.document = _s.tolerated(ctx, (path, "document"), exc, UNSET)
+            inst.document = _tolerated(ctx, (path, "document"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6496,8 +6509,8 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEventCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6515,7 +6528,7 @@ class NesEventCapabilities(Wire, decoder=_d_NesEventCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6525,7 +6538,7 @@ class NesEventCapabilities(Wire, decoder=_d_NesEventCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6537,8 +6550,8 @@ _K_NesDocumentEventCapabilities: Final[frozenset[str]] = frozenset(
 def _d_NesDocumentEventCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentEventCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentEventCapabilities)
     if (n := len(obj)) == 0:
@@ -6561,7 +6574,7 @@ def _d_NesDocumentEventCapabilities(
         try:
             inst.did_open = _d_NesDocumentDidOpenCapabilities(v, (path, "didOpen"), ctx)
         except DecodeError as exc:
-            inst.did_open = _s.tolerated(ctx, (path, "didOpen"), exc, UNSET)
+            inst.did_open = _tolerated(ctx, (path, "didOpen"), exc, UNSET)
     v = obj.get("didChange", _MISSING)
     if v is _MISSING:
         inst.did_change = UNSET
@@ -6572,7 +6585,7 @@ def _d_NesDocumentEventCapabilities(
         try:
             inst.did_change = _d_NesDocumentDidChangeCapabilities(v, (path, "didChange"), ctx)
         except DecodeError as exc:
-            inst.did_change = _s.tolerated(ctx, (path, "didChange"), exc, UNSET)
+            inst.did_change = _tolerated(ctx, (path, "didChange"), exc, UNSET)
     v = obj.get("didClose", _MISSING)
     if v is _MISSING:
         inst.did_close = UNSET
@@ -6583,7 +6596,7 @@ def _d_NesDocumentEventCapabilities(
         try:
             inst.did_close = _d_NesDocumentDidCloseCapabilities(v, (path, "didClose"), ctx)
         except DecodeError as exc:
-            inst.did_close = _s.tolerated(ctx, (path, "didClose"), exc, UNSET)
+            inst.did_close = _tolerated(ctx, (path, "didClose"), exc, UNSET)
     v = obj.get("didSave", _MISSING)
     if v is _MISSING:
         inst.did_save = UNSET
@@ -6594,7 +6607,7 @@ def _d_NesDocumentEventCapabilities(
         try:
             inst.did_save = _d_NesDocumentDidSaveCapabilities(v, (path, "didSave"), ctx)
         except DecodeError as exc:
-            inst.did_save = _s.tolerated(ctx, (path, "didSave"), exc, UNSET)
+            inst.did_save = _tolerated(ctx, (path, "didSave"), exc, UNSET)
     v = obj.get("didFocus", _MISSING)
     if v is _MISSING:
         inst.did_focus = UNSET
@@ -6605,7 +6618,7 @@ def _d_NesDocumentEventCapabilities(
         try:
             inst.did_focus = _d_NesDocumentDidFocusCapabilities(v, (path, "didFocus"), ctx)
         except DecodeError as exc:
-            inst.did_focus = _s.tolerated(ctx, (path, "didFocus"), exc, UNSET)
+            inst.did_focus = _tolerated(ctx, (path, "didFocus"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6620,8 +6633,8 @@ def _d_NesDocumentEventCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
     return inst
 
 
@@ -6647,7 +6660,7 @@ class NesDocumentEventCapabilities(Wire, decoder=_d_NesDocumentEventCapabilities
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6665,7 +6678,7 @@ class NesDocumentEventCapabilities(Wire, decoder=_d_NesDocumentEventCapabilities
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6675,8 +6688,8 @@ _K_NesDocumentDidOpenCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidOpenCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidOpenCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidOpenCapabilities)
     if (n := len(obj)) == 0:
@@ -6693,10 +6706,8 @@ def _d_NesDocumentDidOpenCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
     return inst
 
 
@@ -6712,7 +6723,7 @@ class NesDocumentDidOpenCapabilities(Wire, decoder=_d_NesDocumentDidOpenCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6720,7 +6731,7 @@ class NesDocumentDidOpenCapabilities(Wire, decoder=_d_NesDocumentDidOpenCapabili
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6730,17 +6741,17 @@ _K_NesDocumentDidChangeCapabilities: Final[frozenset[str]] = frozenset(["syncKin
 def _d_NesDocumentDidChangeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidChangeCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidChangeCapabilities)
     v = obj.get("syncKind", _MISSING)
     if v.__class__ is str and v in _TextDocumentSyncKind_VALUES:
         inst.sync_kind = _TextDocumentSyncKind_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "syncKind")
+        _missing(path, "syncKind")
     else:
-        _s.enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
+        _enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -6755,9 +6766,9 @@ def _d_NesDocumentDidChangeCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        {} if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6776,7 +6787,7 @@ class NesDocumentDidChangeCapabilities(Wire, decoder=_d_NesDocumentDidChangeCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6784,7 +6795,7 @@ class NesDocumentDidChangeCapabilities(Wire, decoder=_d_NesDocumentDidChangeCapa
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6794,8 +6805,8 @@ _K_NesDocumentDidCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidCloseCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -6812,10 +6823,8 @@ def _d_NesDocumentDidCloseCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6831,7 +6840,7 @@ class NesDocumentDidCloseCapabilities(Wire, decoder=_d_NesDocumentDidCloseCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6839,7 +6848,7 @@ class NesDocumentDidCloseCapabilities(Wire, decoder=_d_NesDocumentDidCloseCapabi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6849,8 +6858,8 @@ _K_NesDocumentDidSaveCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidSaveCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidSaveCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidSaveCapabilities)
     if (n := len(obj)) == 0:
@@ -6867,10 +6876,8 @@ def _d_NesDocumentDidSaveCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
     return inst
 
 
@@ -6886,7 +6893,7 @@ class NesDocumentDidSaveCapabilities(Wire, decoder=_d_NesDocumentDidSaveCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6894,7 +6901,7 @@ class NesDocumentDidSaveCapabilities(Wire, decoder=_d_NesDocumentDidSaveCapabili
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6904,8 +6911,8 @@ _K_NesDocumentDidFocusCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidFocusCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidFocusCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidFocusCapabilities)
     if (n := len(obj)) == 0:
@@ -6922,10 +6929,8 @@ def _d_NesDocumentDidFocusCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
     return inst
 
 
@@ -6941,7 +6946,7 @@ class NesDocumentDidFocusCapabilities(Wire, decoder=_d_NesDocumentDidFocusCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6949,7 +6954,7 @@ class NesDocumentDidFocusCapabilities(Wire, decoder=_d_NesDocumentDidFocusCapabi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6967,8 +6972,8 @@ _K_NesContextCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesContextCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesContextCapabilities)
     if (n := len(obj)) == 0:
@@ -6992,7 +6997,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         try:
             inst.recent_files = _d_NesRecentFilesCapabilities(v, (path, "recentFiles"), ctx)
         except DecodeError as exc:
-            inst.recent_files = _s.tolerated(ctx, (path, "recentFiles"), exc, UNSET)
+            inst.recent_files = _tolerated(ctx, (path, "recentFiles"), exc, UNSET)
     v = obj.get("relatedSnippets", _MISSING)
     if v is _MISSING:
         inst.related_snippets = UNSET
@@ -7005,7 +7010,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
                 v, (path, "relatedSnippets"), ctx
             )
         except DecodeError as exc:
-            inst.related_snippets = _s.tolerated(ctx, (path, "relatedSnippets"), exc, UNSET)
+            inst.related_snippets = _tolerated(ctx, (path, "relatedSnippets"), exc, UNSET)
     v = obj.get("editHistory", _MISSING)
     if v is _MISSING:
         inst.edit_history = UNSET
@@ -7016,7 +7021,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         try:
             inst.edit_history = _d_NesEditHistoryCapabilities(v, (path, "editHistory"), ctx)
         except DecodeError as exc:
-            inst.edit_history = _s.tolerated(ctx, (path, "editHistory"), exc, UNSET)
+            inst.edit_history = _tolerated(ctx, (path, "editHistory"), exc, UNSET)
     v = obj.get("userActions", _MISSING)
     if v is _MISSING:
         inst.user_actions = UNSET
@@ -7027,7 +7032,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         try:
             inst.user_actions = _d_NesUserActionsCapabilities(v, (path, "userActions"), ctx)
         except DecodeError as exc:
-            inst.user_actions = _s.tolerated(ctx, (path, "userActions"), exc, UNSET)
+            inst.user_actions = _tolerated(ctx, (path, "userActions"), exc, UNSET)
     v = obj.get("openFiles", _MISSING)
     if v is _MISSING:
         inst.open_files = UNSET
@@ -7038,7 +7043,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         try:
             inst.open_files = _d_NesOpenFilesCapabilities(v, (path, "openFiles"), ctx)
         except DecodeError as exc:
-            inst.open_files = _s.tolerated(ctx, (path, "openFiles"), exc, UNSET)
+            inst.open_files = _tolerated(ctx, (path, "openFiles"), exc, UNSET)
     v = obj.get("diagnostics", _MISSING)
     if v is _MISSING:
         inst.diagnostics = UNSET
@@ -7049,7 +7054,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         try:
             inst.diagnostics = _d_NesDiagnosticsCapabilities(v, (path, "diagnostics"), ctx)
         except DecodeError as exc:
-            inst.diagnostics = _s.tolerated(ctx, (path, "diagnostics"), exc, UNSET)
+            inst.diagnostics = _tolerated(ctx, (path, "diagnostics"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7064,8 +7069,8 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesContextCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -7093,7 +7098,7 @@ class NesContextCapabilities(Wire, decoder=_d_NesContextCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7113,7 +7118,7 @@ class NesContextCapabilities(Wire, decoder=_d_NesContextCapabilities):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7123,8 +7128,8 @@ _K_NesRecentFilesCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesRecentFilesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesRecentFilesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFilesCapabilities)
     if (n := len(obj)) == 0:
@@ -7143,9 +7148,9 @@ def _d_NesRecentFilesCapabilities(
         inst.max_count = None
     else:
         try:
-            inst.max_count = _s.as_int(v, (path, "maxCount"))
+            inst.max_count = _as_int(v, (path, "maxCount"))
         except DecodeError as exc:
-            inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+            inst.max_count = _tolerated(ctx, (path, "maxCount"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7160,8 +7165,8 @@ def _d_NesRecentFilesCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7179,7 +7184,7 @@ class NesRecentFilesCapabilities(Wire, decoder=_d_NesRecentFilesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7189,7 +7194,7 @@ class NesRecentFilesCapabilities(Wire, decoder=_d_NesRecentFilesCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7199,8 +7204,8 @@ _K_NesRelatedSnippetsCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesRelatedSnippetsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesRelatedSnippetsCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippetsCapabilities)
     if (n := len(obj)) == 0:
@@ -7217,10 +7222,8 @@ def _d_NesRelatedSnippetsCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
     return inst
 
 
@@ -7236,7 +7239,7 @@ class NesRelatedSnippetsCapabilities(Wire, decoder=_d_NesRelatedSnippetsCapabili
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7244,7 +7247,7 @@ class NesRelatedSnippetsCapabilities(Wire, decoder=_d_NesRelatedSnippetsCapabili
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7254,8 +7257,8 @@ _K_NesEditHistoryCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesEditHistoryCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesEditHistoryCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryCapabilities)
     if (n := len(obj)) == 0:
@@ -7274,9 +7277,9 @@ def _d_NesEditHistoryCapabilities(
         inst.max_count = None
     else:
         try:
-            inst.max_count = _s.as_int(v, (path, "maxCount"))
+            inst.max_count = _as_int(v, (path, "maxCount"))
         except DecodeError as exc:
-            inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+            inst.max_count = _tolerated(ctx, (path, "maxCount"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7291,8 +7294,8 @@ def _d_NesEditHistoryCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
     return inst
 
 
@@ -7310,7 +7313,7 @@ class NesEditHistoryCapabilities(Wire, decoder=_d_NesEditHistoryCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7320,7 +7323,7 @@ class NesEditHistoryCapabilities(Wire, decoder=_d_NesEditHistoryCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7330,8 +7333,8 @@ _K_NesUserActionsCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesUserActionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesUserActionsCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserActionsCapabilities)
     if (n := len(obj)) == 0:
@@ -7350,9 +7353,9 @@ def _d_NesUserActionsCapabilities(
         inst.max_count = None
     else:
         try:
-            inst.max_count = _s.as_int(v, (path, "maxCount"))
+            inst.max_count = _as_int(v, (path, "maxCount"))
         except DecodeError as exc:
-            inst.max_count = _s.tolerated(ctx, (path, "maxCount"), exc, UNSET)
+            inst.max_count = _tolerated(ctx, (path, "maxCount"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7367,8 +7370,8 @@ def _d_NesUserActionsCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
     return inst
 
 
@@ -7386,7 +7389,7 @@ class NesUserActionsCapabilities(Wire, decoder=_d_NesUserActionsCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7396,7 +7399,7 @@ class NesUserActionsCapabilities(Wire, decoder=_d_NesUserActionsCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7406,8 +7409,8 @@ _K_NesOpenFilesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesOpenFilesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesOpenFilesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFilesCapabilities)
     if (n := len(obj)) == 0:
@@ -7424,8 +7427,8 @@ def _d_NesOpenFilesCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7441,7 +7444,7 @@ class NesOpenFilesCapabilities(Wire, decoder=_d_NesOpenFilesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7449,7 +7452,7 @@ class NesOpenFilesCapabilities(Wire, decoder=_d_NesOpenFilesCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7459,8 +7462,8 @@ _K_NesDiagnosticsCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDiagnosticsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDiagnosticsCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnosticsCapabilities)
     if (n := len(obj)) == 0:
@@ -7477,8 +7480,8 @@ def _d_NesDiagnosticsCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
     return inst
 
 
@@ -7494,7 +7497,7 @@ class NesDiagnosticsCapabilities(Wire, decoder=_d_NesDiagnosticsCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7502,7 +7505,7 @@ class NesDiagnosticsCapabilities(Wire, decoder=_d_NesDiagnosticsCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7512,24 +7515,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -7547,7 +7550,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         try:
@@ -7556,30 +7559,30 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             i = 0
             for x in v:
                 try:
-                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                    items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p4, i), exc, "item dropped")
                 i += 1
             inst.args = items4
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
         try:
-            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
     if v is _MISSING:
         inst.env = UNSET
         n += 1
     else:
         try:
-            inst.env = _s.map_of(v, (path, "env"), ctx, _s.d_str)
+            inst.env = _map_of(v, (path, "env"), ctx, _d_str)
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7594,8 +7597,8 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7627,7 +7630,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7641,7 +7644,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7649,24 +7652,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -7682,7 +7685,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7697,8 +7700,8 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7720,7 +7723,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7730,7 +7733,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7738,24 +7741,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is str:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        _s.fail((path, "version"), "string", v)
+        _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -7771,7 +7774,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7786,8 +7789,8 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7814,7 +7817,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7824,7 +7827,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7832,8 +7835,8 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
     if (n := len(obj)) == 0:
@@ -7850,8 +7853,8 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -7865,7 +7868,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7873,7 +7876,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7881,8 +7884,8 @@ _K_ListProvidersResponse: Final[frozenset[str]] = frozenset(["providers", "_meta
 
 
 def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersResponse)
     v = obj.get("providers", _MISSING)
@@ -7895,9 +7898,9 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
             i += 1
         inst.providers = items1
     elif v is _MISSING:
-        _s.missing(path, "providers")
+        _missing(path, "providers")
     else:
-        inst.providers = _s.list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
+        inst.providers = _list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7912,8 +7915,8 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ListProvidersResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -7935,7 +7938,7 @@ class ListProvidersResponse(Wire, decoder=_d_ListProvidersResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7943,7 +7946,7 @@ class ListProvidersResponse(Wire, decoder=_d_ListProvidersResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7953,17 +7956,17 @@ _K_ProviderInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderInfo)
     v = obj.get("providerId", _MISSING)
     if v.__class__ is str:
         inst.provider_id = v
     elif v is _MISSING:
-        _s.missing(path, "providerId")
+        _missing(path, "providerId")
     else:
-        _s.fail((path, "providerId"), "string", v)
+        _fail((path, "providerId"), "string", v)
     v = obj.get("supported", _MISSING)
     if v.__class__ is list:
         try:
@@ -7972,32 +7975,32 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
             i = 0
             for x in v:
                 try:
-                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                    items2.append(x if x.__class__ is str else _fail((p2, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p2, i), exc, "item dropped")
                 i += 1
             inst.supported = items2
         except DecodeError as exc:
-            inst.supported = _s.tolerated(ctx, (path, "supported"), exc, [])
+            inst.supported = _tolerated(ctx, (path, "supported"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "supported")
+        _missing(path, "supported")
     else:
         try:
-            inst.supported = _s.skip_invalid(
+            inst.supported = _skip_invalid(
                 v,
                 (path, "supported"),
                 ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _s.fail(p, "string", x),
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
         except DecodeError as exc:
-            inst.supported = _s.tolerated(ctx, (path, "supported"), exc, [])
+            inst.supported = _tolerated(ctx, (path, "supported"), exc, [])
     v = obj.get("required", _MISSING)
     if v.__class__ is bool:
         inst.required = v
     elif v is _MISSING:
-        _s.missing(path, "required")
+        _missing(path, "required")
     else:
-        _s.fail((path, "required"), "boolean", v)
+        _fail((path, "required"), "boolean", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
@@ -8026,8 +8029,8 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ProviderInfo, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -8057,7 +8060,7 @@ class ProviderInfo(Wire, decoder=_d_ProviderInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8071,7 +8074,7 @@ class ProviderInfo(Wire, decoder=_d_ProviderInfo):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8079,24 +8082,24 @@ _K_ProviderCurrentConfig: Final[frozenset[str]] = frozenset(["apiType", "baseUrl
 
 
 def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderCurrentConfig:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderCurrentConfig)
     v = obj.get("apiType", _MISSING)
     if v.__class__ is str:
         inst.api_type = v
     elif v is _MISSING:
-        _s.missing(path, "apiType")
+        _missing(path, "apiType")
     else:
-        _s.fail((path, "apiType"), "string", v)
+        _fail((path, "apiType"), "string", v)
     v = obj.get("baseUrl", _MISSING)
     if v.__class__ is str:
         inst.base_url = v
     elif v is _MISSING:
-        _s.missing(path, "baseUrl")
+        _missing(path, "baseUrl")
     else:
-        _s.fail((path, "baseUrl"), "string", v)
+        _fail((path, "baseUrl"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8111,8 +8114,8 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -8136,7 +8139,7 @@ class ProviderCurrentConfig(Wire, decoder=_d_ProviderCurrentConfig):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8144,7 +8147,7 @@ class ProviderCurrentConfig(Wire, decoder=_d_ProviderCurrentConfig):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8152,8 +8155,8 @@ _K_SetProviderResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderResponse)
     if (n := len(obj)) == 0:
@@ -8170,8 +8173,8 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetProviderResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -8191,7 +8194,7 @@ class SetProviderResponse(Wire, decoder=_d_SetProviderResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8199,7 +8202,7 @@ class SetProviderResponse(Wire, decoder=_d_SetProviderResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8209,8 +8212,8 @@ _K_DisableProviderResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DisableProviderResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DisableProviderResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderResponse)
     if (n := len(obj)) == 0:
@@ -8227,8 +8230,8 @@ def _d_DisableProviderResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisableProviderResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -8248,7 +8251,7 @@ class DisableProviderResponse(Wire, decoder=_d_DisableProviderResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8256,7 +8259,7 @@ class DisableProviderResponse(Wire, decoder=_d_DisableProviderResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8264,8 +8267,8 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
     if (n := len(obj)) == 0:
@@ -8282,8 +8285,8 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8297,7 +8300,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8305,7 +8308,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8315,17 +8318,17 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
@@ -8343,7 +8346,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -8365,7 +8368,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i += 1
             inst.config_options = items3
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -8373,11 +8376,11 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8392,8 +8395,8 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8420,7 +8423,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8432,7 +8435,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8440,17 +8443,17 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 
 
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
     v = obj.get("currentModeId", _MISSING)
     if v.__class__ is str:
         inst.current_mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "currentModeId")
+        _missing(path, "currentModeId")
     else:
-        _s.fail((path, "currentModeId"), "string", v)
+        _fail((path, "currentModeId"), "string", v)
     v = obj.get("availableModes", _MISSING)
     if v.__class__ is list:
         try:
@@ -8465,14 +8468,14 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
                 i += 1
             inst.available_modes = items2
         except DecodeError as exc:
-            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "availableModes")
+        _missing(path, "availableModes")
     else:
         try:
-            inst.available_modes = _s.skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
+            inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
         except DecodeError as exc:
-            inst.available_modes = _s.tolerated(ctx, (path, "availableModes"), exc, [])
+            inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8487,8 +8490,8 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionModeState, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8506,7 +8509,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8517,7 +8520,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8525,24 +8528,24 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 
 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -8558,7 +8561,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8573,8 +8576,8 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionMode, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8596,7 +8599,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8606,7 +8609,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8618,34 +8621,34 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
@@ -8664,7 +8667,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -8674,7 +8677,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8689,8 +8692,8 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -8717,7 +8720,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8735,7 +8738,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8747,31 +8750,31 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
+        _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -8788,7 +8791,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -8798,7 +8801,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8813,8 +8816,8 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -8841,7 +8844,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8858,7 +8861,7 @@ class SessionConfigOptionBoolean(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8870,24 +8873,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -8903,7 +8906,7 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8918,8 +8921,8 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -8939,7 +8942,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8949,7 +8952,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8961,24 +8964,24 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("group", _MISSING)
     if v.__class__ is str:
         inst.group = v
     elif v is _MISSING:
-        _s.missing(path, "group")
+        _missing(path, "group")
     else:
-        _s.fail((path, "group"), "string", v)
+        _fail((path, "group"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
     if v.__class__ is list:
         try:
@@ -8993,14 +8996,14 @@ def _d_SessionConfigSelectGroup(
                 i += 1
             inst.options = items3
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         try:
-            inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9015,8 +9018,8 @@ def _d_SessionConfigSelectGroup(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -9036,7 +9039,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9048,7 +9051,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9056,23 +9059,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -9084,7 +9087,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9093,7 +9096,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
             "options": encode_SessionConfigSelectOptions(self.options),
         }
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9101,18 +9104,18 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+        _fail((path, "currentValue"), "boolean", v)
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -9122,13 +9125,13 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"currentValue": self.current_value}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9136,8 +9139,8 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 
 
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
     if (n := len(obj)) == 0:
@@ -9157,7 +9160,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -9179,7 +9182,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
                 i += 1
             inst.config_options = items2
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -9187,11 +9190,11 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9206,8 +9209,8 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -9227,7 +9230,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9239,7 +9242,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9247,8 +9250,8 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
@@ -9265,14 +9268,14 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
                 i += 1
             inst.sessions = items1
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "sessions")
+        _missing(path, "sessions")
     else:
         try:
-            inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
@@ -9288,7 +9291,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.next_cursor = None
     else:
-        inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9303,8 +9306,8 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -9323,7 +9326,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9333,7 +9336,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9343,24 +9346,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -9377,13 +9380,13 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -9391,11 +9394,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
@@ -9407,7 +9410,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -9417,7 +9420,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9432,8 +9435,8 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9461,7 +9464,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9475,7 +9478,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9483,8 +9486,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -9501,8 +9504,8 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9516,7 +9519,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9524,7 +9527,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9534,17 +9537,17 @@ _K_ForkSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionResponse)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.modes = UNSET
@@ -9562,7 +9565,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -9584,7 +9587,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
                 i += 1
             inst.config_options = items3
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -9592,11 +9595,11 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9611,8 +9614,8 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ForkSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9640,7 +9643,7 @@ class ForkSessionResponse(Wire, decoder=_d_ForkSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9652,7 +9655,7 @@ class ForkSessionResponse(Wire, decoder=_d_ForkSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9660,8 +9663,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -9681,7 +9684,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         try:
             inst.modes = _d_SessionModeState(v, (path, "modes"), ctx)
         except DecodeError as exc:
-            inst.modes = _s.tolerated(ctx, (path, "modes"), exc, UNSET)
+            inst.modes = _tolerated(ctx, (path, "modes"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
         try:
@@ -9703,7 +9706,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i += 1
             inst.config_options = items2
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
@@ -9711,11 +9714,11 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.config_options = None
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9730,8 +9733,8 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9751,7 +9754,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9763,7 +9766,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9771,8 +9774,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -9789,8 +9792,8 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -9804,7 +9807,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9812,7 +9815,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9820,8 +9823,8 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
     if (n := len(obj)) == 0:
@@ -9838,8 +9841,8 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -9853,7 +9856,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9861,7 +9864,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9871,8 +9874,8 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
@@ -9896,16 +9899,16 @@ def _d_SetSessionConfigOptionResponse(
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9920,10 +9923,8 @@ def _d_SetSessionConfigOptionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     return inst
 
 
@@ -9939,7 +9940,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9947,7 +9948,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9955,17 +9956,17 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "usage", "_m
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str and v in _StopReason_VALUES:
         inst.stop_reason = _StopReason_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "stopReason")
+        _missing(path, "stopReason")
     else:
-        _s.enum_fail((path, "stopReason"), "StopReason", v)
+        _enum_fail((path, "stopReason"), "StopReason", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
@@ -9982,7 +9983,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         try:
             inst.usage = _d_Usage(v, (path, "usage"), ctx)
         except DecodeError as exc:
-            inst.usage = _s.tolerated(ctx, (path, "usage"), exc, UNSET)
+            inst.usage = _tolerated(ctx, (path, "usage"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9997,8 +9998,8 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -10023,7 +10024,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10033,7 +10034,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10051,31 +10052,31 @@ _K_Usage: Final[frozenset[str]] = frozenset(
 
 
 def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Usage)
     v = obj.get("totalTokens", _MISSING)
     if v.__class__ is int:
         inst.total_tokens = v
     elif v is _MISSING:
-        _s.missing(path, "totalTokens")
+        _missing(path, "totalTokens")
     else:
-        inst.total_tokens = _s.as_int(v, (path, "totalTokens"))
+        inst.total_tokens = _as_int(v, (path, "totalTokens"))
     v = obj.get("inputTokens", _MISSING)
     if v.__class__ is int:
         inst.input_tokens = v
     elif v is _MISSING:
-        _s.missing(path, "inputTokens")
+        _missing(path, "inputTokens")
     else:
-        inst.input_tokens = _s.as_int(v, (path, "inputTokens"))
+        inst.input_tokens = _as_int(v, (path, "inputTokens"))
     v = obj.get("outputTokens", _MISSING)
     if v.__class__ is int:
         inst.output_tokens = v
     elif v is _MISSING:
-        _s.missing(path, "outputTokens")
+        _missing(path, "outputTokens")
     else:
-        inst.output_tokens = _s.as_int(v, (path, "outputTokens"))
+        inst.output_tokens = _as_int(v, (path, "outputTokens"))
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.thought_tokens = UNSET
@@ -10094,9 +10095,9 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.thought_tokens = None
     else:
         try:
-            inst.thought_tokens = _s.as_int(v, (path, "thoughtTokens"))
+            inst.thought_tokens = _as_int(v, (path, "thoughtTokens"))
         except DecodeError as exc:
-            inst.thought_tokens = _s.tolerated(ctx, (path, "thoughtTokens"), exc, UNSET)
+            inst.thought_tokens = _tolerated(ctx, (path, "thoughtTokens"), exc, UNSET)
     v = obj.get("cachedReadTokens", _MISSING)
     if v.__class__ is int:
         inst.cached_read_tokens = v
@@ -10107,9 +10108,9 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = None
     else:
         try:
-            inst.cached_read_tokens = _s.as_int(v, (path, "cachedReadTokens"))
+            inst.cached_read_tokens = _as_int(v, (path, "cachedReadTokens"))
         except DecodeError as exc:
-            inst.cached_read_tokens = _s.tolerated(ctx, (path, "cachedReadTokens"), exc, UNSET)
+            inst.cached_read_tokens = _tolerated(ctx, (path, "cachedReadTokens"), exc, UNSET)
     v = obj.get("cachedWriteTokens", _MISSING)
     if v.__class__ is int:
         inst.cached_write_tokens = v
@@ -10120,9 +10121,9 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_write_tokens = None
     else:
         try:
-            inst.cached_write_tokens = _s.as_int(v, (path, "cachedWriteTokens"))
+            inst.cached_write_tokens = _as_int(v, (path, "cachedWriteTokens"))
         except DecodeError as exc:
-            inst.cached_write_tokens = _s.tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
+            inst.cached_write_tokens = _tolerated(ctx, (path, "cachedWriteTokens"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10137,8 +10138,8 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_Usage, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -10170,7 +10171,7 @@ class Usage(Wire, decoder=_d_Usage):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10188,7 +10189,7 @@ class Usage(Wire, decoder=_d_Usage):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10196,17 +10197,17 @@ _K_StartNesResponse: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesResponse)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10221,8 +10222,8 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StartNesResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -10240,7 +10241,7 @@ class StartNesResponse(Wire, decoder=_d_StartNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10248,7 +10249,7 @@ class StartNesResponse(Wire, decoder=_d_StartNesResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10256,8 +10257,8 @@ _K_SuggestNesResponse: Final[frozenset[str]] = frozenset(["suggestions", "_meta"
 
 
 def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesResponse)
     v = obj.get("suggestions", _MISSING)
@@ -10277,9 +10278,9 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
             i += 1
         inst.suggestions = items1
     elif v is _MISSING:
-        _s.missing(path, "suggestions")
+        _missing(path, "suggestions")
     else:
-        inst.suggestions = _s.list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
+        inst.suggestions = _list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10294,8 +10295,8 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SuggestNesResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -10313,7 +10314,7 @@ class SuggestNesResponse(Wire, decoder=_d_SuggestNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10321,7 +10322,7 @@ class SuggestNesResponse(Wire, decoder=_d_SuggestNesResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10329,22 +10330,22 @@ _K_NesTextEdit: Final[frozenset[str]] = frozenset(["range", "newText", "_meta"])
 
 
 def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesTextEdit)
     v = obj.get("range", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "range")
+        _missing(path, "range")
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
     v = obj.get("newText", _MISSING)
     if v.__class__ is str:
         inst.new_text = v
     elif v is _MISSING:
-        _s.missing(path, "newText")
+        _missing(path, "newText")
     else:
-        _s.fail((path, "newText"), "string", v)
+        _fail((path, "newText"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10359,8 +10360,8 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesTextEdit, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -10380,7 +10381,7 @@ class NesTextEdit(Wire, decoder=_d_NesTextEdit):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10388,7 +10389,7 @@ class NesTextEdit(Wire, decoder=_d_NesTextEdit):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10396,18 +10397,18 @@ _K_Range: Final[frozenset[str]] = frozenset(["start", "end", "_meta"])
 
 
 def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Range)
     v = obj.get("start", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "start")
+        _missing(path, "start")
     else:
         inst.start = _d_Position(v, (path, "start"), ctx)
     v = obj.get("end", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "end")
+        _missing(path, "end")
     else:
         inst.end = _d_Position(v, (path, "end"), ctx)
     if (n := len(obj)) == 2:
@@ -10424,8 +10425,8 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Range, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -10445,7 +10446,7 @@ class Range(Wire, decoder=_d_Range):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10453,7 +10454,7 @@ class Range(Wire, decoder=_d_Range):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10461,24 +10462,24 @@ _K_Position: Final[frozenset[str]] = frozenset(["line", "character", "_meta"])
 
 
 def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Position)
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
         inst.line = v
     elif v is _MISSING:
-        _s.missing(path, "line")
+        _missing(path, "line")
     else:
-        inst.line = _s.as_int(v, (path, "line"))
+        inst.line = _as_int(v, (path, "line"))
     v = obj.get("character", _MISSING)
     if v.__class__ is int:
         inst.character = v
     elif v is _MISSING:
-        _s.missing(path, "character")
+        _missing(path, "character")
     else:
-        inst.character = _s.as_int(v, (path, "character"))
+        inst.character = _as_int(v, (path, "character"))
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10493,8 +10494,8 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Position, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10516,7 +10517,7 @@ class Position(Wire, decoder=_d_Position):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10524,7 +10525,7 @@ class Position(Wire, decoder=_d_Position):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10534,24 +10535,24 @@ _K_NesEditSuggestion: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSuggestion:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditSuggestion)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("edits", _MISSING)
     if v.__class__ is list:
         p3 = (path, "edits")
@@ -10562,9 +10563,9 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
             i += 1
         inst.edits = items3
     elif v is _MISSING:
-        _s.missing(path, "edits")
+        _missing(path, "edits")
     else:
-        inst.edits = _s.list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
+        inst.edits = _list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
     if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
@@ -10581,7 +10582,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         try:
             inst.cursor_position = _d_Position(v, (path, "cursorPosition"), ctx)
         except DecodeError as exc:
-            inst.cursor_position = _s.tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
+            inst.cursor_position = _tolerated(ctx, (path, "cursorPosition"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10596,8 +10597,8 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesEditSuggestion, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10622,7 +10623,7 @@ class NesEditSuggestion(Wire, decoder=_d_NesEditSuggestion, tag=("kind", "edit")
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10637,7 +10638,7 @@ class NesEditSuggestion(Wire, decoder=_d_NesEditSuggestion, tag=("kind", "edit")
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10645,27 +10646,27 @@ _K_NesJumpSuggestion: Final[frozenset[str]] = frozenset(["kind", "id", "uri", "p
 
 
 def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSuggestion:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpSuggestion)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "position")
+        _missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     if (n := len(obj) - ("kind" in obj)) == 3:
@@ -10682,8 +10683,8 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10706,7 +10707,7 @@ class NesJumpSuggestion(Wire, decoder=_d_NesJumpSuggestion, tag=("kind", "jump")
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10719,7 +10720,7 @@ class NesJumpSuggestion(Wire, decoder=_d_NesJumpSuggestion, tag=("kind", "jump")
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10729,36 +10730,36 @@ _K_NesRenameSuggestion: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameSuggestion:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameSuggestion)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "position")
+        _missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("newName", _MISSING)
     if v.__class__ is str:
         inst.new_name = v
     elif v is _MISSING:
-        _s.missing(path, "newName")
+        _missing(path, "newName")
     else:
-        _s.fail((path, "newName"), "string", v)
+        _fail((path, "newName"), "string", v)
     if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10773,8 +10774,8 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -10799,7 +10800,7 @@ class NesRenameSuggestion(Wire, decoder=_d_NesRenameSuggestion, tag=("kind", "re
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10813,7 +10814,7 @@ class NesRenameSuggestion(Wire, decoder=_d_NesRenameSuggestion, tag=("kind", "re
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10825,38 +10826,38 @@ _K_NesSearchAndReplaceSuggestion: Final[frozenset[str]] = frozenset(
 def _d_NesSearchAndReplaceSuggestion(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesSearchAndReplaceSuggestion:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceSuggestion)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("search", _MISSING)
     if v.__class__ is str:
         inst.search = v
     elif v is _MISSING:
-        _s.missing(path, "search")
+        _missing(path, "search")
     else:
-        _s.fail((path, "search"), "string", v)
+        _fail((path, "search"), "string", v)
     v = obj.get("replace", _MISSING)
     if v.__class__ is str:
         inst.replace = v
     elif v is _MISSING:
-        _s.missing(path, "replace")
+        _missing(path, "replace")
     else:
-        _s.fail((path, "replace"), "string", v)
+        _fail((path, "replace"), "string", v)
     if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
@@ -10872,7 +10873,7 @@ def _d_NesSearchAndReplaceSuggestion(
     elif v is None:
         inst.is_regex = None
     else:
-        _s.fail((path, "isRegex"), "boolean", v)
+        _fail((path, "isRegex"), "boolean", v)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10887,8 +10888,8 @@ def _d_NesSearchAndReplaceSuggestion(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
     return inst
 
 
@@ -10917,7 +10918,7 @@ class NesSearchAndReplaceSuggestion(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10933,7 +10934,7 @@ class NesSearchAndReplaceSuggestion(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10941,8 +10942,8 @@ _K_CloseNesResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesResponse)
     if (n := len(obj)) == 0:
@@ -10959,8 +10960,8 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseNesResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -10976,7 +10977,7 @@ class CloseNesResponse(Wire, decoder=_d_CloseNesResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10984,7 +10985,7 @@ class CloseNesResponse(Wire, decoder=_d_CloseNesResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10992,24 +10993,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
     if v.__class__ is int:
         inst.code = v
     elif v is _MISSING:
-        _s.missing(path, "code")
+        _missing(path, "code")
     else:
-        _s.fail((path, "code"), "integer", v)
+        _fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
@@ -11021,7 +11022,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -11044,7 +11045,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11052,7 +11053,7 @@ class Error(Wire, decoder=_d_Error):
         if (v1 := self.data) is not UNSET:
             d["data"] = v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11060,17 +11061,17 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -11084,7 +11085,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -11096,7 +11097,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11104,7 +11105,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11112,17 +11113,17 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 
 
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
     if (
         v.__class__ is dict
@@ -11131,7 +11132,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     ):
         inst.update = d2(v, (path, "update"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "update")
+        _missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
@@ -11148,8 +11149,8 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -11172,7 +11173,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11180,7 +11181,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11192,8 +11193,8 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("content", _MISSING)
@@ -11204,7 +11205,7 @@ def _d_SessionUpdateUserMessageChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -11222,7 +11223,7 @@ def _d_SessionUpdateUserMessageChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11237,8 +11238,8 @@ def _d_SessionUpdateUserMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -11262,7 +11263,7 @@ class SessionUpdateUserMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11272,7 +11273,7 @@ class SessionUpdateUserMessageChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11284,8 +11285,8 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("content", _MISSING)
@@ -11296,7 +11297,7 @@ def _d_SessionUpdateAgentMessageChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -11314,7 +11315,7 @@ def _d_SessionUpdateAgentMessageChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11329,10 +11330,8 @@ def _d_SessionUpdateAgentMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     return inst
 
 
@@ -11356,7 +11355,7 @@ class SessionUpdateAgentMessageChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11366,7 +11365,7 @@ class SessionUpdateAgentMessageChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11378,8 +11377,8 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("content", _MISSING)
@@ -11390,7 +11389,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -11408,7 +11407,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11423,10 +11422,8 @@ def _d_SessionUpdateAgentThoughtChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     return inst
 
 
@@ -11450,7 +11447,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11460,7 +11457,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11484,17 +11481,17 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.kind = UNSET
@@ -11517,7 +11514,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -11527,7 +11524,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -11537,7 +11534,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
@@ -11547,7 +11544,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.name = None
     else:
-        inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
+        inst.name = _tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -11569,7 +11566,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.content = items6
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -11577,9 +11574,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -11594,7 +11591,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.locations = items7
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -11602,9 +11599,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -11631,8 +11628,8 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -11674,7 +11671,7 @@ class SessionUpdateToolCallUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11698,7 +11695,7 @@ class SessionUpdateToolCallUpdate(
         if (v9 := self.meta) is not UNSET:
             d["_meta"] = None if v9 is None else v9
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11706,8 +11703,8 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("content", _MISSING)
@@ -11718,7 +11715,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj)) == 1:
@@ -11736,7 +11733,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     elif v is None:
         inst.message_id = None
     else:
-        inst.message_id = _s.tolerate(ctx, (path, "messageId"), "string", v, UNSET)
+        inst.message_id = _tolerate(ctx, (path, "messageId"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11751,8 +11748,8 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11773,7 +11770,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11783,7 +11780,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11805,24 +11802,24 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.name = UNSET
@@ -11844,7 +11841,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     elif v is None:
         inst.name = None
     else:
-        inst.name = _s.tolerate(ctx, (path, "name"), "string", v, UNSET)
+        inst.name = _tolerate(ctx, (path, "name"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
         inst.kind = _ToolKind_VALUES[v]
@@ -11852,7 +11849,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.kind = UNSET
         n += 1
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "a known ToolKind", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _ToolCallStatus_VALUES:
         inst.status = _ToolCallStatus_VALUES[v]
@@ -11860,7 +11857,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.status = UNSET
         n += 1
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "a known ToolCallStatus", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -11882,15 +11879,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i += 1
             inst.content = items6
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -11905,15 +11902,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i += 1
             inst.locations = items7
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -11940,8 +11937,8 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_ToolCall, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -11988,7 +11985,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12014,7 +12011,7 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12022,31 +12019,31 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
     if v.__class__ is str and v in _PlanEntryPriority_VALUES:
         inst.priority = _PlanEntryPriority_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "priority")
+        _missing(path, "priority")
     else:
-        _s.enum_fail((path, "priority"), "PlanEntryPriority", v)
+        _enum_fail((path, "priority"), "PlanEntryPriority", v)
     v = obj.get("status", _MISSING)
     if v.__class__ is str and v in _PlanEntryStatus_VALUES:
         inst.status = _PlanEntryStatus_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "status")
+        _missing(path, "status")
     else:
-        _s.enum_fail((path, "status"), "PlanEntryStatus", v)
+        _enum_fail((path, "status"), "PlanEntryStatus", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12061,8 +12058,8 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -12088,7 +12085,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12096,7 +12093,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12104,8 +12101,8 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 
 
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
     v = obj.get("entries", _MISSING)
@@ -12122,14 +12119,14 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
                 i += 1
             inst.entries = items1
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "entries")
+        _missing(path, "entries")
     else:
         try:
-            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12144,8 +12141,8 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Plan, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -12171,7 +12168,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12179,7 +12176,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12187,17 +12184,17 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 
 
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
     v = obj.get("planId", _MISSING)
     if v.__class__ is str:
         inst.plan_id = v
     elif v is _MISSING:
-        _s.missing(path, "planId")
+        _missing(path, "planId")
     else:
-        _s.fail((path, "planId"), "string", v)
+        _fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
     if v.__class__ is list:
         try:
@@ -12212,14 +12209,14 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
                 i += 1
             inst.entries = items2
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "entries")
+        _missing(path, "entries")
     else:
         try:
-            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12234,8 +12231,8 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -12263,7 +12260,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12275,7 +12272,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12283,24 +12280,24 @@ _K_PlanFile: Final[frozenset[str]] = frozenset(["type", "planId", "uri", "_meta"
 
 
 def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanFile)
     v = obj.get("planId", _MISSING)
     if v.__class__ is str:
         inst.plan_id = v
     elif v is _MISSING:
-        _s.missing(path, "planId")
+        _missing(path, "planId")
     else:
-        _s.fail((path, "planId"), "string", v)
+        _fail((path, "planId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12315,8 +12312,8 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanFile, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -12341,7 +12338,7 @@ class PlanFile(Wire, decoder=_d_PlanFile, tag=("type", "file")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12349,7 +12346,7 @@ class PlanFile(Wire, decoder=_d_PlanFile, tag=("type", "file")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12357,24 +12354,24 @@ _K_PlanMarkdown: Final[frozenset[str]] = frozenset(["type", "planId", "content",
 
 
 def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanMarkdown)
     v = obj.get("planId", _MISSING)
     if v.__class__ is str:
         inst.plan_id = v
     elif v is _MISSING:
-        _s.missing(path, "planId")
+        _missing(path, "planId")
     else:
-        _s.fail((path, "planId"), "string", v)
+        _fail((path, "planId"), "string", v)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12389,8 +12386,8 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanMarkdown, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -12415,7 +12412,7 @@ class PlanMarkdown(Wire, decoder=_d_PlanMarkdown, tag=("type", "markdown")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12423,7 +12420,7 @@ class PlanMarkdown(Wire, decoder=_d_PlanMarkdown, tag=("type", "markdown")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12431,8 +12428,8 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 
 
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
     v = obj.get("plan", _MISSING)
@@ -12443,7 +12440,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     ):
         inst.plan = d1(v, (path, "plan"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "plan")
+        _missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -12460,8 +12457,8 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -12484,7 +12481,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12492,7 +12489,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12500,17 +12497,17 @@ _K_PlanRemoved: Final[frozenset[str]] = frozenset(["sessionUpdate", "planId", "_
 
 
 def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanRemoved)
     v = obj.get("planId", _MISSING)
     if v.__class__ is str:
         inst.plan_id = v
     elif v is _MISSING:
-        _s.missing(path, "planId")
+        _missing(path, "planId")
     else:
-        _s.fail((path, "planId"), "string", v)
+        _fail((path, "planId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12525,8 +12522,8 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanRemoved, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -12549,7 +12546,7 @@ class PlanRemoved(Wire, decoder=_d_PlanRemoved, tag=("sessionUpdate", "plan_remo
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12557,7 +12554,7 @@ class PlanRemoved(Wire, decoder=_d_PlanRemoved, tag=("sessionUpdate", "plan_remo
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12565,24 +12562,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
-        _s.missing(path, "description")
+        _missing(path, "description")
     else:
-        _s.fail((path, "description"), "string", v)
+        _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
@@ -12599,7 +12596,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         try:
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
-            inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -12614,8 +12611,8 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12635,7 +12632,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12645,7 +12642,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12655,17 +12652,17 @@ _K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"]
 def _d_UnstructuredCommandInput(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
     v = obj.get("hint", _MISSING)
     if v.__class__ is str:
         inst.hint = v
     elif v is _MISSING:
-        _s.missing(path, "hint")
+        _missing(path, "hint")
     else:
-        _s.fail((path, "hint"), "string", v)
+        _fail((path, "hint"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12680,8 +12677,8 @@ def _d_UnstructuredCommandInput(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -12697,7 +12694,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12705,7 +12702,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12717,8 +12714,8 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
@@ -12735,16 +12732,16 @@ def _d_AvailableCommandsUpdate(
                 i += 1
             inst.available_commands = items1
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "availableCommands")
+        _missing(path, "availableCommands")
     else:
         try:
-            inst.available_commands = _s.skip_invalid(
+            inst.available_commands = _skip_invalid(
                 v, (path, "availableCommands"), ctx, _d_AvailableCommand
             )
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12759,8 +12756,8 @@ def _d_AvailableCommandsUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -12779,7 +12776,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12790,7 +12787,7 @@ class AvailableCommandsUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12798,17 +12795,17 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 
 
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
     v = obj.get("currentModeId", _MISSING)
     if v.__class__ is str:
         inst.current_mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "currentModeId")
+        _missing(path, "currentModeId")
     else:
-        _s.fail((path, "currentModeId"), "string", v)
+        _fail((path, "currentModeId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12823,8 +12820,8 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12845,7 +12842,7 @@ class CurrentModeUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12856,7 +12853,7 @@ class CurrentModeUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12866,8 +12863,8 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
@@ -12891,16 +12888,16 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12915,8 +12912,8 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12935,7 +12932,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12946,7 +12943,7 @@ class ConfigOptionUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12956,8 +12953,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -12976,7 +12973,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -12986,7 +12983,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13001,8 +12998,8 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -13026,7 +13023,7 @@ class SessionInfoUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13038,7 +13035,7 @@ class SessionInfoUpdate(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13046,24 +13043,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
     if v.__class__ is float:
         inst.amount = v
     elif v is _MISSING:
-        _s.missing(path, "amount")
+        _missing(path, "amount")
     else:
-        inst.amount = _s.as_float(v, (path, "amount"))
+        inst.amount = _as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
     if v.__class__ is str:
         inst.currency = v
     elif v is _MISSING:
-        _s.missing(path, "currency")
+        _missing(path, "currency")
     else:
-        _s.fail((path, "currency"), "string", v)
+        _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -13078,8 +13075,8 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -13097,7 +13094,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13105,7 +13102,7 @@ class Cost(Wire, decoder=_d_Cost):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13115,24 +13112,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
     if v.__class__ is int:
         inst.used = v
     elif v is _MISSING:
-        _s.missing(path, "used")
+        _missing(path, "used")
     else:
-        inst.used = _s.as_int(v, (path, "used"))
+        inst.used = _as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
     elif v is _MISSING:
-        _s.missing(path, "size")
+        _missing(path, "size")
     else:
-        inst.size = _s.as_int(v, (path, "size"))
+        inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
@@ -13149,7 +13146,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         try:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
-            inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13164,8 +13161,8 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -13186,7 +13183,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13196,7 +13193,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13206,24 +13203,24 @@ _K_CompactionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionUpdate)
     v = obj.get("compactionId", _MISSING)
     if v.__class__ is str:
         inst.compaction_id = v
     elif v is _MISSING:
-        _s.missing(path, "compactionId")
+        _missing(path, "compactionId")
     else:
-        _s.fail((path, "compactionId"), "string", v)
+        _fail((path, "compactionId"), "string", v)
     v = obj.get("status", _MISSING)
     if v.__class__ is str:
         inst.status = v
     elif v is _MISSING:
-        _s.missing(path, "status")
+        _missing(path, "status")
     else:
-        _s.fail((path, "status"), "string", v)
+        _fail((path, "status"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.summary = UNSET
@@ -13252,7 +13249,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
                 i += 1
             inst.summary = items3
         except DecodeError as exc:
-            inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
+            inst.summary = _tolerated(ctx, (path, "summary"), exc, UNSET)
     elif v is _MISSING:
         inst.summary = UNSET
         n += 1
@@ -13260,9 +13257,9 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.summary = None
     else:
         try:
-            inst.summary = _s.skip_invalid(v, (path, "summary"), ctx, _d_ContentBlock)
+            inst.summary = _skip_invalid(v, (path, "summary"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.summary = _s.tolerated(ctx, (path, "summary"), exc, UNSET)
+            inst.summary = _tolerated(ctx, (path, "summary"), exc, UNSET)
     v = obj.get("error", _MISSING)
     if v.__class__ is str:
         inst.error = v
@@ -13272,7 +13269,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
     elif v is None:
         inst.error = None
     else:
-        inst.error = _s.tolerate(ctx, (path, "error"), "string", v, UNSET)
+        inst.error = _tolerate(ctx, (path, "error"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13287,8 +13284,8 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CompactionUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -13323,7 +13320,7 @@ class CompactionUpdate(
     """Human-readable description of why the compaction failed."""
     meta: JsonObject | None | Unset = UNSET
     """Extensible metadata patch for this compaction."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13339,7 +13336,7 @@ class CompactionUpdate(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13349,17 +13346,17 @@ _K_CompactionSummaryChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionSummaryChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionSummaryChunk)
     v = obj.get("compactionId", _MISSING)
     if v.__class__ is str:
         inst.compaction_id = v
     elif v is _MISSING:
-        _s.missing(path, "compactionId")
+        _missing(path, "compactionId")
     else:
-        _s.fail((path, "compactionId"), "string", v)
+        _fail((path, "compactionId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -13368,7 +13365,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -13385,8 +13382,8 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -13412,7 +13409,7 @@ class CompactionSummaryChunk(
     """One content block to append."""
     meta: JsonObject | None | Unset = UNSET
     """Metadata scoped to this chunk. Omission and `null` both mean absent."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13424,7 +13421,7 @@ class CompactionSummaryChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13434,17 +13431,17 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -13459,10 +13456,8 @@ def _d_CompleteElicitationNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     return inst
 
 
@@ -13480,7 +13475,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13488,7 +13483,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13498,24 +13493,24 @@ _K_MessageMcpNotification: Final[frozenset[str]] = frozenset(
 
 
 def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpNotification)
     v = obj.get("connectionId", _MISSING)
     if v.__class__ is str:
         inst.connection_id = v
     elif v is _MISSING:
-        _s.missing(path, "connectionId")
+        _missing(path, "connectionId")
     else:
-        _s.fail((path, "connectionId"), "string", v)
+        _fail((path, "connectionId"), "string", v)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -13531,7 +13526,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
     elif v is None:
         inst.params = None
     else:
-        inst.params = _s.tolerate(ctx, (path, "params"), "object", v, UNSET)
+        inst.params = _tolerate(ctx, (path, "params"), "object", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13546,8 +13541,8 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_MessageMcpNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -13578,7 +13573,7 @@ class MessageMcpNotification(Wire, decoder=_d_MessageMcpNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13588,7 +13583,7 @@ class MessageMcpNotification(Wire, decoder=_d_MessageMcpNotification):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13596,22 +13591,22 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -13625,7 +13620,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -13639,7 +13634,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -13647,7 +13642,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13657,8 +13652,8 @@ _K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
@@ -13678,7 +13673,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         absent.append("readTextFile")
         n += 1
     else:
-        inst.read_text_file = _s.tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
+        inst.read_text_file = _tolerate(ctx, (path, "readTextFile"), "boolean", v, False)
     v = obj.get("writeTextFile", _MISSING)
     if v.__class__ is bool:
         inst.write_text_file = v
@@ -13687,7 +13682,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         absent.append("writeTextFile")
         n += 1
     else:
-        inst.write_text_file = _s.tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
+        inst.write_text_file = _tolerate(ctx, (path, "writeTextFile"), "boolean", v, False)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13703,8 +13698,8 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13726,7 +13721,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -13742,7 +13737,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13750,8 +13745,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
@@ -13770,7 +13765,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         absent.append("terminal")
         n += 1
     else:
-        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13786,8 +13781,8 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13812,7 +13807,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -13826,7 +13821,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13846,8 +13841,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
@@ -13874,7 +13869,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.fs = _d_FileSystemCapabilities(v, (path, "fs"), ctx)
         except DecodeError as exc:
-            inst.fs = _s.tolerated(
+            inst.fs = _tolerated(
                 ctx,
                 (path, "fs"),
                 exc,
@@ -13888,7 +13883,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         absent.append("terminal")
         n += 1
     else:
-        inst.terminal = _s.tolerate(ctx, (path, "terminal"), "boolean", v, False)
+        inst.terminal = _tolerate(ctx, (path, "terminal"), "boolean", v, False)
     v = obj.get("session", _MISSING)
     if v is _MISSING:
         inst.session = UNSET
@@ -13899,7 +13894,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.session = _d_ClientSessionCapabilities(v, (path, "session"), ctx)
         except DecodeError as exc:
-            inst.session = _s.tolerated(ctx, (path, "session"), exc, UNSET)
+            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
     v = obj.get("plan", _MISSING)
     if v is _MISSING:
         inst.plan = UNSET
@@ -13910,7 +13905,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.plan = _d_PlanCapabilities(v, (path, "plan"), ctx)
         except DecodeError as exc:
-            inst.plan = _s.tolerated(ctx, (path, "plan"), exc, UNSET)
+            inst.plan = _tolerated(ctx, (path, "plan"), exc, UNSET)
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = AuthCapabilities(terminal=False)
@@ -13920,7 +13915,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, AuthCapabilities(terminal=False))
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
@@ -13931,7 +13926,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
-            inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
     v = obj.get("nes", _MISSING)
     if v is _MISSING:
         inst.nes = UNSET
@@ -13942,7 +13937,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.nes = _d_ClientNesCapabilities(v, (path, "nes"), ctx)
         except DecodeError as exc:
-            inst.nes = _s.tolerated(ctx, (path, "nes"), exc, UNSET)
+            inst.nes = _tolerated(ctx, (path, "nes"), exc, UNSET)
     v = obj.get("positionEncodings", _MISSING)
     if v.__class__ is list:
         try:
@@ -13954,31 +13949,31 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
                     items8.append(
                         _PositionEncodingKind_VALUES[x]
                         if x.__class__ is str and x in _PositionEncodingKind_VALUES
-                        else _s.enum_fail((p8, i), "PositionEncodingKind", x)
+                        else _enum_fail((p8, i), "PositionEncodingKind", x)
                     )
                 except DecodeError as exc:
                     ctx.tolerated((p8, i), exc, "item dropped")
                 i += 1
             inst.position_encodings = items8
         except DecodeError as exc:
-            inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+            inst.position_encodings = _tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
     elif v is _MISSING:
         inst.position_encodings = UNSET
         n += 1
     else:
         try:
-            inst.position_encodings = _s.skip_invalid(
+            inst.position_encodings = _skip_invalid(
                 v,
                 (path, "positionEncodings"),
                 ctx,
                 lambda x, p, ctx: (
                     _PositionEncodingKind_VALUES[x]
                     if x.__class__ is str and x in _PositionEncodingKind_VALUES
-                    else _s.enum_fail(p, "PositionEncodingKind", x)
+                    else _enum_fail(p, "PositionEncodingKind", x)
                 ),
             )
         except DecodeError as exc:
-            inst.position_encodings = _s.tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
+            inst.position_encodings = _tolerated(ctx, (path, "positionEncodings"), exc, UNSET)
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -13994,8 +13989,8 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14062,7 +14057,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -14093,7 +14088,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v9 := self.meta) is not UNSET:
             d["_meta"] = None if v9 is None else v9
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14103,8 +14098,8 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
@@ -14112,9 +14107,9 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.client_capabilities = ClientCapabilities(
@@ -14140,7 +14135,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         try:
             inst.client_capabilities = _d_ClientCapabilities(v, (path, "clientCapabilities"), ctx)
         except DecodeError as exc:
-            inst.client_capabilities = _s.tolerated(
+            inst.client_capabilities = _tolerated(
                 ctx,
                 (path, "clientCapabilities"),
                 exc,
@@ -14160,7 +14155,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         try:
             inst.client_info = _d_Implementation(v, (path, "clientInfo"), ctx)
         except DecodeError as exc:
-            inst.client_info = _s.tolerated(ctx, (path, "clientInfo"), exc, UNSET)
+            inst.client_info = _tolerated(ctx, (path, "clientInfo"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -14176,8 +14171,8 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14210,7 +14205,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -14234,7 +14229,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14246,8 +14241,8 @@ _K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(
 def _d_ClientSessionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
     if (n := len(obj)) == 0:
@@ -14267,7 +14262,7 @@ def _d_ClientSessionCapabilities(
         try:
             inst.compaction = _d_CompactionCapabilities(v, (path, "compaction"), ctx)
         except DecodeError as exc:
-            inst.compaction = _s.tolerated(ctx, (path, "compaction"), exc, UNSET)
+            inst.compaction = _tolerated(ctx, (path, "compaction"), exc, UNSET)
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
         inst.config_options = UNSET
@@ -14280,7 +14275,7 @@ def _d_ClientSessionCapabilities(
                 v, (path, "configOptions"), ctx
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -14295,8 +14290,8 @@ def _d_ClientSessionCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
     return inst
 
 
@@ -14322,7 +14317,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14334,7 +14329,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14342,11 +14337,11 @@ _K_CompactionCapabilities: Final[frozenset[str]] = frozenset([])
 
 
 def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = {} if len(obj) == 0 else _s.extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    inst.extra = {} if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
     return inst
 
 
@@ -14360,13 +14355,13 @@ class CompactionCapabilities(Wire, decoder=_d_CompactionCapabilities):
 
     UNSTABLE: not part of the stable protocol yet."""
 
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14376,8 +14371,8 @@ _K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean
 def _d_SessionConfigOptionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
     if (n := len(obj)) == 0:
@@ -14396,7 +14391,7 @@ def _d_SessionConfigOptionsCapabilities(
         try:
             inst.boolean = _d_BooleanConfigOptionCapabilities(v, (path, "boolean"), ctx)
         except DecodeError as exc:
-            inst.boolean = _s.tolerated(ctx, (path, "boolean"), exc, UNSET)
+            inst.boolean = _tolerated(ctx, (path, "boolean"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -14411,9 +14406,9 @@ def _d_SessionConfigOptionsCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -14435,7 +14430,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14445,7 +14440,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14455,8 +14450,8 @@ _K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_BooleanConfigOptionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
     if (n := len(obj)) == 0:
@@ -14473,10 +14468,8 @@ def _d_BooleanConfigOptionCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
     return inst
 
 
@@ -14492,7 +14485,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14500,7 +14493,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14508,8 +14501,8 @@ _K_PlanCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanCapabilities)
     if (n := len(obj)) == 0:
@@ -14526,8 +14519,8 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PlanCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -14547,7 +14540,7 @@ class PlanCapabilities(Wire, decoder=_d_PlanCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14555,7 +14548,7 @@ class PlanCapabilities(Wire, decoder=_d_PlanCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14565,8 +14558,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -14586,7 +14579,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
         except DecodeError as exc:
-            inst.form = _s.tolerated(ctx, (path, "form"), exc, UNSET)
+            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
@@ -14597,7 +14590,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
-            inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -14612,8 +14605,8 @@ def _d_ElicitationCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -14639,7 +14632,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14651,7 +14644,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14661,8 +14654,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -14679,8 +14672,8 @@ def _d_ElicitationFormCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -14698,7 +14691,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14706,7 +14699,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14716,8 +14709,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -14734,8 +14727,8 @@ def _d_ElicitationUrlCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -14753,7 +14746,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14761,7 +14754,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14771,8 +14764,8 @@ _K_ClientNesCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNesCapabilities)
     if (n := len(obj)) == 0:
@@ -14793,7 +14786,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         try:
             inst.jump = _d_NesJumpCapabilities(v, (path, "jump"), ctx)
         except DecodeError as exc:
-            inst.jump = _s.tolerated(ctx, (path, "jump"), exc, UNSET)
+            inst.jump = _tolerated(ctx, (path, "jump"), exc, UNSET)
     v = obj.get("rename", _MISSING)
     if v is _MISSING:
         inst.rename = UNSET
@@ -14804,7 +14797,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         try:
             inst.rename = _d_NesRenameCapabilities(v, (path, "rename"), ctx)
         except DecodeError as exc:
-            inst.rename = _s.tolerated(ctx, (path, "rename"), exc, UNSET)
+            inst.rename = _tolerated(ctx, (path, "rename"), exc, UNSET)
     v = obj.get("searchAndReplace", _MISSING)
     if v is _MISSING:
         inst.search_and_replace = UNSET
@@ -14817,7 +14810,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
                 v, (path, "searchAndReplace"), ctx
             )
         except DecodeError as exc:
-            inst.search_and_replace = _s.tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
+            inst.search_and_replace = _tolerated(ctx, (path, "searchAndReplace"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -14832,8 +14825,8 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -14855,7 +14848,7 @@ class ClientNesCapabilities(Wire, decoder=_d_ClientNesCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14869,7 +14862,7 @@ class ClientNesCapabilities(Wire, decoder=_d_ClientNesCapabilities):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14877,8 +14870,8 @@ _K_NesJumpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpCapabilities)
     if (n := len(obj)) == 0:
@@ -14895,8 +14888,8 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -14912,7 +14905,7 @@ class NesJumpCapabilities(Wire, decoder=_d_NesJumpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14920,7 +14913,7 @@ class NesJumpCapabilities(Wire, decoder=_d_NesJumpCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14928,8 +14921,8 @@ _K_NesRenameCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameCapabilities)
     if (n := len(obj)) == 0:
@@ -14946,8 +14939,8 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -14963,7 +14956,7 @@ class NesRenameCapabilities(Wire, decoder=_d_NesRenameCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -14971,7 +14964,7 @@ class NesRenameCapabilities(Wire, decoder=_d_NesRenameCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -14981,8 +14974,8 @@ _K_NesSearchAndReplaceCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesSearchAndReplaceCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesSearchAndReplaceCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceCapabilities)
     if (n := len(obj)) == 0:
@@ -14999,10 +14992,8 @@ def _d_NesSearchAndReplaceCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
     return inst
 
 
@@ -15018,7 +15009,7 @@ class NesSearchAndReplaceCapabilities(Wire, decoder=_d_NesSearchAndReplaceCapabi
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15026,7 +15017,7 @@ class NesSearchAndReplaceCapabilities(Wire, decoder=_d_NesSearchAndReplaceCapabi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15034,17 +15025,17 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
     v = obj.get("methodId", _MISSING)
     if v.__class__ is str:
         inst.method_id = v
     elif v is _MISSING:
-        _s.missing(path, "methodId")
+        _missing(path, "methodId")
     else:
-        _s.fail((path, "methodId"), "string", v)
+        _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15059,8 +15050,8 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -15079,7 +15070,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15087,7 +15078,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15095,8 +15086,8 @@ _K_ListProvidersRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersRequest)
     if (n := len(obj)) == 0:
@@ -15113,8 +15104,8 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ListProvidersRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -15134,7 +15125,7 @@ class ListProvidersRequest(Wire, decoder=_d_ListProvidersRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15142,7 +15133,7 @@ class ListProvidersRequest(Wire, decoder=_d_ListProvidersRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15152,31 +15143,31 @@ _K_SetProviderRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderRequest)
     v = obj.get("providerId", _MISSING)
     if v.__class__ is str:
         inst.provider_id = v
     elif v is _MISSING:
-        _s.missing(path, "providerId")
+        _missing(path, "providerId")
     else:
-        _s.fail((path, "providerId"), "string", v)
+        _fail((path, "providerId"), "string", v)
     v = obj.get("apiType", _MISSING)
     if v.__class__ is str:
         inst.api_type = v
     elif v is _MISSING:
-        _s.missing(path, "apiType")
+        _missing(path, "apiType")
     else:
-        _s.fail((path, "apiType"), "string", v)
+        _fail((path, "apiType"), "string", v)
     v = obj.get("baseUrl", _MISSING)
     if v.__class__ is str:
         inst.base_url = v
     elif v is _MISSING:
-        _s.missing(path, "baseUrl")
+        _missing(path, "baseUrl")
     else:
-        _s.fail((path, "baseUrl"), "string", v)
+        _fail((path, "baseUrl"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
@@ -15188,7 +15179,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.headers = UNSET
         n += 1
     else:
-        inst.headers = _s.map_of(v, (path, "headers"), ctx, _s.d_str)
+        inst.headers = _map_of(v, (path, "headers"), ctx, _d_str)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -15203,8 +15194,8 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SetProviderRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -15235,7 +15226,7 @@ class SetProviderRequest(Wire, decoder=_d_SetProviderRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15249,7 +15240,7 @@ class SetProviderRequest(Wire, decoder=_d_SetProviderRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15257,17 +15248,17 @@ _K_DisableProviderRequest: Final[frozenset[str]] = frozenset(["providerId", "_me
 
 
 def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisableProviderRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderRequest)
     v = obj.get("providerId", _MISSING)
     if v.__class__ is str:
         inst.provider_id = v
     elif v is _MISSING:
-        _s.missing(path, "providerId")
+        _missing(path, "providerId")
     else:
-        _s.fail((path, "providerId"), "string", v)
+        _fail((path, "providerId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15282,8 +15273,8 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DisableProviderRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -15305,7 +15296,7 @@ class DisableProviderRequest(Wire, decoder=_d_DisableProviderRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15313,7 +15304,7 @@ class DisableProviderRequest(Wire, decoder=_d_DisableProviderRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15321,8 +15312,8 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
     if (n := len(obj)) == 0:
@@ -15339,8 +15330,8 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -15356,7 +15347,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15364,7 +15355,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15374,17 +15365,17 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("mcpServers", _MISSING)
     if v.__class__ is list:
         try:
@@ -15406,14 +15397,14 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i += 1
             inst.mcp_servers = items2
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "mcpServers")
+        _missing(path, "mcpServers")
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -15428,13 +15419,13 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -15442,11 +15433,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     if n == 3:
@@ -15463,8 +15454,8 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -15491,7 +15482,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15501,7 +15492,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15509,24 +15500,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15541,8 +15532,8 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -15560,7 +15551,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15568,7 +15559,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15576,24 +15567,24 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
         p3 = (path, "headers")
@@ -15604,9 +15595,9 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
             i += 1
         inst.headers = items3
     elif v is _MISSING:
-        _s.missing(path, "headers")
+        _missing(path, "headers")
     else:
-        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15621,8 +15612,8 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -15643,7 +15634,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15656,7 +15647,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15664,24 +15655,24 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 
 
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
         p3 = (path, "headers")
@@ -15692,9 +15683,9 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
             i += 1
         inst.headers = items3
     elif v is _MISSING:
-        _s.missing(path, "headers")
+        _missing(path, "headers")
     else:
-        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15709,8 +15700,8 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerSse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -15731,7 +15722,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15744,7 +15735,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15752,24 +15743,24 @@ _K_McpServerAcp: Final[frozenset[str]] = frozenset(["type", "name", "serverId", 
 
 
 def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerAcp)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("serverId", _MISSING)
     if v.__class__ is str:
         inst.server_id = v
     elif v is _MISSING:
-        _s.missing(path, "serverId")
+        _missing(path, "serverId")
     else:
-        _s.fail((path, "serverId"), "string", v)
+        _fail((path, "serverId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15784,8 +15775,8 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpServerAcp, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15816,7 +15807,7 @@ class McpServerAcp(Wire, decoder=_d_McpServerAcp, tag=("type", "acp")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15824,7 +15815,7 @@ class McpServerAcp(Wire, decoder=_d_McpServerAcp, tag=("type", "acp")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15832,37 +15823,37 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         p3 = (path, "args")
         items3: list[str] = []
         i = 0
         for x in v:
-            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
             i += 1
         inst.args = items3
     elif v is _MISSING:
-        _s.missing(path, "args")
+        _missing(path, "args")
     else:
-        inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
+        inst.args = _list_of(v, (path, "args"), ctx, _d_str)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         p4 = (path, "env")
@@ -15873,9 +15864,9 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             i += 1
         inst.env = items4
     elif v is _MISSING:
-        _s.missing(path, "env")
+        _missing(path, "env")
     else:
-        inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+        inst.env = _list_of(v, (path, "env"), ctx, _d_EnvVariable)
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -15890,8 +15881,8 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15913,7 +15904,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -15926,7 +15917,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -15936,8 +15927,8 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
     v = obj.get("mcpServers", _MISSING)
@@ -15961,28 +15952,28 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 i += 1
             inst.mcp_servers = items1
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "mcpServers")
+        _missing(path, "mcpServers")
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, [])
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -15997,13 +15988,13 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             i = 0
             for x in v:
                 try:
-                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                    items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p4, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items4
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -16011,11 +16002,11 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     if n == 4:
@@ -16032,8 +16023,8 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -16065,7 +16056,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16079,7 +16070,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16087,8 +16078,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -16107,7 +16098,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cwd = None
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
     if v.__class__ is str:
         inst.cursor = v
@@ -16117,7 +16108,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cursor = None
     else:
-        _s.fail((path, "cursor"), "string", v)
+        _fail((path, "cursor"), "string", v)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -16132,8 +16123,8 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -16153,7 +16144,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16165,7 +16156,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16173,17 +16164,17 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16198,8 +16189,8 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -16217,7 +16208,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16225,7 +16216,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16235,24 +16226,24 @@ _K_ForkSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -16268,13 +16259,13 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -16282,11 +16273,11 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
@@ -16310,15 +16301,15 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
                 i += 1
             inst.mcp_servers = items4
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
         n += 1
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -16333,8 +16324,8 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ForkSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -16371,7 +16362,7 @@ class ForkSessionRequest(Wire, decoder=_d_ForkSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16383,7 +16374,7 @@ class ForkSessionRequest(Wire, decoder=_d_ForkSessionRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16393,24 +16384,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -16426,13 +16417,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -16440,11 +16431,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
@@ -16468,15 +16459,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i += 1
             inst.mcp_servers = items4
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
         n += 1
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -16491,8 +16482,8 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -16524,7 +16515,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16536,7 +16527,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16544,17 +16535,17 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16569,8 +16560,8 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -16592,7 +16583,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16600,7 +16591,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16608,24 +16599,24 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 
 
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("modeId", _MISSING)
     if v.__class__ is str:
         inst.mode_id = v
     elif v is _MISSING:
-        _s.missing(path, "modeId")
+        _missing(path, "modeId")
     else:
-        _s.fail((path, "modeId"), "string", v)
+        _fail((path, "modeId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16640,8 +16631,8 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -16659,7 +16650,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16667,7 +16658,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16679,31 +16670,31 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is bool:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "boolean", v)
+        _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16718,9 +16709,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -16744,7 +16735,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16757,7 +16748,7 @@ class SetSessionConfigOptionRequestBoolean(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16769,31 +16760,31 @@ _K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestValueId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16808,9 +16799,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -16835,7 +16826,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16847,7 +16838,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16855,17 +16846,17 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
     if v.__class__ is list:
         p2 = (path, "prompt")
@@ -16883,9 +16874,9 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
             i += 1
         inst.prompt = items2
     elif v is _MISSING:
-        _s.missing(path, "prompt")
+        _missing(path, "prompt")
     else:
-        inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+        inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -16900,8 +16891,8 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16936,7 +16927,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -16944,7 +16935,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -16954,8 +16945,8 @@ _K_StartNesRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesRequest)
     if (n := len(obj)) == 0:
@@ -16975,7 +16966,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     elif v is None:
         inst.workspace_uri = None
     else:
-        inst.workspace_uri = _s.tolerate(ctx, (path, "workspaceUri"), "string", v, UNSET)
+        inst.workspace_uri = _tolerate(ctx, (path, "workspaceUri"), "string", v, UNSET)
     v = obj.get("workspaceFolders", _MISSING)
     if v.__class__ is list:
         p2 = (path, "workspaceFolders")
@@ -16991,7 +16982,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     elif v is None:
         inst.workspace_folders = None
     else:
-        inst.workspace_folders = _s.list_of(v, (path, "workspaceFolders"), ctx, _d_WorkspaceFolder)
+        inst.workspace_folders = _list_of(v, (path, "workspaceFolders"), ctx, _d_WorkspaceFolder)
     v = obj.get("repository", _MISSING)
     if v is _MISSING:
         inst.repository = UNSET
@@ -17002,7 +16993,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         try:
             inst.repository = _d_NesRepository(v, (path, "repository"), ctx)
         except DecodeError as exc:
-            inst.repository = _s.tolerated(ctx, (path, "repository"), exc, UNSET)
+            inst.repository = _tolerated(ctx, (path, "repository"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -17017,8 +17008,8 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_StartNesRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -17040,7 +17031,7 @@ class StartNesRequest(Wire, decoder=_d_StartNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17054,7 +17045,7 @@ class StartNesRequest(Wire, decoder=_d_StartNesRequest):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17062,24 +17053,24 @@ _K_WorkspaceFolder: Final[frozenset[str]] = frozenset(["uri", "name", "_meta"])
 
 
 def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFolder:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WorkspaceFolder)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17094,8 +17085,8 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WorkspaceFolder, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -17115,7 +17106,7 @@ class WorkspaceFolder(Wire, decoder=_d_WorkspaceFolder):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17123,7 +17114,7 @@ class WorkspaceFolder(Wire, decoder=_d_WorkspaceFolder):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17131,31 +17122,31 @@ _K_NesRepository: Final[frozenset[str]] = frozenset(["name", "owner", "remoteUrl
 
 
 def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRepository)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("owner", _MISSING)
     if v.__class__ is str:
         inst.owner = v
     elif v is _MISSING:
-        _s.missing(path, "owner")
+        _missing(path, "owner")
     else:
-        _s.fail((path, "owner"), "string", v)
+        _fail((path, "owner"), "string", v)
     v = obj.get("remoteUrl", _MISSING)
     if v.__class__ is str:
         inst.remote_url = v
     elif v is _MISSING:
-        _s.missing(path, "remoteUrl")
+        _missing(path, "remoteUrl")
     else:
-        _s.fail((path, "remoteUrl"), "string", v)
+        _fail((path, "remoteUrl"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17170,8 +17161,8 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRepository, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -17193,7 +17184,7 @@ class NesRepository(Wire, decoder=_d_NesRepository):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17201,7 +17192,7 @@ class NesRepository(Wire, decoder=_d_NesRepository):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17211,43 +17202,43 @@ _K_SuggestNesRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is int:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        inst.version = _s.as_int(v, (path, "version"))
+        inst.version = _as_int(v, (path, "version"))
     v = obj.get("position", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "position")
+        _missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("triggerKind", _MISSING)
     if v.__class__ is str and v in _NesTriggerKind_VALUES:
         inst.trigger_kind = _NesTriggerKind_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "triggerKind")
+        _missing(path, "triggerKind")
     else:
-        _s.enum_fail((path, "triggerKind"), "NesTriggerKind", v)
+        _enum_fail((path, "triggerKind"), "NesTriggerKind", v)
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.selection = UNSET
@@ -17285,8 +17276,8 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _s.extra_fields(obj, _K_SuggestNesRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -17316,7 +17307,7 @@ class SuggestNesRequest(Wire, decoder=_d_SuggestNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17334,7 +17325,7 @@ class SuggestNesRequest(Wire, decoder=_d_SuggestNesRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17352,8 +17343,8 @@ _K_NesSuggestContext: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestContext:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSuggestContext)
     if (n := len(obj)) == 0:
@@ -17382,7 +17373,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.recent_files = None
     else:
-        inst.recent_files = _s.list_of(v, (path, "recentFiles"), ctx, _d_NesRecentFile)
+        inst.recent_files = _list_of(v, (path, "recentFiles"), ctx, _d_NesRecentFile)
     v = obj.get("relatedSnippets", _MISSING)
     if v.__class__ is list:
         p2 = (path, "relatedSnippets")
@@ -17398,7 +17389,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.related_snippets = None
     else:
-        inst.related_snippets = _s.list_of(v, (path, "relatedSnippets"), ctx, _d_NesRelatedSnippet)
+        inst.related_snippets = _list_of(v, (path, "relatedSnippets"), ctx, _d_NesRelatedSnippet)
     v = obj.get("editHistory", _MISSING)
     if v.__class__ is list:
         p3 = (path, "editHistory")
@@ -17414,7 +17405,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.edit_history = None
     else:
-        inst.edit_history = _s.list_of(v, (path, "editHistory"), ctx, _d_NesEditHistoryEntry)
+        inst.edit_history = _list_of(v, (path, "editHistory"), ctx, _d_NesEditHistoryEntry)
     v = obj.get("userActions", _MISSING)
     if v.__class__ is list:
         p4 = (path, "userActions")
@@ -17430,7 +17421,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.user_actions = None
     else:
-        inst.user_actions = _s.list_of(v, (path, "userActions"), ctx, _d_NesUserAction)
+        inst.user_actions = _list_of(v, (path, "userActions"), ctx, _d_NesUserAction)
     v = obj.get("openFiles", _MISSING)
     if v.__class__ is list:
         p5 = (path, "openFiles")
@@ -17446,7 +17437,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.open_files = None
     else:
-        inst.open_files = _s.list_of(v, (path, "openFiles"), ctx, _d_NesOpenFile)
+        inst.open_files = _list_of(v, (path, "openFiles"), ctx, _d_NesOpenFile)
     v = obj.get("diagnostics", _MISSING)
     if v.__class__ is list:
         p6 = (path, "diagnostics")
@@ -17462,7 +17453,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.diagnostics = None
     else:
-        inst.diagnostics = _s.list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
+        inst.diagnostics = _list_of(v, (path, "diagnostics"), ctx, _d_NesDiagnostic)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -17477,8 +17468,8 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_NesSuggestContext, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -17506,7 +17497,7 @@ class NesSuggestContext(Wire, decoder=_d_NesSuggestContext):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17526,7 +17517,7 @@ class NesSuggestContext(Wire, decoder=_d_NesSuggestContext):
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17534,31 +17525,31 @@ _K_NesRecentFile: Final[frozenset[str]] = frozenset(["uri", "languageId", "text"
 
 
 def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFile)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
     if v.__class__ is str:
         inst.language_id = v
     elif v is _MISSING:
-        _s.missing(path, "languageId")
+        _missing(path, "languageId")
     else:
-        _s.fail((path, "languageId"), "string", v)
+        _fail((path, "languageId"), "string", v)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17573,8 +17564,8 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesRecentFile, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -17596,7 +17587,7 @@ class NesRecentFile(Wire, decoder=_d_NesRecentFile):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17604,7 +17595,7 @@ class NesRecentFile(Wire, decoder=_d_NesRecentFile):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17612,17 +17603,17 @@ _K_NesRelatedSnippet: Final[frozenset[str]] = frozenset(["uri", "excerpts", "_me
 
 
 def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelatedSnippet:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippet)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("excerpts", _MISSING)
     if v.__class__ is list:
         p2 = (path, "excerpts")
@@ -17633,9 +17624,9 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
             i += 1
         inst.excerpts = items2
     elif v is _MISSING:
-        _s.missing(path, "excerpts")
+        _missing(path, "excerpts")
     else:
-        inst.excerpts = _s.list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
+        inst.excerpts = _list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17650,8 +17641,8 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -17671,7 +17662,7 @@ class NesRelatedSnippet(Wire, decoder=_d_NesRelatedSnippet):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17679,7 +17670,7 @@ class NesRelatedSnippet(Wire, decoder=_d_NesRelatedSnippet):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17687,31 +17678,31 @@ _K_NesExcerpt: Final[frozenset[str]] = frozenset(["startLine", "endLine", "text"
 
 
 def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesExcerpt)
     v = obj.get("startLine", _MISSING)
     if v.__class__ is int:
         inst.start_line = v
     elif v is _MISSING:
-        _s.missing(path, "startLine")
+        _missing(path, "startLine")
     else:
-        inst.start_line = _s.as_int(v, (path, "startLine"))
+        inst.start_line = _as_int(v, (path, "startLine"))
     v = obj.get("endLine", _MISSING)
     if v.__class__ is int:
         inst.end_line = v
     elif v is _MISSING:
-        _s.missing(path, "endLine")
+        _missing(path, "endLine")
     else:
-        inst.end_line = _s.as_int(v, (path, "endLine"))
+        inst.end_line = _as_int(v, (path, "endLine"))
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17726,8 +17717,8 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NesExcerpt, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -17749,7 +17740,7 @@ class NesExcerpt(Wire, decoder=_d_NesExcerpt):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17757,7 +17748,7 @@ class NesExcerpt(Wire, decoder=_d_NesExcerpt):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17765,24 +17756,24 @@ _K_NesEditHistoryEntry: Final[frozenset[str]] = frozenset(["uri", "diff", "_meta
 
 
 def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditHistoryEntry:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryEntry)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("diff", _MISSING)
     if v.__class__ is str:
         inst.diff = v
     elif v is _MISSING:
-        _s.missing(path, "diff")
+        _missing(path, "diff")
     else:
-        _s.fail((path, "diff"), "string", v)
+        _fail((path, "diff"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17797,8 +17788,8 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -17818,7 +17809,7 @@ class NesEditHistoryEntry(Wire, decoder=_d_NesEditHistoryEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17826,7 +17817,7 @@ class NesEditHistoryEntry(Wire, decoder=_d_NesEditHistoryEntry):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17836,36 +17827,36 @@ _K_NesUserAction: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserAction)
     v = obj.get("action", _MISSING)
     if v.__class__ is str:
         inst.action = v
     elif v is _MISSING:
-        _s.missing(path, "action")
+        _missing(path, "action")
     else:
-        _s.fail((path, "action"), "string", v)
+        _fail((path, "action"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("position", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "position")
+        _missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("timestampMs", _MISSING)
     if v.__class__ is int:
         inst.timestamp_ms = v
     elif v is _MISSING:
-        _s.missing(path, "timestampMs")
+        _missing(path, "timestampMs")
     else:
-        inst.timestamp_ms = _s.as_int(v, (path, "timestampMs"))
+        inst.timestamp_ms = _as_int(v, (path, "timestampMs"))
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -17880,8 +17871,8 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesUserAction, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -17905,7 +17896,7 @@ class NesUserAction(Wire, decoder=_d_NesUserAction):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -17918,7 +17909,7 @@ class NesUserAction(Wire, decoder=_d_NesUserAction):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -17928,24 +17919,24 @@ _K_NesOpenFile: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFile)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
     if v.__class__ is str:
         inst.language_id = v
     elif v is _MISSING:
-        _s.missing(path, "languageId")
+        _missing(path, "languageId")
     else:
-        _s.fail((path, "languageId"), "string", v)
+        _fail((path, "languageId"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.visible_range = UNSET
@@ -17963,7 +17954,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         try:
             inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
         except DecodeError as exc:
-            inst.visible_range = _s.tolerated(ctx, (path, "visibleRange"), exc, UNSET)
+            inst.visible_range = _tolerated(ctx, (path, "visibleRange"), exc, UNSET)
     v = obj.get("lastFocusedMs", _MISSING)
     if v.__class__ is int:
         inst.last_focused_ms = v
@@ -17974,9 +17965,9 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.last_focused_ms = None
     else:
         try:
-            inst.last_focused_ms = _s.as_int(v, (path, "lastFocusedMs"))
+            inst.last_focused_ms = _as_int(v, (path, "lastFocusedMs"))
         except DecodeError as exc:
-            inst.last_focused_ms = _s.tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
+            inst.last_focused_ms = _tolerated(ctx, (path, "lastFocusedMs"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -17991,8 +17982,8 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesOpenFile, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -18016,7 +18007,7 @@ class NesOpenFile(Wire, decoder=_d_NesOpenFile):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18028,7 +18019,7 @@ class NesOpenFile(Wire, decoder=_d_NesOpenFile):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18038,36 +18029,36 @@ _K_NesDiagnostic: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnostic)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("range", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "range")
+        _missing(path, "range")
     else:
         inst.range = _d_Range(v, (path, "range"), ctx)
     v = obj.get("severity", _MISSING)
     if v.__class__ is str and v in _NesDiagnosticSeverity_VALUES:
         inst.severity = _NesDiagnosticSeverity_VALUES[v]
     elif v is _MISSING:
-        _s.missing(path, "severity")
+        _missing(path, "severity")
     else:
-        _s.enum_fail((path, "severity"), "NesDiagnosticSeverity", v)
+        _enum_fail((path, "severity"), "NesDiagnosticSeverity", v)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18082,8 +18073,8 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_NesDiagnostic, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -18107,7 +18098,7 @@ class NesDiagnostic(Wire, decoder=_d_NesDiagnostic):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18120,7 +18111,7 @@ class NesDiagnostic(Wire, decoder=_d_NesDiagnostic):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18128,17 +18119,17 @@ _K_CloseNesRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18153,8 +18144,8 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseNesRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -18175,7 +18166,7 @@ class CloseNesRequest(Wire, decoder=_d_CloseNesRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18183,7 +18174,7 @@ class CloseNesRequest(Wire, decoder=_d_CloseNesRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18191,21 +18182,21 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -18217,13 +18208,13 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18231,21 +18222,21 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -18257,13 +18248,13 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18271,8 +18262,8 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
     if (n := len(obj)) == 0:
@@ -18289,8 +18280,8 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -18304,7 +18295,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18312,7 +18303,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18320,17 +18311,17 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18345,8 +18336,8 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -18362,7 +18353,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18370,7 +18361,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18380,8 +18371,8 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
@@ -18392,7 +18383,7 @@ def _d_RequestPermissionResponse(
     ):
         inst.outcome = d1(v, (path, "outcome"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "outcome")
+        _missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
@@ -18409,8 +18400,8 @@ def _d_RequestPermissionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -18426,7 +18417,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18434,7 +18425,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18444,14 +18435,14 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
         if len(obj) - ("outcome" in obj) == 0
-        else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
+        else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
 
@@ -18470,13 +18461,13 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "cancelled"}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18486,17 +18477,17 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18511,8 +18502,8 @@ def _d_SelectedPermissionOutcome(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -18531,7 +18522,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18539,7 +18530,7 @@ class SelectedPermissionOutcome(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18547,17 +18538,17 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 
 
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18572,8 +18563,8 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -18589,7 +18580,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18597,7 +18588,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18607,24 +18598,24 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
     v = obj.get("output", _MISSING)
     if v.__class__ is str:
         inst.output = v
     elif v is _MISSING:
-        _s.missing(path, "output")
+        _missing(path, "output")
     else:
-        _s.fail((path, "output"), "string", v)
+        _fail((path, "output"), "string", v)
     v = obj.get("truncated", _MISSING)
     if v.__class__ is bool:
         inst.truncated = v
     elif v is _MISSING:
-        _s.missing(path, "truncated")
+        _missing(path, "truncated")
     else:
-        _s.fail((path, "truncated"), "boolean", v)
+        _fail((path, "truncated"), "boolean", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
@@ -18641,7 +18632,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         try:
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
-            inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -18656,8 +18647,8 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -18677,7 +18668,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18687,7 +18678,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18695,8 +18686,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -18716,9 +18707,9 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = None
     else:
         try:
-            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+            inst.exit_code = _as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
     if v.__class__ is str:
         inst.signal = v
@@ -18728,7 +18719,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.signal = None
     else:
-        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -18743,8 +18734,8 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -18762,7 +18753,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18774,7 +18765,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18784,8 +18775,8 @@ _K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ReleaseTerminalResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
     if (n := len(obj)) == 0:
@@ -18802,8 +18793,8 @@ def _d_ReleaseTerminalResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -18817,7 +18808,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18825,7 +18816,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18835,8 +18826,8 @@ _K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "
 def _d_WaitForTerminalExitResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
     if (n := len(obj)) == 0:
@@ -18856,9 +18847,9 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = None
     else:
         try:
-            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+            inst.exit_code = _as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
     if v.__class__ is str:
         inst.signal = v
@@ -18868,7 +18859,7 @@ def _d_WaitForTerminalExitResponse(
     elif v is None:
         inst.signal = None
     else:
-        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -18883,8 +18874,8 @@ def _d_WaitForTerminalExitResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
     return inst
 
 
@@ -18902,7 +18893,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18914,7 +18905,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18922,8 +18913,8 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
     if (n := len(obj)) == 0:
@@ -18940,8 +18931,8 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -18955,7 +18946,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -18963,7 +18954,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -18975,8 +18966,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -18994,7 +18985,7 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
@@ -19007,10 +18998,8 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
-    )
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     return inst
 
 
@@ -19031,7 +19020,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19045,7 +19034,7 @@ class CreateElicitationResponseAccept(
                 else {k: encode_ElicitationContentValue(x) for k, x in v2.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19055,8 +19044,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -19073,9 +19062,9 @@ def _d_CreateElicitationResponseDecline(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -19095,7 +19084,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19103,7 +19092,7 @@ class CreateElicitationResponseDecline(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19113,8 +19102,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -19131,10 +19120,8 @@ def _d_CreateElicitationResponseCancel(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     return inst
 
 
@@ -19153,7 +19140,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19161,7 +19148,7 @@ class CreateElicitationResponseCancel(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19171,8 +19158,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -19187,8 +19174,8 @@ def _d_ElicitationAcceptAction(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -19198,7 +19185,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19210,7 +19197,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
                 else {k: encode_ElicitationContentValue(x) for k, x in v1.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19218,17 +19205,17 @@ _K_ConnectMcpResponse: Final[frozenset[str]] = frozenset(["connectionId", "_meta
 
 
 def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpResponse)
     v = obj.get("connectionId", _MISSING)
     if v.__class__ is str:
         inst.connection_id = v
     elif v is _MISSING:
-        _s.missing(path, "connectionId")
+        _missing(path, "connectionId")
     else:
-        _s.fail((path, "connectionId"), "string", v)
+        _fail((path, "connectionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19243,8 +19230,8 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19266,7 +19253,7 @@ class ConnectMcpResponse(Wire, decoder=_d_ConnectMcpResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19274,7 +19261,7 @@ class ConnectMcpResponse(Wire, decoder=_d_ConnectMcpResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19282,8 +19269,8 @@ _K_DisconnectMcpResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpResponse)
     if (n := len(obj)) == 0:
@@ -19300,8 +19287,8 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19321,7 +19308,7 @@ class DisconnectMcpResponse(Wire, decoder=_d_DisconnectMcpResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19329,7 +19316,7 @@ class DisconnectMcpResponse(Wire, decoder=_d_DisconnectMcpResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19337,17 +19324,17 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -19361,7 +19348,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -19373,7 +19360,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19381,7 +19368,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19389,17 +19376,17 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19414,8 +19401,8 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -19434,7 +19421,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19442,7 +19429,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19454,45 +19441,45 @@ _K_DidOpenDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidOpenDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidOpenDocumentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidOpenDocumentNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("languageId", _MISSING)
     if v.__class__ is str:
         inst.language_id = v
     elif v is _MISSING:
-        _s.missing(path, "languageId")
+        _missing(path, "languageId")
     else:
-        _s.fail((path, "languageId"), "string", v)
+        _fail((path, "languageId"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is int:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        inst.version = _s.as_int(v, (path, "version"))
+        inst.version = _as_int(v, (path, "version"))
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19507,8 +19494,8 @@ def _d_DidOpenDocumentNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
     return inst
 
 
@@ -19534,7 +19521,7 @@ class DidOpenDocumentNotification(Wire, decoder=_d_DidOpenDocumentNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19548,7 +19535,7 @@ class DidOpenDocumentNotification(Wire, decoder=_d_DidOpenDocumentNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19560,31 +19547,31 @@ _K_DidChangeDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidChangeDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidChangeDocumentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidChangeDocumentNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is int:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        inst.version = _s.as_int(v, (path, "version"))
+        inst.version = _as_int(v, (path, "version"))
     v = obj.get("contentChanges", _MISSING)
     if v.__class__ is list:
         try:
@@ -19599,16 +19586,16 @@ def _d_DidChangeDocumentNotification(
                 i += 1
             inst.content_changes = items4
         except DecodeError as exc:
-            inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
+            inst.content_changes = _tolerated(ctx, (path, "contentChanges"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "contentChanges")
+        _missing(path, "contentChanges")
     else:
         try:
-            inst.content_changes = _s.skip_invalid(
+            inst.content_changes = _skip_invalid(
                 v, (path, "contentChanges"), ctx, _d_TextDocumentContentChangeEvent
             )
         except DecodeError as exc:
-            inst.content_changes = _s.tolerated(ctx, (path, "contentChanges"), exc, [])
+            inst.content_changes = _tolerated(ctx, (path, "contentChanges"), exc, [])
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19623,8 +19610,8 @@ def _d_DidChangeDocumentNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
     return inst
 
 
@@ -19648,7 +19635,7 @@ class DidChangeDocumentNotification(Wire, decoder=_d_DidChangeDocumentNotificati
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19661,7 +19648,7 @@ class DidChangeDocumentNotification(Wire, decoder=_d_DidChangeDocumentNotificati
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19671,17 +19658,17 @@ _K_TextDocumentContentChangeEvent: Final[frozenset[str]] = frozenset(["text", "r
 def _d_TextDocumentContentChangeEvent(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> TextDocumentContentChangeEvent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextDocumentContentChangeEvent)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
@@ -19710,10 +19697,8 @@ def _d_TextDocumentContentChangeEvent(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
     return inst
 
 
@@ -19736,7 +19721,7 @@ class TextDocumentContentChangeEvent(Wire, decoder=_d_TextDocumentContentChangeE
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19746,7 +19731,7 @@ class TextDocumentContentChangeEvent(Wire, decoder=_d_TextDocumentContentChangeE
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19756,24 +19741,24 @@ _K_DidCloseDocumentNotification: Final[frozenset[str]] = frozenset(["sessionId",
 def _d_DidCloseDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidCloseDocumentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidCloseDocumentNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19788,8 +19773,8 @@ def _d_DidCloseDocumentNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
     return inst
 
 
@@ -19809,7 +19794,7 @@ class DidCloseDocumentNotification(Wire, decoder=_d_DidCloseDocumentNotification
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19817,7 +19802,7 @@ class DidCloseDocumentNotification(Wire, decoder=_d_DidCloseDocumentNotification
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19827,24 +19812,24 @@ _K_DidSaveDocumentNotification: Final[frozenset[str]] = frozenset(["sessionId", 
 def _d_DidSaveDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidSaveDocumentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidSaveDocumentNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -19859,8 +19844,8 @@ def _d_DidSaveDocumentNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
     return inst
 
 
@@ -19880,7 +19865,7 @@ class DidSaveDocumentNotification(Wire, decoder=_d_DidSaveDocumentNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19888,7 +19873,7 @@ class DidSaveDocumentNotification(Wire, decoder=_d_DidSaveDocumentNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19900,39 +19885,39 @@ _K_DidFocusDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidFocusDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidFocusDocumentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidFocusDocumentNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is int:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        inst.version = _s.as_int(v, (path, "version"))
+        inst.version = _as_int(v, (path, "version"))
     v = obj.get("position", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "position")
+        _missing(path, "position")
     else:
         inst.position = _d_Position(v, (path, "position"), ctx)
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "visibleRange")
+        _missing(path, "visibleRange")
     else:
         inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
     if (n := len(obj)) == 5:
@@ -19949,8 +19934,8 @@ def _d_DidFocusDocumentNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
     return inst
 
 
@@ -19976,7 +19961,7 @@ class DidFocusDocumentNotification(Wire, decoder=_d_DidFocusDocumentNotification
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -19990,7 +19975,7 @@ class DidFocusDocumentNotification(Wire, decoder=_d_DidFocusDocumentNotification
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -19998,24 +19983,24 @@ _K_AcceptNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 
 
 def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AcceptNesNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AcceptNesNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -20030,8 +20015,8 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AcceptNesNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -20051,7 +20036,7 @@ class AcceptNesNotification(Wire, decoder=_d_AcceptNesNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20059,7 +20044,7 @@ class AcceptNesNotification(Wire, decoder=_d_AcceptNesNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -20067,24 +20052,24 @@ _K_RejectNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 
 
 def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> RejectNesNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RejectNesNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("id", _MISSING)
     if v.__class__ is str:
         inst.id = v
     elif v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
-        _s.fail((path, "id"), "string", v)
+        _fail((path, "id"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
@@ -20100,7 +20085,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
     elif v is None:
         inst.reason = None
     else:
-        inst.reason = _s.tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
+        inst.reason = _tolerate(ctx, (path, "reason"), "a known NesRejectReason", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -20115,8 +20100,8 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_RejectNesNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -20138,7 +20123,7 @@ class RejectNesNotification(Wire, decoder=_d_RejectNesNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20148,7 +20133,7 @@ class RejectNesNotification(Wire, decoder=_d_RejectNesNotification):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -20158,13 +20143,13 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
@@ -20181,8 +20166,8 @@ def _d_CancelRequestNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 
@@ -20200,7 +20185,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -20208,7 +20193,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -20770,7 +20755,7 @@ def _d_ExtRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ExtRequest:
 
 def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
     """Decode a `ExtRequest` from its JSON value."""
-    return _d_ExtRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
@@ -20782,29 +20767,29 @@ def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
     if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
-    _s.fail(path, "null | integer | string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
+    _fail(path, "null | integer | string", obj)
 
 
 def decode_RequestId(obj: Any, ctx: DecodeContext | None = None) -> RequestId:
     """Decode a `RequestId` from its JSON value."""
-    return _d_RequestId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestId(value: RequestId) -> Any:
     """Encode a `RequestId` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionId(obj: Any, ctx: DecodeContext | None = None) -> SessionId:
     """Decode a `SessionId` from its JSON value."""
-    return _d_SessionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionId(value: SessionId) -> Any:
@@ -20813,12 +20798,12 @@ def encode_SessionId(value: SessionId) -> Any:
 
 
 def _d_ToolCallId(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ToolCallId(obj: Any, ctx: DecodeContext | None = None) -> ToolCallId:
     """Decode a `ToolCallId` from its JSON value."""
-    return _d_ToolCallId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallId(value: ToolCallId) -> Any:
@@ -20827,7 +20812,7 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 
 
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
@@ -20836,12 +20821,12 @@ def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallCon
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, True)
             return UnknownToolCallContent(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
+_ToolCallContent_TAGS: Final[dict[str, _Decodes[ToolCallContent]]] = {
     "content": _d_Content,
     "diff": _d_Diff,
     "terminal": _d_Terminal,
@@ -20850,7 +20835,7 @@ _ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
 
 def decode_ToolCallContent(obj: Any, ctx: DecodeContext | None = None) -> ToolCallContent:
     """Decode a `ToolCallContent` from its JSON value."""
-    return _d_ToolCallContent(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallContent(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallContent(value: ToolCallContent) -> Any:
@@ -20859,7 +20844,7 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 
 
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
@@ -20868,12 +20853,12 @@ def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
             ctx.unknown_variant(path, "ContentBlock", "type", tag, True)
             return UnknownContentBlock(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
+_ContentBlock_TAGS: Final[dict[str, _Decodes[ContentBlock]]] = {
     "text": _d_TextContent,
     "image": _d_ImageContent,
     "audio": _d_AudioContent,
@@ -20884,7 +20869,7 @@ _ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
 
 def decode_ContentBlock(obj: Any, ctx: DecodeContext | None = None) -> ContentBlock:
     """Decode a `ContentBlock` from its JSON value."""
-    return _d_ContentBlock(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ContentBlock(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ContentBlock(value: ContentBlock) -> Any:
@@ -20895,20 +20880,20 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
 def _d_EmbeddedResourceResource(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
             return _d_BlobResourceContents(obj, path, ctx)
         raise DecodeError(path, "matches no variant of EmbeddedResourceResource")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_EmbeddedResourceResource(
     obj: Any, ctx: DecodeContext | None = None
 ) -> EmbeddedResourceResource:
     """Decode a `EmbeddedResourceResource` from its JSON value."""
-    return _d_EmbeddedResourceResource(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_EmbeddedResourceResource(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
@@ -20917,12 +20902,12 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
 
 
 def _d_TerminalId(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_TerminalId(obj: Any, ctx: DecodeContext | None = None) -> TerminalId:
     """Decode a `TerminalId` from its JSON value."""
-    return _d_TerminalId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_TerminalId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_TerminalId(value: TerminalId) -> Any:
@@ -20931,12 +20916,12 @@ def encode_TerminalId(value: TerminalId) -> Any:
 
 
 def _d_PermissionOptionId(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOptionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_PermissionOptionId(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionId:
     """Decode a `PermissionOptionId` from its JSON value."""
-    return _d_PermissionOptionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PermissionOptionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
@@ -20947,7 +20932,7 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 def _d_CreateElicitationRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("mode", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
@@ -20956,12 +20941,12 @@ def _d_CreateElicitationRequest(
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "mode"), "string", tag)
+            _fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationRequest_TAGS: Final[dict[str, _s.Decodes[CreateElicitationRequest]]] = {
+_CreateElicitationRequest_TAGS: Final[dict[str, _Decodes[CreateElicitationRequest]]] = {
     "form": _d_CreateElicitationRequestForm,
     "url": _d_CreateElicitationRequestUrl,
 }
@@ -20971,7 +20956,7 @@ def decode_CreateElicitationRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationRequest:
     """Decode a `CreateElicitationRequest` from its JSON value."""
-    return _d_CreateElicitationRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
@@ -20982,7 +20967,7 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 def _d_ElicitationPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
@@ -20991,12 +20976,12 @@ def _d_ElicitationPropertySchema(
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ElicitationPropertySchema_TAGS: Final[dict[str, _s.Decodes[ElicitationPropertySchema]]] = {
+_ElicitationPropertySchema_TAGS: Final[dict[str, _Decodes[ElicitationPropertySchema]]] = {
     "string": _d_StringPropertySchema,
     "number": _d_NumberPropertySchema,
     "integer": _d_IntegerPropertySchema,
@@ -21009,7 +20994,7 @@ def decode_ElicitationPropertySchema(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationPropertySchema:
     """Decode a `ElicitationPropertySchema` from its JSON value."""
-    return _d_ElicitationPropertySchema(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationPropertySchema(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
@@ -21018,7 +21003,7 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 
 
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
@@ -21027,19 +21012,19 @@ def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelec
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_MultiSelectItems_TAGS: Final[dict[str, _s.Decodes[MultiSelectItems]]] = {
+_MultiSelectItems_TAGS: Final[dict[str, _Decodes[MultiSelectItems]]] = {
     "string": _d_StringMultiSelectItems,
 }
 
 
 def decode_MultiSelectItems(obj: Any, ctx: DecodeContext | None = None) -> MultiSelectItems:
     """Decode a `MultiSelectItems` from its JSON value."""
-    return _d_MultiSelectItems(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MultiSelectItems(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
@@ -21048,12 +21033,12 @@ def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
 
 
 def _d_ElicitationId(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ElicitationId(obj: Any, ctx: DecodeContext | None = None) -> ElicitationId:
     """Decode a `ElicitationId` from its JSON value."""
-    return _d_ElicitationId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationId(value: ElicitationId) -> Any:
@@ -21062,12 +21047,12 @@ def encode_ElicitationId(value: ElicitationId) -> Any:
 
 
 def _d_McpServerAcpId(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcpId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_McpServerAcpId(obj: Any, ctx: DecodeContext | None = None) -> McpServerAcpId:
     """Decode a `McpServerAcpId` from its JSON value."""
-    return _d_McpServerAcpId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_McpServerAcpId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_McpServerAcpId(value: McpServerAcpId) -> Any:
@@ -21076,12 +21061,12 @@ def encode_McpServerAcpId(value: McpServerAcpId) -> Any:
 
 
 def _d_McpConnectionId(obj: Any, path: PathT, ctx: DecodeContext) -> McpConnectionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_McpConnectionId(obj: Any, ctx: DecodeContext | None = None) -> McpConnectionId:
     """Decode a `McpConnectionId` from its JSON value."""
-    return _d_McpConnectionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_McpConnectionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_McpConnectionId(value: McpConnectionId) -> Any:
@@ -21095,7 +21080,7 @@ def _d_ExtResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ExtResponse:
 
 def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtResponse:
     """Decode a `ExtResponse` from its JSON value."""
-    return _d_ExtResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
@@ -21104,18 +21089,18 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_AgentResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of AgentResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_AgentResponse(obj: Any, ctx: DecodeContext | None = None) -> AgentResponse:
     """Decode a `AgentResponse` from its JSON value."""
-    return _d_AgentResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AgentResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AgentResponse(value: AgentResponse) -> Any:
@@ -21124,12 +21109,12 @@ def encode_AgentResponse(value: AgentResponse) -> Any:
 
 
 def _d_ProtocolVersion(obj: Any, path: PathT, ctx: DecodeContext) -> ProtocolVersion:
-    return obj if obj.__class__ is int else _s.as_int(obj, path)
+    return obj if obj.__class__ is int else _as_int(obj, path)
 
 
 def decode_ProtocolVersion(obj: Any, ctx: DecodeContext | None = None) -> ProtocolVersion:
     """Decode a `ProtocolVersion` from its JSON value."""
-    return _d_ProtocolVersion(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ProtocolVersion(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
@@ -21138,7 +21123,7 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 
 
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
@@ -21147,19 +21132,19 @@ def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_AuthMethodAgent(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
+_AuthMethod_TAGS: Final[dict[str, _Decodes[AuthMethod]]] = {
     "terminal": _d_AuthMethodTerminal,
 }
 
 
 def decode_AuthMethod(obj: Any, ctx: DecodeContext | None = None) -> AuthMethod:
     """Decode a `AuthMethod` from its JSON value."""
-    return _d_AuthMethod(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethod(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethod(value: AuthMethod) -> Any:
@@ -21168,12 +21153,12 @@ def encode_AuthMethod(value: AuthMethod) -> Any:
 
 
 def _d_AuthMethodId(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_AuthMethodId(obj: Any, ctx: DecodeContext | None = None) -> AuthMethodId:
     """Decode a `AuthMethodId` from its JSON value."""
-    return _d_AuthMethodId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethodId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethodId(value: AuthMethodId) -> Any:
@@ -21182,12 +21167,12 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
 
 
 def _d_ProviderId(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ProviderId(obj: Any, ctx: DecodeContext | None = None) -> ProviderId:
     """Decode a `ProviderId` from its JSON value."""
-    return _d_ProviderId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ProviderId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ProviderId(value: ProviderId) -> Any:
@@ -21196,12 +21181,12 @@ def encode_ProviderId(value: ProviderId) -> Any:
 
 
 def _d_SessionModeId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionModeId(obj: Any, ctx: DecodeContext | None = None) -> SessionModeId:
     """Decode a `SessionModeId` from its JSON value."""
-    return _d_SessionModeId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionModeId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionModeId(value: SessionModeId) -> Any:
@@ -21210,7 +21195,7 @@ def encode_SessionModeId(value: SessionModeId) -> Any:
 
 
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
@@ -21219,12 +21204,12 @@ def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, True)
             return UnknownSessionConfigOption(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
+_SessionConfigOption_TAGS: Final[dict[str, _Decodes[SessionConfigOption]]] = {
     "select": _d_SessionConfigOptionSelect,
     "boolean": _d_SessionConfigOptionBoolean,
 }
@@ -21232,7 +21217,7 @@ _SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
 
 def decode_SessionConfigOption(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigOption:
     """Decode a `SessionConfigOption` from its JSON value."""
-    return _d_SessionConfigOption(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigOption(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
@@ -21241,12 +21226,12 @@ def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
 
 
 def _d_SessionConfigId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigId:
     """Decode a `SessionConfigId` from its JSON value."""
-    return _d_SessionConfigId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigId(value: SessionConfigId) -> Any:
@@ -21255,12 +21240,12 @@ def encode_SessionConfigId(value: SessionConfigId) -> Any:
 
 
 def _d_SessionConfigValueId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigValueId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigValueId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigValueId:
     """Decode a `SessionConfigValueId` from its JSON value."""
-    return _d_SessionConfigValueId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigValueId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
@@ -21273,32 +21258,32 @@ def _d_SessionConfigSelectOptions(
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "group" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
-        return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
-    _s.fail(path, "array", obj)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+    _fail(path, "array", obj)
 
 
 def decode_SessionConfigSelectOptions(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigSelectOptions:
     """Decode a `SessionConfigSelectOptions` from its JSON value."""
-    return _d_SessionConfigSelectOptions(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigSelectOptions(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigSelectOptions(value: SessionConfigSelectOptions) -> Any:
     """Encode a `SessionConfigSelectOptions` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionConfigGroupId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigGroupId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigGroupId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigGroupId:
     """Decode a `SessionConfigGroupId` from its JSON value."""
-    return _d_SessionConfigGroupId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigGroupId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
@@ -21307,7 +21292,7 @@ def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
 
 
 def _d_NesSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestion:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("kind", _MISSING)
         if tag.__class__ is str:
             decode = _NesSuggestion_TAGS.get(tag)
@@ -21316,12 +21301,12 @@ def _d_NesSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestion
             ctx.unknown_variant(path, "NesSuggestion", "kind", tag, True)
             return UnknownNesSuggestion(obj)
         if tag is not _MISSING:
-            _s.fail((path, "kind"), "string", tag)
+            _fail((path, "kind"), "string", tag)
         raise DecodeError((path, "kind"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_NesSuggestion_TAGS: Final[dict[str, _s.Decodes[NesSuggestion]]] = {
+_NesSuggestion_TAGS: Final[dict[str, _Decodes[NesSuggestion]]] = {
     "edit": _d_NesEditSuggestion,
     "jump": _d_NesJumpSuggestion,
     "rename": _d_NesRenameSuggestion,
@@ -21331,7 +21316,7 @@ _NesSuggestion_TAGS: Final[dict[str, _s.Decodes[NesSuggestion]]] = {
 
 def decode_NesSuggestion(obj: Any, ctx: DecodeContext | None = None) -> NesSuggestion:
     """Decode a `NesSuggestion` from its JSON value."""
-    return _d_NesSuggestion(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_NesSuggestion(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_NesSuggestion(value: NesSuggestion) -> Any:
@@ -21340,12 +21325,12 @@ def encode_NesSuggestion(value: NesSuggestion) -> Any:
 
 
 def _d_NesSuggestionId(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_NesSuggestionId(obj: Any, ctx: DecodeContext | None = None) -> NesSuggestionId:
     """Decode a `NesSuggestionId` from its JSON value."""
-    return _d_NesSuggestionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_NesSuggestionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_NesSuggestionId(value: NesSuggestionId) -> Any:
@@ -21359,7 +21344,7 @@ def _d_MessageMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> MessageM
 
 def decode_MessageMcpResponse(obj: Any, ctx: DecodeContext | None = None) -> MessageMcpResponse:
     """Decode a `MessageMcpResponse` from its JSON value."""
-    return _d_MessageMcpResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MessageMcpResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MessageMcpResponse(value: MessageMcpResponse) -> Any:
@@ -21373,7 +21358,7 @@ def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotifica
 
 def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNotification:
     """Decode a `ExtNotification` from its JSON value."""
-    return _d_ExtNotification(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtNotification(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
@@ -21382,7 +21367,7 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
         if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
@@ -21391,12 +21376,12 @@ def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, True)
             return UnknownSessionUpdate(obj)
         if tag is not _MISSING:
-            _s.fail((path, "sessionUpdate"), "string", tag)
+            _fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
+_SessionUpdate_TAGS: Final[dict[str, _Decodes[SessionUpdate]]] = {
     "user_message_chunk": _d_SessionUpdateUserMessageChunk,
     "agent_message_chunk": _d_SessionUpdateAgentMessageChunk,
     "agent_thought_chunk": _d_SessionUpdateAgentThoughtChunk,
@@ -21417,7 +21402,7 @@ _SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
 
 def decode_SessionUpdate(obj: Any, ctx: DecodeContext | None = None) -> SessionUpdate:
     """Decode a `SessionUpdate` from its JSON value."""
-    return _d_SessionUpdate(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionUpdate(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionUpdate(value: SessionUpdate) -> Any:
@@ -21426,12 +21411,12 @@ def encode_SessionUpdate(value: SessionUpdate) -> Any:
 
 
 def _d_MessageId(obj: Any, path: PathT, ctx: DecodeContext) -> MessageId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_MessageId(obj: Any, ctx: DecodeContext | None = None) -> MessageId:
     """Decode a `MessageId` from its JSON value."""
-    return _d_MessageId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MessageId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MessageId(value: MessageId) -> Any:
@@ -21440,7 +21425,7 @@ def encode_MessageId(value: MessageId) -> Any:
 
 
 def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdateContent:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _PlanUpdateContent_TAGS.get(tag)
@@ -21449,12 +21434,12 @@ def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdat
             ctx.unknown_variant(path, "PlanUpdateContent", "type", tag, True)
             return UnknownPlanUpdateContent(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_PlanUpdateContent_TAGS: Final[dict[str, _s.Decodes[PlanUpdateContent]]] = {
+_PlanUpdateContent_TAGS: Final[dict[str, _Decodes[PlanUpdateContent]]] = {
     "items": _d_PlanItems,
     "file": _d_PlanFile,
     "markdown": _d_PlanMarkdown,
@@ -21463,7 +21448,7 @@ _PlanUpdateContent_TAGS: Final[dict[str, _s.Decodes[PlanUpdateContent]]] = {
 
 def decode_PlanUpdateContent(obj: Any, ctx: DecodeContext | None = None) -> PlanUpdateContent:
     """Decode a `PlanUpdateContent` from its JSON value."""
-    return _d_PlanUpdateContent(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PlanUpdateContent(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
@@ -21472,12 +21457,12 @@ def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
 
 
 def _d_PlanId(obj: Any, path: PathT, ctx: DecodeContext) -> PlanId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_PlanId(obj: Any, ctx: DecodeContext | None = None) -> PlanId:
     """Decode a `PlanId` from its JSON value."""
-    return _d_PlanId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PlanId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PlanId(value: PlanId) -> Any:
@@ -21486,16 +21471,16 @@ def encode_PlanId(value: PlanId) -> Any:
 
 
 def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         return _d_UnstructuredCommandInput(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_AvailableCommandInput(
     obj: Any, ctx: DecodeContext | None = None
 ) -> AvailableCommandInput:
     """Decode a `AvailableCommandInput` from its JSON value."""
-    return _d_AvailableCommandInput(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AvailableCommandInput(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
@@ -21504,12 +21489,12 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 
 
 def _d_CompactionId(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_CompactionId(obj: Any, ctx: DecodeContext | None = None) -> CompactionId:
     """Decode a `CompactionId` from its JSON value."""
-    return _d_CompactionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CompactionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CompactionId(value: CompactionId) -> Any:
@@ -21518,7 +21503,7 @@ def encode_CompactionId(value: CompactionId) -> Any:
 
 
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
@@ -21527,12 +21512,12 @@ def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_McpServerStdio(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
+_McpServer_TAGS: Final[dict[str, _Decodes[McpServer]]] = {
     "http": _d_McpServerHttp,
     "sse": _d_McpServerSse,
     "acp": _d_McpServerAcp,
@@ -21541,7 +21526,7 @@ _McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
 
 def decode_McpServer(obj: Any, ctx: DecodeContext | None = None) -> McpServer:
     """Decode a `McpServer` from its JSON value."""
-    return _d_McpServer(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_McpServer(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_McpServer(value: McpServer) -> Any:
@@ -21552,7 +21537,7 @@ def encode_McpServer(value: McpServer) -> Any:
 def _d_SetSessionConfigOptionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
@@ -21566,12 +21551,12 @@ def _d_SetSessionConfigOptionRequest(
                 ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, True)
                 return UnknownSetSessionConfigOptionRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_SetSessionConfigOptionRequestValueId(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _s.Decodes[SetSessionConfigOptionRequest]]] = {
+_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _Decodes[SetSessionConfigOptionRequest]]] = {
     "boolean": _d_SetSessionConfigOptionRequestBoolean,
 }
 
@@ -21580,7 +21565,7 @@ def decode_SetSessionConfigOptionRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SetSessionConfigOptionRequest:
     """Decode a `SetSessionConfigOptionRequest` from its JSON value."""
-    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -> Any:
@@ -21589,18 +21574,18 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
 
 
 def _d_ClientResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_ClientResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of ClientResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_ClientResponse(obj: Any, ctx: DecodeContext | None = None) -> ClientResponse:
     """Decode a `ClientResponse` from its JSON value."""
-    return _d_ClientResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ClientResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ClientResponse(value: ClientResponse) -> Any:
@@ -21611,7 +21596,7 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 def _d_RequestPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("outcome", _MISSING)
         if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
@@ -21620,12 +21605,12 @@ def _d_RequestPermissionOutcome(
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, True)
             return UnknownRequestPermissionOutcome(obj)
         if tag is not _MISSING:
-            _s.fail((path, "outcome"), "string", tag)
+            _fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_RequestPermissionOutcome_TAGS: Final[dict[str, _s.Decodes[RequestPermissionOutcome]]] = {
+_RequestPermissionOutcome_TAGS: Final[dict[str, _Decodes[RequestPermissionOutcome]]] = {
     "cancelled": _d_RequestPermissionOutcomeCancelled,
     "selected": _d_SelectedPermissionOutcome,
 }
@@ -21635,7 +21620,7 @@ def decode_RequestPermissionOutcome(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionOutcome:
     """Decode a `RequestPermissionOutcome` from its JSON value."""
-    return _d_RequestPermissionOutcome(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestPermissionOutcome(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
@@ -21646,7 +21631,7 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 def _d_CreateElicitationResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("action", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
@@ -21655,12 +21640,12 @@ def _d_CreateElicitationResponse(
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
         if tag is not _MISSING:
-            _s.fail((path, "action"), "string", tag)
+            _fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationResponse_TAGS: Final[dict[str, _s.Decodes[CreateElicitationResponse]]] = {
+_CreateElicitationResponse_TAGS: Final[dict[str, _Decodes[CreateElicitationResponse]]] = {
     "accept": _d_CreateElicitationResponseAccept,
     "decline": _d_CreateElicitationResponseDecline,
     "cancel": _d_CreateElicitationResponseCancel,
@@ -21671,7 +21656,7 @@ def decode_CreateElicitationResponse(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationResponse:
     """Decode a `CreateElicitationResponse` from its JSON value."""
-    return _d_CreateElicitationResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
@@ -21683,25 +21668,25 @@ def _d_ElicitationContentValue(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return _s.list_of(obj, path, ctx, _s.d_str)
+        return _list_of(obj, path, ctx, _d_str)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
     if obj.__class__ is int:
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is float:
-        return obj if obj.__class__ is float else _s.as_float(obj, path)
+        return obj if obj.__class__ is float else _as_float(obj, path)
     if obj.__class__ is bool:
-        return obj if obj.__class__ is bool else _s.fail(path, "boolean", obj)
-    _s.fail(path, "string | integer | number | boolean | array", obj)
+        return obj if obj.__class__ is bool else _fail(path, "boolean", obj)
+    _fail(path, "string | integer | number | boolean | array", obj)
 
 
 def decode_ElicitationContentValue(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationContentValue:
     """Decode a `ElicitationContentValue` from its JSON value."""
-    return _d_ElicitationContentValue(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationContentValue(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationContentValue(value: ElicitationContentValue) -> Any:
     """Encode a `ElicitationContentValue` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)

@@ -19,20 +19,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from . import serde as _s
+from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
+from .serde import Decodes as _Decodes
 from .serde import JsonObject as JsonObject
 from .serde import LenientWarning as LenientWarning
 from .serde import PathT as PathT
 from .serde import Unset as Unset
 from .serde import Wire as Wire
+from .serde import as_float as _as_float
+from .serde import as_int as _as_int
+from .serde import d_str as _d_str
 from .serde import dumps as dumps
+from .serde import encode_any as _encode_any
+from .serde import enum_fail as _enum_fail
+from .serde import extra_field as _extra_field
+from .serde import extra_fields as _extra_fields
+from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import is_object as _is_object
+from .serde import list_of as _list_of
 from .serde import loads as loads
+from .serde import map_of as _map_of
+from .serde import merge_extra as _merge_extra
+from .serde import missing as _missing
 from .serde import new as _new
+from .serde import skip_invalid as _skip_invalid
+from .serde import tolerate as _tolerate
+from .serde import tolerated as _tolerated
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -85,7 +102,7 @@ _ToolKind_VALUES: Final[dict[str, ToolKind]] = {
 
 def decode_ToolKind(obj: Any, ctx: DecodeContext | None = None) -> ToolKind:
     """Decode a `ToolKind` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_ToolKind(value: ToolKind) -> Any:
@@ -126,7 +143,7 @@ _ToolCallStatus_VALUES: Final[dict[str, ToolCallStatus]] = {
 
 def decode_ToolCallStatus(obj: Any, ctx: DecodeContext | None = None) -> ToolCallStatus:
     """Decode a `ToolCallStatus` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_ToolCallStatus(value: ToolCallStatus) -> Any:
@@ -151,7 +168,7 @@ _Role_VALUES: Final[dict[str, Role]] = {"assistant": "assistant", "user": "user"
 
 def decode_Role(obj: Any, ctx: DecodeContext | None = None) -> Role:
     """Decode a `Role` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_Role(value: Role) -> Any:
@@ -176,7 +193,7 @@ _IconTheme_VALUES: Final[dict[str, IconTheme]] = {"light": "light", "dark": "dar
 
 def decode_IconTheme(obj: Any, ctx: DecodeContext | None = None) -> IconTheme:
     """Decode a `IconTheme` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_IconTheme(value: IconTheme) -> Any:
@@ -210,7 +227,7 @@ _DiffFileType_VALUES: Final[dict[str, DiffFileType]] = {
 
 def decode_DiffFileType(obj: Any, ctx: DecodeContext | None = None) -> DiffFileType:
     """Decode a `DiffFileType` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_DiffFileType(value: DiffFileType) -> Any:
@@ -228,7 +245,7 @@ _DiffPatchFormat_VALUES: Final[dict[str, DiffPatchFormat]] = {"git_patch": "git_
 
 def decode_DiffPatchFormat(obj: Any, ctx: DecodeContext | None = None) -> DiffPatchFormat:
     """Decode a `DiffPatchFormat` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_DiffPatchFormat(value: DiffPatchFormat) -> Any:
@@ -264,7 +281,7 @@ _PermissionOptionKind_VALUES: Final[dict[str, PermissionOptionKind]] = {
 
 def decode_PermissionOptionKind(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionKind:
     """Decode a `PermissionOptionKind` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_PermissionOptionKind(value: PermissionOptionKind) -> Any:
@@ -285,7 +302,7 @@ def decode_ElicitationSchemaType(
     return (
         _ElicitationSchemaType_VALUES[obj]
         if obj.__class__ is str and obj in _ElicitationSchemaType_VALUES
-        else _s.enum_fail(None, "ElicitationSchemaType", obj)
+        else _enum_fail(None, "ElicitationSchemaType", obj)
     )
 
 
@@ -320,7 +337,7 @@ _StringFormat_VALUES: Final[dict[str, StringFormat]] = {
 
 def decode_StringFormat(obj: Any, ctx: DecodeContext | None = None) -> StringFormat:
     """Decode a `StringFormat` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_StringFormat(value: StringFormat) -> Any:
@@ -364,7 +381,7 @@ def decode_SessionConfigOptionCategory(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigOptionCategory:
     """Decode a `SessionConfigOptionCategory` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_SessionConfigOptionCategory(value: SessionConfigOptionCategory) -> Any:
@@ -413,7 +430,7 @@ _ErrorCode_VALUES: Final[dict[int, ErrorCode]] = {
 
 def decode_ErrorCode(obj: Any, ctx: DecodeContext | None = None) -> ErrorCode:
     """Decode a `ErrorCode` from its JSON value."""
-    return obj if obj.__class__ is int else _s.fail(None, "integer", obj)
+    return obj if obj.__class__ is int else _fail(None, "integer", obj)
 
 
 def encode_ErrorCode(value: ErrorCode) -> Any:
@@ -452,7 +469,7 @@ _StopReason_VALUES: Final[dict[str, StopReason]] = {
 
 def decode_StopReason(obj: Any, ctx: DecodeContext | None = None) -> StopReason:
     """Decode a `StopReason` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_StopReason(value: StopReason) -> Any:
@@ -487,7 +504,7 @@ _PlanEntryPriority_VALUES: Final[dict[str, PlanEntryPriority]] = {
 
 def decode_PlanEntryPriority(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryPriority:
     """Decode a `PlanEntryPriority` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_PlanEntryPriority(value: PlanEntryPriority) -> Any:
@@ -524,7 +541,7 @@ _PlanEntryStatus_VALUES: Final[dict[str, PlanEntryStatus]] = {
 
 def decode_PlanEntryStatus(obj: Any, ctx: DecodeContext | None = None) -> PlanEntryStatus:
     """Decode a `PlanEntryStatus` from its JSON value."""
-    return obj if obj.__class__ is str else _s.fail(None, "string", obj)
+    return obj if obj.__class__ is str else _fail(None, "string", obj)
 
 
 def encode_PlanEntryStatus(value: PlanEntryStatus) -> Any:
@@ -540,22 +557,22 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -569,7 +586,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -583,7 +600,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -591,7 +608,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -603,24 +620,24 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     v = obj.get("options", _MISSING)
     if v.__class__ is list:
         p3 = (path, "options")
@@ -631,9 +648,9 @@ def _d_RequestPermissionRequest(
             i += 1
         inst.options = items3
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
-        inst.options = _s.list_of(v, (path, "options"), ctx, _d_PermissionOption)
+        inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -650,7 +667,7 @@ def _d_RequestPermissionRequest(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("subject", _MISSING)
     if (
         v.__class__ is dict
@@ -679,8 +696,8 @@ def _d_RequestPermissionRequest(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -719,7 +736,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -735,7 +752,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -755,17 +772,17 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -787,7 +804,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str:
         inst.kind = v
@@ -797,7 +814,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "string", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str:
         inst.status = v
@@ -807,7 +824,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -829,7 +846,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.content = items5
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -837,9 +854,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -854,7 +871,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i += 1
             inst.locations = items6
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -862,9 +879,9 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -891,8 +908,8 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -936,7 +953,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -958,7 +975,7 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -966,8 +983,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -986,13 +1003,13 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
             i = 0
             for x in v:
                 try:
-                    items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+                    items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p1, i), exc, "item dropped")
                 i += 1
             inst.audience = items1
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     elif v is _MISSING:
         inst.audience = UNSET
         n += 1
@@ -1000,14 +1017,14 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.audience = None
     else:
         try:
-            inst.audience = _s.skip_invalid(
+            inst.audience = _skip_invalid(
                 v,
                 (path, "audience"),
                 ctx,
-                lambda x, p, ctx: x if x.__class__ is str else _s.fail(p, "string", x),
+                lambda x, p, ctx: x if x.__class__ is str else _fail(p, "string", x),
             )
         except DecodeError as exc:
-            inst.audience = _s.tolerated(ctx, (path, "audience"), exc, UNSET)
+            inst.audience = _tolerated(ctx, (path, "audience"), exc, UNSET)
     v = obj.get("lastModified", _MISSING)
     if v.__class__ is str:
         inst.last_modified = v
@@ -1017,7 +1034,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.last_modified = None
     else:
-        inst.last_modified = _s.tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
+        inst.last_modified = _tolerate(ctx, (path, "lastModified"), "string", v, UNSET)
     v = obj.get("priority", _MISSING)
     if v.__class__ is float:
         inst.priority = v
@@ -1028,9 +1045,9 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.priority = None
     else:
         try:
-            inst.priority = _s.as_float(v, (path, "priority"))
+            inst.priority = _as_float(v, (path, "priority"))
         except DecodeError as exc:
-            inst.priority = _s.tolerated(ctx, (path, "priority"), exc, UNSET)
+            inst.priority = _tolerated(ctx, (path, "priority"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1045,8 +1062,8 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Annotations, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1068,7 +1085,7 @@ class Annotations(Wire, decoder=_d_Annotations):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1082,7 +1099,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1090,17 +1107,17 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1117,7 +1134,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1132,8 +1149,8 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TextContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1152,7 +1169,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1162,7 +1179,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1172,24 +1189,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.uri = UNSET
@@ -1206,7 +1223,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.uri = None
     else:
-        inst.uri = _s.tolerate(ctx, (path, "uri"), "string", v, UNSET)
+        inst.uri = _tolerate(ctx, (path, "uri"), "string", v, UNSET)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1217,7 +1234,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1232,8 +1249,8 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ImageContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1256,7 +1273,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1268,7 +1285,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1278,24 +1295,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
     elif v is _MISSING:
-        _s.missing(path, "mimeType")
+        _missing(path, "mimeType")
     else:
-        _s.fail((path, "mimeType"), "string", v)
+        _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1312,7 +1329,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1327,8 +1344,8 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AudioContent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1349,7 +1366,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1359,7 +1376,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1367,17 +1384,17 @@ _K_Icon: Final[frozenset[str]] = frozenset(["src", "mimeType", "sizes", "theme"]
 
 
 def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Icon)
     v = obj.get("src", _MISSING)
     if v.__class__ is str:
         inst.src = v
     elif v is _MISSING:
-        _s.missing(path, "src")
+        _missing(path, "src")
     else:
-        _s.fail((path, "src"), "string", v)
+        _fail((path, "src"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1394,7 +1411,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("sizes", _MISSING)
     if v.__class__ is list:
         try:
@@ -1403,13 +1420,13 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.sizes = items3
         except DecodeError as exc:
-            inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+            inst.sizes = _tolerated(ctx, (path, "sizes"), exc, UNSET)
     elif v is _MISSING:
         inst.sizes = UNSET
         n += 1
@@ -1417,9 +1434,9 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.sizes = None
     else:
         try:
-            inst.sizes = _s.skip_invalid(v, (path, "sizes"), ctx, _s.d_str)
+            inst.sizes = _skip_invalid(v, (path, "sizes"), ctx, _d_str)
         except DecodeError as exc:
-            inst.sizes = _s.tolerated(ctx, (path, "sizes"), exc, UNSET)
+            inst.sizes = _tolerated(ctx, (path, "sizes"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.theme = UNSET
@@ -1434,8 +1451,8 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
     elif v is None:
         inst.theme = None
     else:
-        inst.theme = _s.tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Icon, path, ctx)
+        inst.theme = _tolerate(ctx, (path, "theme"), "string", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1455,7 +1472,7 @@ class Icon(Wire, decoder=_d_Icon):
     If not provided, the client should assume that the icon can be used at any size."""
     theme: IconTheme | None | Unset = UNSET
     """Optional theme this icon is designed for."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1467,7 +1484,7 @@ class Icon(Wire, decoder=_d_Icon):
         if (v3 := self.theme) is not UNSET:
             d["theme"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1488,24 +1505,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -1526,7 +1543,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -1536,7 +1553,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("icons", _MISSING)
     if v.__class__ is list:
         try:
@@ -1551,7 +1568,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
                 i += 1
             inst.icons = items5
         except DecodeError as exc:
-            inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
+            inst.icons = _tolerated(ctx, (path, "icons"), exc, UNSET)
     elif v is _MISSING:
         inst.icons = UNSET
         n += 1
@@ -1559,9 +1576,9 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.icons = None
     else:
         try:
-            inst.icons = _s.skip_invalid(v, (path, "icons"), ctx, _d_Icon)
+            inst.icons = _skip_invalid(v, (path, "icons"), ctx, _d_Icon)
         except DecodeError as exc:
-            inst.icons = _s.tolerated(ctx, (path, "icons"), exc, UNSET)
+            inst.icons = _tolerated(ctx, (path, "icons"), exc, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -1571,7 +1588,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
@@ -1582,9 +1599,9 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = None
     else:
         try:
-            inst.size = _s.as_int(v, (path, "size"))
+            inst.size = _as_int(v, (path, "size"))
         except DecodeError as exc:
-            inst.size = _s.tolerated(ctx, (path, "size"), exc, UNSET)
+            inst.size = _tolerated(ctx, (path, "size"), exc, UNSET)
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
         inst.annotations = UNSET
@@ -1595,7 +1612,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1610,8 +1627,8 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_ResourceLink, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1642,7 +1659,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1662,7 +1679,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v7 := self.meta) is not UNSET:
             d["_meta"] = None if v7 is None else v7
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1670,24 +1687,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
+        _fail((path, "text"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1703,7 +1720,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1718,8 +1735,8 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_TextResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1739,7 +1756,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1749,7 +1766,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1757,24 +1774,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
     v = obj.get("blob", _MISSING)
     if v.__class__ is str:
         inst.blob = v
     elif v is _MISSING:
-        _s.missing(path, "blob")
+        _missing(path, "blob")
     else:
-        _s.fail((path, "blob"), "string", v)
+        _fail((path, "blob"), "string", v)
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
         inst.uri = v
     elif v is _MISSING:
-        _s.missing(path, "uri")
+        _missing(path, "uri")
     else:
-        _s.fail((path, "uri"), "string", v)
+        _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
@@ -1790,7 +1807,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1805,8 +1822,8 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BlobResourceContents, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1826,7 +1843,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1836,7 +1853,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1844,13 +1861,13 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
     v = obj.get("resource", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "resource")
+        _missing(path, "resource")
     else:
         inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1869,7 +1886,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         try:
             inst.annotations = _d_Annotations(v, (path, "annotations"), ctx)
         except DecodeError as exc:
-            inst.annotations = _s.tolerated(ctx, (path, "annotations"), exc, UNSET)
+            inst.annotations = _tolerated(ctx, (path, "annotations"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -1884,8 +1901,8 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EmbeddedResource, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1904,7 +1921,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1914,7 +1931,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1922,8 +1939,8 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
     v = obj.get("content", _MISSING)
@@ -1934,7 +1951,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     ):
         inst.content = d1(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1951,8 +1968,8 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Content, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1969,7 +1986,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -1977,7 +1994,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -1987,17 +2004,17 @@ _K_DiffChangeAdd: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeAdd)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
@@ -2014,7 +2031,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
     elif v is None:
         inst.file_type = None
     else:
-        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -2024,7 +2041,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2039,8 +2056,8 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeAdd, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -2065,7 +2082,7 @@ class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2077,7 +2094,7 @@ class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2087,17 +2104,17 @@ _K_DiffChangeDelete: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeDelete:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeDelete)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
@@ -2114,7 +2131,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.file_type = None
     else:
-        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -2124,7 +2141,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2139,8 +2156,8 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeDelete, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2165,7 +2182,7 @@ class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "del
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2177,7 +2194,7 @@ class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "del
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2187,17 +2204,17 @@ _K_DiffChangeModify: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeModify:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeModify)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
@@ -2214,7 +2231,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.file_type = None
     else:
-        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -2224,7 +2241,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2239,8 +2256,8 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_DiffChangeModify, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2265,7 +2282,7 @@ class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "mod
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2277,7 +2294,7 @@ class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "mod
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2287,24 +2304,24 @@ _K_DiffChangeMove: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMove:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeMove)
     v = obj.get("oldPath", _MISSING)
     if v.__class__ is str:
         inst.old_path = v
     elif v is _MISSING:
-        _s.missing(path, "oldPath")
+        _missing(path, "oldPath")
     else:
-        _s.fail((path, "oldPath"), "string", v)
+        _fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
@@ -2321,7 +2338,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
     elif v is None:
         inst.file_type = None
     else:
-        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -2331,7 +2348,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2346,8 +2363,8 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeMove, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2374,7 +2391,7 @@ class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2386,7 +2403,7 @@ class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move"))
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2396,24 +2413,24 @@ _K_DiffChangeCopy: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCopy:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeCopy)
     v = obj.get("oldPath", _MISSING)
     if v.__class__ is str:
         inst.old_path = v
     elif v is _MISSING:
-        _s.missing(path, "oldPath")
+        _missing(path, "oldPath")
     else:
-        _s.fail((path, "oldPath"), "string", v)
+        _fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.file_type = UNSET
@@ -2430,7 +2447,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
     elif v is None:
         inst.file_type = None
     else:
-        inst.file_type = _s.tolerate(ctx, (path, "fileType"), "string", v, UNSET)
+        inst.file_type = _tolerate(ctx, (path, "fileType"), "string", v, UNSET)
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
         inst.mime_type = v
@@ -2440,7 +2457,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
     elif v is None:
         inst.mime_type = None
     else:
-        inst.mime_type = _s.tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
+        inst.mime_type = _tolerate(ctx, (path, "mimeType"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2455,8 +2472,8 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_DiffChangeCopy, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2483,7 +2500,7 @@ class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy"))
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2495,7 +2512,7 @@ class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy"))
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2503,18 +2520,18 @@ _K_DiffPathChange: Final[frozenset[str]] = frozenset(["path"])
 
 
 def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChange:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathChange)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_DiffPathChange, path, ctx)
+        _fail((path, "path"), "string", v)
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
     return inst
 
 
@@ -2524,13 +2541,13 @@ class DiffPathChange(Wire, decoder=_d_DiffPathChange):
 
     path: AbsolutePath
     """Absolute path for the operation."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"path": self.path}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2538,25 +2555,25 @@ _K_DiffPathPairChange: Final[frozenset[str]] = frozenset(["oldPath", "path"])
 
 
 def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathPairChange:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathPairChange)
     v = obj.get("oldPath", _MISSING)
     if v.__class__ is str:
         inst.old_path = v
     elif v is _MISSING:
-        _s.missing(path, "oldPath")
+        _missing(path, "oldPath")
     else:
-        _s.fail((path, "oldPath"), "string", v)
+        _fail((path, "oldPath"), "string", v)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+        _fail((path, "path"), "string", v)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPathPairChange, path, ctx)
     return inst
 
 
@@ -2568,13 +2585,13 @@ class DiffPathPairChange(Wire, decoder=_d_DiffPathPairChange):
     """Absolute path before the operation."""
     path: AbsolutePath
     """Absolute path after the operation."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"oldPath": self.old_path, "path": self.path}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2582,25 +2599,25 @@ _K_DiffPatch: Final[frozenset[str]] = frozenset(["format", "text"])
 
 
 def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPatch)
     v = obj.get("format", _MISSING)
     if v.__class__ is str:
         inst.format = v
     elif v is _MISSING:
-        _s.missing(path, "format")
+        _missing(path, "format")
     else:
-        _s.fail((path, "format"), "string", v)
+        _fail((path, "format"), "string", v)
     v = obj.get("text", _MISSING)
     if v.__class__ is str:
         inst.text = v
     elif v is _MISSING:
-        _s.missing(path, "text")
+        _missing(path, "text")
     else:
-        _s.fail((path, "text"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_DiffPatch, path, ctx)
+        _fail((path, "text"), "string", v)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
     return inst
 
 
@@ -2612,13 +2629,13 @@ class DiffPatch(Wire, decoder=_d_DiffPatch):
     """Patch format. The only ACP-defined value is `git_patch`."""
     text: str
     """Patch text in the format named by `format`."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"format": self.format, "text": self.text}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2626,8 +2643,8 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "changes", "patch", "_meta"]
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
     v = obj.get("changes", _MISSING)
@@ -2650,9 +2667,9 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             i += 1
         inst.changes = items1
     elif v is _MISSING:
-        _s.missing(path, "changes")
+        _missing(path, "changes")
     else:
-        inst.changes = _s.skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
+        inst.changes = _skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.patch = UNSET
@@ -2669,7 +2686,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         try:
             inst.patch = _d_DiffPatch(v, (path, "patch"), ctx)
         except DecodeError as exc:
-            inst.patch = _s.tolerated(ctx, (path, "patch"), exc, UNSET)
+            inst.patch = _tolerated(ctx, (path, "patch"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2684,8 +2701,8 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Diff, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2716,7 +2733,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2726,7 +2743,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2734,17 +2751,17 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2759,8 +2776,8 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_Terminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2781,7 +2798,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     and `null` are equivalent and mean no item metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2789,7 +2806,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2797,17 +2814,17 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
     v = obj.get("path", _MISSING)
     if v.__class__ is str:
         inst.path = v
     elif v is _MISSING:
-        _s.missing(path, "path")
+        _missing(path, "path")
     else:
-        _s.fail((path, "path"), "string", v)
+        _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
@@ -2824,9 +2841,9 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.line = None
     else:
         try:
-            inst.line = _s.as_int(v, (path, "line"))
+            inst.line = _as_int(v, (path, "line"))
         except DecodeError as exc:
-            inst.line = _s.tolerated(ctx, (path, "line"), exc, UNSET)
+            inst.line = _tolerated(ctx, (path, "line"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2841,8 +2858,8 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallLocation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2866,7 +2883,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -2876,7 +2893,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2886,19 +2903,19 @@ _K_ToolCallPermissionSubject: Final[frozenset[str]] = frozenset(["type", "toolCa
 def _d_ToolCallPermissionSubject(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ToolCallPermissionSubject:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallPermissionSubject)
     v = obj.get("toolCall", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "toolCall")
+        _missing(path, "toolCall")
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
         {}
         if len(obj) - ("type" in obj) == 1
-        else _s.extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
+        else _extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
     return inst
 
@@ -2912,13 +2929,13 @@ class ToolCallPermissionSubject(
     TAG: ClassVar[Literal["tool_call"]] = "tool_call"
     tool_call: ToolCallUpdate
     """Details about the tool call requiring permission."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "tool_call", "toolCall": self.tool_call.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -2930,24 +2947,24 @@ _K_CommandPermissionSubject: Final[frozenset[str]] = frozenset(
 def _d_CommandPermissionSubject(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CommandPermissionSubject:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CommandPermissionSubject)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
@@ -2964,7 +2981,7 @@ def _d_CommandPermissionSubject(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
@@ -2974,7 +2991,7 @@ def _d_CommandPermissionSubject(
     elif v is None:
         inst.terminal_id = None
     else:
-        inst.terminal_id = _s.tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
+        inst.terminal_id = _tolerate(ctx, (path, "terminalId"), "string", v, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -2989,8 +3006,8 @@ def _d_CommandPermissionSubject(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     return inst
 
 
@@ -3013,7 +3030,7 @@ class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("
     these keys. Omitted and `null` are equivalent and mean no subject metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3025,7 +3042,7 @@ class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3033,31 +3050,31 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str:
         inst.kind = v
     elif v is _MISSING:
-        _s.missing(path, "kind")
+        _missing(path, "kind")
     else:
-        _s.fail((path, "kind"), "string", v)
+        _fail((path, "kind"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -3072,8 +3089,8 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PermissionOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -3093,7 +3110,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3101,7 +3118,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3113,20 +3130,20 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
@@ -3139,7 +3156,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -3147,7 +3164,7 @@ def _d_CreateElicitationRequestForm(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -3157,7 +3174,7 @@ def _d_CreateElicitationRequestForm(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -3166,7 +3183,7 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
     return inst
 
 
@@ -3198,7 +3215,7 @@ class CreateElicitationRequestForm(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3216,7 +3233,7 @@ class CreateElicitationRequestForm(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3228,31 +3245,31 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3263,7 +3280,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
@@ -3271,7 +3288,7 @@ def _d_CreateElicitationRequestUrl(
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -3281,7 +3298,7 @@ def _d_CreateElicitationRequestUrl(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -3290,7 +3307,7 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
     return inst
 
 
@@ -3324,7 +3341,7 @@ class CreateElicitationRequestUrl(
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3343,7 +3360,7 @@ class CreateElicitationRequestUrl(
         if (v4 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v4)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3353,17 +3370,17 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
@@ -3378,8 +3395,8 @@ def _d_ElicitationSessionScope(
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3398,7 +3415,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
 
     Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
     session without a specific tool call."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3406,7 +3423,7 @@ class ElicitationSessionScope(Wire, decoder=_d_ElicitationSessionScope):
         if (v1 := self.tool_call_id) is not UNSET:
             d["toolCallId"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3416,18 +3433,16 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = (
-        {} if len(obj) == 1 else _s.extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
-    )
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     return inst
 
 
@@ -3438,13 +3453,13 @@ class ElicitationRequestScope(Wire, decoder=_d_ElicitationRequestScope):
 
     request_id: RequestId
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3454,8 +3469,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3478,7 +3493,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         absent.append("type")
         n += 1
     else:
-        inst.type = _s.tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
+        inst.type = _tolerate(ctx, (path, "type"), "a known ElicitationSchemaType", v, "object")
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
@@ -3488,21 +3503,21 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("properties", _MISSING)
     if v is _MISSING:
         inst.properties = {}
         absent.append("properties")
         n += 1
     else:
-        inst.properties = _s.map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
+        inst.properties = _map_of(v, (path, "properties"), ctx, _d_ElicitationPropertySchema)
     v = obj.get("required", _MISSING)
     if v.__class__ is list:
         p4 = (path, "required")
         items4: list[str] = []
         i = 0
         for x in v:
-            items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+            items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
             i += 1
         inst.required = items4
     elif v is _MISSING:
@@ -3511,7 +3526,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.required = None
     else:
-        inst.required = _s.list_of(v, (path, "required"), ctx, _s.d_str)
+        inst.required = _list_of(v, (path, "required"), ctx, _d_str)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3521,7 +3536,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3537,8 +3552,8 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ElicitationSchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3574,7 +3589,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -3596,7 +3611,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3604,24 +3619,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
     v = obj.get("const", _MISSING)
     if v.__class__ is str:
         inst.const = v
     elif v is _MISSING:
-        _s.missing(path, "const")
+        _missing(path, "const")
     else:
-        _s.fail((path, "const"), "string", v)
+        _fail((path, "const"), "string", v)
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
         inst.title = v
     elif v is _MISSING:
-        _s.missing(path, "title")
+        _missing(path, "title")
     else:
-        _s.fail((path, "title"), "string", v)
+        _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -3637,7 +3652,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3652,8 +3667,8 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_EnumOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3677,7 +3692,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3687,7 +3702,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3709,8 +3724,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3736,7 +3751,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3746,7 +3761,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minLength", _MISSING)
     if v.__class__ is int:
         inst.min_length = v
@@ -3756,7 +3771,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.min_length = None
     else:
-        inst.min_length = _s.as_int(v, (path, "minLength"))
+        inst.min_length = _as_int(v, (path, "minLength"))
     v = obj.get("maxLength", _MISSING)
     if v.__class__ is int:
         inst.max_length = v
@@ -3766,7 +3781,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.max_length = None
     else:
-        inst.max_length = _s.as_int(v, (path, "maxLength"))
+        inst.max_length = _as_int(v, (path, "maxLength"))
     v = obj.get("pattern", _MISSING)
     if v.__class__ is str:
         inst.pattern = v
@@ -3776,7 +3791,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.pattern = None
     else:
-        _s.fail((path, "pattern"), "string", v)
+        _fail((path, "pattern"), "string", v)
     v = obj.get("format", _MISSING)
     if v.__class__ is str:
         inst.format = v
@@ -3786,7 +3801,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.format = None
     else:
-        _s.fail((path, "format"), "string", v)
+        _fail((path, "format"), "string", v)
     v = obj.get("default", _MISSING)
     if v.__class__ is str:
         inst.default = v
@@ -3796,14 +3811,14 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "string", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "string", v, UNSET)
     v = obj.get("enum", _MISSING)
     if v.__class__ is list:
         p8 = (path, "enum")
         items8: list[str] = []
         i = 0
         for x in v:
-            items8.append(x if x.__class__ is str else _s.fail((p8, i), "string", x))
+            items8.append(x if x.__class__ is str else _fail((p8, i), "string", x))
             i += 1
         inst.enum = items8
     elif v is _MISSING:
@@ -3812,7 +3827,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.enum = None
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     v = obj.get("oneOf", _MISSING)
     if v.__class__ is list:
         p9 = (path, "oneOf")
@@ -3828,7 +3843,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.one_of = None
     else:
-        inst.one_of = _s.list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
+        inst.one_of = _list_of(v, (path, "oneOf"), ctx, _d_EnumOption)
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -3843,8 +3858,8 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _s.extra_fields(obj, _K_StringPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3902,7 +3917,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -3928,7 +3943,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v10 := self.meta) is not UNSET:
             d["_meta"] = None if v10 is None else v10
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -3938,8 +3953,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3961,7 +3976,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -3971,7 +3986,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is float:
         inst.minimum = v
@@ -3981,7 +3996,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_float(v, (path, "minimum"))
+        inst.minimum = _as_float(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is float:
         inst.maximum = v
@@ -3991,7 +4006,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_float(v, (path, "maximum"))
+        inst.maximum = _as_float(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is float:
         inst.default = v
@@ -4002,9 +4017,9 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.default = None
     else:
         try:
-            inst.default = _s.as_float(v, (path, "default"))
+            inst.default = _as_float(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4019,8 +4034,8 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -4057,7 +4072,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4075,7 +4090,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4085,8 +4100,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4108,7 +4123,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4118,7 +4133,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minimum", _MISSING)
     if v.__class__ is int:
         inst.minimum = v
@@ -4128,7 +4143,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.minimum = None
     else:
-        inst.minimum = _s.as_int(v, (path, "minimum"))
+        inst.minimum = _as_int(v, (path, "minimum"))
     v = obj.get("maximum", _MISSING)
     if v.__class__ is int:
         inst.maximum = v
@@ -4138,7 +4153,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.maximum = None
     else:
-        inst.maximum = _s.as_int(v, (path, "maximum"))
+        inst.maximum = _as_int(v, (path, "maximum"))
     v = obj.get("default", _MISSING)
     if v.__class__ is int:
         inst.default = v
@@ -4149,9 +4164,9 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.default = None
     else:
         try:
-            inst.default = _s.as_int(v, (path, "default"))
+            inst.default = _as_int(v, (path, "default"))
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4166,8 +4181,8 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4204,7 +4219,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4222,7 +4237,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4232,8 +4247,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4253,7 +4268,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4263,7 +4278,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("default", _MISSING)
     if v.__class__ is bool:
         inst.default = v
@@ -4273,7 +4288,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.default = None
     else:
-        inst.default = _s.tolerate(ctx, (path, "default"), "boolean", v, UNSET)
+        inst.default = _tolerate(ctx, (path, "default"), "boolean", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4288,8 +4303,8 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4318,7 +4333,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4332,7 +4347,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4340,8 +4355,8 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
     v = obj.get("enum", _MISSING)
@@ -4350,13 +4365,13 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         items1: list[str] = []
         i = 0
         for x in v:
-            items1.append(x if x.__class__ is str else _s.fail((p1, i), "string", x))
+            items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
     elif v is _MISSING:
-        _s.missing(path, "enum")
+        _missing(path, "enum")
     else:
-        inst.enum = _s.list_of(v, (path, "enum"), ctx, _s.d_str)
+        inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4371,8 +4386,8 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4391,7 +4406,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4399,7 +4414,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4407,8 +4422,8 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
     v = obj.get("anyOf", _MISSING)
@@ -4421,9 +4436,9 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             i += 1
         inst.any_of = items1
     elif v is _MISSING:
-        _s.missing(path, "anyOf")
+        _missing(path, "anyOf")
     else:
-        inst.any_of = _s.list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
+        inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -4438,8 +4453,8 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4457,7 +4472,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4465,7 +4480,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4477,8 +4492,8 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
     v = obj.get("items", _MISSING)
@@ -4489,7 +4504,7 @@ def _d_MultiSelectPropertySchema(
     ):
         inst.items = d1(v, (path, "items"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "items")
+        _missing(path, "items")
     else:
         inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4511,7 +4526,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
@@ -4521,7 +4536,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("minItems", _MISSING)
     if v.__class__ is int:
         inst.min_items = v
@@ -4531,7 +4546,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.min_items = None
     else:
-        inst.min_items = _s.as_int(v, (path, "minItems"))
+        inst.min_items = _as_int(v, (path, "minItems"))
     v = obj.get("maxItems", _MISSING)
     if v.__class__ is int:
         inst.max_items = v
@@ -4541,7 +4556,7 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.max_items = None
     else:
-        inst.max_items = _s.as_int(v, (path, "maxItems"))
+        inst.max_items = _as_int(v, (path, "maxItems"))
     v = obj.get("default", _MISSING)
     if v.__class__ is list:
         try:
@@ -4550,13 +4565,13 @@ def _d_MultiSelectPropertySchema(
             i = 0
             for x in v:
                 try:
-                    items6.append(x if x.__class__ is str else _s.fail((p6, i), "string", x))
+                    items6.append(x if x.__class__ is str else _fail((p6, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p6, i), exc, "item dropped")
                 i += 1
             inst.default = items6
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     elif v is _MISSING:
         inst.default = UNSET
         n += 1
@@ -4564,9 +4579,9 @@ def _d_MultiSelectPropertySchema(
         inst.default = None
     else:
         try:
-            inst.default = _s.skip_invalid(v, (path, "default"), ctx, _s.d_str)
+            inst.default = _skip_invalid(v, (path, "default"), ctx, _d_str)
         except DecodeError as exc:
-            inst.default = _s.tolerated(ctx, (path, "default"), exc, UNSET)
+            inst.default = _tolerated(ctx, (path, "default"), exc, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4581,8 +4596,8 @@ def _d_MultiSelectPropertySchema(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
     return inst
 
 
@@ -4621,7 +4636,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4639,7 +4654,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v6 := self.meta) is not UNSET:
             d["_meta"] = None if v6 is None else v6
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4649,13 +4664,13 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
     v = obj.get("requestedSchema", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestedSchema")
+        _missing(path, "requestedSchema")
     else:
         inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
@@ -4666,7 +4681,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4676,7 +4691,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4685,7 +4700,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4704,7 +4719,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4716,7 +4731,7 @@ class ElicitationFormMode(Wire, decoder=_d_ElicitationFormMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4726,24 +4741,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4752,7 +4767,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.session_id = UNSET
         n += 1
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
@@ -4762,7 +4777,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
     elif v is None:
         inst.tool_call_id = None
     else:
-        inst.tool_call_id = _s.tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
+        inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
         inst.request_id = UNSET
@@ -4771,7 +4786,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4792,7 +4807,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
     session without a specific tool call."""
     request_id: RequestId | Unset = UNSET
     """The request this elicitation is tied to."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4804,7 +4819,7 @@ class ElicitationUrlMode(Wire, decoder=_d_ElicitationUrlMode):
         if (v3 := self.request_id) is not UNSET:
             d["requestId"] = encode_RequestId(v3)
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4812,21 +4827,21 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     return inst
 
 
@@ -4838,13 +4853,13 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4852,21 +4867,21 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     return inst
 
 
@@ -4878,13 +4893,13 @@ class AgentResponseError(Wire, decoder=_d_AgentResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4892,8 +4907,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(["session", "auth", "_me
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
     if (n := len(obj)) == 0:
@@ -4913,7 +4928,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.session = _d_SessionCapabilities(v, (path, "session"), ctx)
         except DecodeError as exc:
-            inst.session = _s.tolerated(ctx, (path, "session"), exc, UNSET)
+            inst.session = _tolerated(ctx, (path, "session"), exc, UNSET)
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
         inst.auth = UNSET
@@ -4924,7 +4939,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         try:
             inst.auth = _d_AgentAuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -4939,8 +4954,8 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -4974,7 +4989,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -4986,7 +5001,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -4996,8 +5011,8 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
@@ -5005,12 +5020,12 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     v = obj.get("info", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "info")
+        _missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
     if (n := len(obj)) == 2:
@@ -5030,7 +5045,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             inst.capabilities = _d_AgentCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
-            inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
+            inst.capabilities = _tolerated(ctx, (path, "capabilities"), exc, AgentCapabilities())
     v = obj.get("authMethods", _MISSING)
     if v.__class__ is list:
         try:
@@ -5052,15 +5067,15 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i += 1
             inst.auth_methods = items4
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, UNSET)
     elif v is _MISSING:
         inst.auth_methods = UNSET
         n += 1
     else:
         try:
-            inst.auth_methods = _s.skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
+            inst.auth_methods = _skip_invalid(v, (path, "authMethods"), ctx, _d_AuthMethod)
         except DecodeError as exc:
-            inst.auth_methods = _s.tolerated(ctx, (path, "authMethods"), exc, UNSET)
+            inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, UNSET)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5076,8 +5091,8 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_InitializeResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5112,7 +5127,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -5128,7 +5143,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5136,24 +5151,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("version", _MISSING)
     if v.__class__ is str:
         inst.version = v
     elif v is _MISSING:
-        _s.missing(path, "version")
+        _missing(path, "version")
     else:
-        _s.fail((path, "version"), "string", v)
+        _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -5169,7 +5184,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5184,8 +5199,8 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_Implementation, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5212,7 +5227,7 @@ class Implementation(Wire, decoder=_d_Implementation):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5222,7 +5237,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5232,8 +5247,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -5255,7 +5270,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.prompt = _d_PromptCapabilities(v, (path, "prompt"), ctx)
         except DecodeError as exc:
-            inst.prompt = _s.tolerated(ctx, (path, "prompt"), exc, UNSET)
+            inst.prompt = _tolerated(ctx, (path, "prompt"), exc, UNSET)
     v = obj.get("mcp", _MISSING)
     if v is _MISSING:
         inst.mcp = UNSET
@@ -5266,7 +5281,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.mcp = _d_McpCapabilities(v, (path, "mcp"), ctx)
         except DecodeError as exc:
-            inst.mcp = _s.tolerated(ctx, (path, "mcp"), exc, UNSET)
+            inst.mcp = _tolerated(ctx, (path, "mcp"), exc, UNSET)
     v = obj.get("delete", _MISSING)
     if v is _MISSING:
         inst.delete = UNSET
@@ -5277,7 +5292,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         try:
             inst.delete = _d_SessionDeleteCapabilities(v, (path, "delete"), ctx)
         except DecodeError as exc:
-            inst.delete = _s.tolerated(ctx, (path, "delete"), exc, UNSET)
+            inst.delete = _tolerated(ctx, (path, "delete"), exc, UNSET)
     v = obj.get("additionalDirectories", _MISSING)
     if v is _MISSING:
         inst.additional_directories = UNSET
@@ -5290,7 +5305,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
                 v, (path, "additionalDirectories"), ctx
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     if n == 4:
@@ -5307,8 +5322,8 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_SessionCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5358,7 +5373,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5374,7 +5389,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5384,8 +5399,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
     if (n := len(obj)) == 0:
@@ -5406,7 +5421,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         try:
             inst.image = _d_PromptImageCapabilities(v, (path, "image"), ctx)
         except DecodeError as exc:
-            inst.image = _s.tolerated(ctx, (path, "image"), exc, UNSET)
+            inst.image = _tolerated(ctx, (path, "image"), exc, UNSET)
     v = obj.get("audio", _MISSING)
     if v is _MISSING:
         inst.audio = UNSET
@@ -5417,7 +5432,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         try:
             inst.audio = _d_PromptAudioCapabilities(v, (path, "audio"), ctx)
         except DecodeError as exc:
-            inst.audio = _s.tolerated(ctx, (path, "audio"), exc, UNSET)
+            inst.audio = _tolerated(ctx, (path, "audio"), exc, UNSET)
     v = obj.get("embeddedContext", _MISSING)
     if v is _MISSING:
         inst.embedded_context = UNSET
@@ -5430,7 +5445,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
                 v, (path, "embeddedContext"), ctx
             )
         except DecodeError as exc:
-            inst.embedded_context = _s.tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
+            inst.embedded_context = _tolerated(ctx, (path, "embeddedContext"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5445,8 +5460,8 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PromptCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5490,7 +5505,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5504,7 +5519,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5514,8 +5529,8 @@ _K_PromptImageCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PromptImageCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptImageCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptImageCapabilities)
     if (n := len(obj)) == 0:
@@ -5532,8 +5547,8 @@ def _d_PromptImageCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     return inst
 
 
@@ -5549,7 +5564,7 @@ class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5557,7 +5572,7 @@ class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5567,8 +5582,8 @@ _K_PromptAudioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PromptAudioCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptAudioCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptAudioCapabilities)
     if (n := len(obj)) == 0:
@@ -5585,8 +5600,8 @@ def _d_PromptAudioCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     return inst
 
 
@@ -5602,7 +5617,7 @@ class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5610,7 +5625,7 @@ class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5620,8 +5635,8 @@ _K_PromptEmbeddedContextCapabilities: Final[frozenset[str]] = frozenset(["_meta"
 def _d_PromptEmbeddedContextCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptEmbeddedContextCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptEmbeddedContextCapabilities)
     if (n := len(obj)) == 0:
@@ -5638,9 +5653,9 @@ def _d_PromptEmbeddedContextCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
@@ -5657,7 +5672,7 @@ class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCa
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5665,7 +5680,7 @@ class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCa
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5673,8 +5688,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["stdio", "http", "_meta"]
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
     if (n := len(obj)) == 0:
@@ -5694,7 +5709,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         try:
             inst.stdio = _d_McpStdioCapabilities(v, (path, "stdio"), ctx)
         except DecodeError as exc:
-            inst.stdio = _s.tolerated(ctx, (path, "stdio"), exc, UNSET)
+            inst.stdio = _tolerated(ctx, (path, "stdio"), exc, UNSET)
     v = obj.get("http", _MISSING)
     if v is _MISSING:
         inst.http = UNSET
@@ -5705,7 +5720,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         try:
             inst.http = _d_McpHttpCapabilities(v, (path, "http"), ctx)
         except DecodeError as exc:
-            inst.http = _s.tolerated(ctx, (path, "http"), exc, UNSET)
+            inst.http = _tolerated(ctx, (path, "http"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -5720,8 +5735,8 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_McpCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5745,7 +5760,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5757,7 +5772,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5765,8 +5780,8 @@ _K_McpStdioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStdioCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpStdioCapabilities)
     if (n := len(obj)) == 0:
@@ -5783,8 +5798,8 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     return inst
 
 
@@ -5800,7 +5815,7 @@ class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5808,7 +5823,7 @@ class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5816,8 +5831,8 @@ _K_McpHttpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttpCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpHttpCapabilities)
     if (n := len(obj)) == 0:
@@ -5834,8 +5849,8 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     return inst
 
 
@@ -5851,7 +5866,7 @@ class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5859,7 +5874,7 @@ class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5869,8 +5884,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -5887,8 +5902,8 @@ def _d_SessionDeleteCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
     return inst
 
 
@@ -5904,7 +5919,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5912,7 +5927,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5922,8 +5937,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -5940,11 +5955,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {}
-        if n == 1
-        else _s.extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -5966,7 +5979,7 @@ class SessionAdditionalDirectoriesCapabilities(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -5974,7 +5987,7 @@ class SessionAdditionalDirectoriesCapabilities(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -5982,8 +5995,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -6000,8 +6013,8 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -6019,7 +6032,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6027,7 +6040,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6035,24 +6048,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -6067,8 +6080,8 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_EnvVariable, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -6086,7 +6099,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6094,7 +6107,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6104,24 +6117,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
     v = obj.get("methodId", _MISSING)
     if v.__class__ is str:
         inst.method_id = v
     elif v is _MISSING:
-        _s.missing(path, "methodId")
+        _missing(path, "methodId")
     else:
-        _s.fail((path, "methodId"), "string", v)
+        _fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6139,7 +6152,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
         try:
@@ -6148,21 +6161,21 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
             i = 0
             for x in v:
                 try:
-                    items4.append(x if x.__class__ is str else _s.fail((p4, i), "string", x))
+                    items4.append(x if x.__class__ is str else _fail((p4, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p4, i), exc, "item dropped")
                 i += 1
             inst.args = items4
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
         try:
-            inst.args = _s.skip_invalid(v, (path, "args"), ctx, _s.d_str)
+            inst.args = _skip_invalid(v, (path, "args"), ctx, _d_str)
         except DecodeError as exc:
-            inst.args = _s.tolerated(ctx, (path, "args"), exc, UNSET)
+            inst.args = _tolerated(ctx, (path, "args"), exc, UNSET)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         try:
@@ -6177,15 +6190,15 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
                 i += 1
             inst.env = items5
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     elif v is _MISSING:
         inst.env = UNSET
         n += 1
     else:
         try:
-            inst.env = _s.skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
+            inst.env = _skip_invalid(v, (path, "env"), ctx, _d_EnvVariable)
         except DecodeError as exc:
-            inst.env = _s.tolerated(ctx, (path, "env"), exc, UNSET)
+            inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6200,8 +6213,8 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -6234,7 +6247,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6248,7 +6261,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6258,24 +6271,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
     v = obj.get("methodId", _MISSING)
     if v.__class__ is str:
         inst.method_id = v
     elif v is _MISSING:
-        _s.missing(path, "methodId")
+        _missing(path, "methodId")
     else:
-        _s.fail((path, "methodId"), "string", v)
+        _fail((path, "methodId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6291,7 +6304,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6306,8 +6319,8 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6330,7 +6343,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6340,7 +6353,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6348,8 +6361,8 @@ _K_LoginAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthResponse)
     if (n := len(obj)) == 0:
@@ -6366,8 +6379,8 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LoginAuthResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6381,7 +6394,7 @@ class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6389,7 +6402,7 @@ class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6397,8 +6410,8 @@ _K_LogoutAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthResponse)
     if (n := len(obj)) == 0:
@@ -6415,8 +6428,8 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6430,7 +6443,7 @@ class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6438,7 +6451,7 @@ class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6446,17 +6459,17 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(["sessionId", "configOp
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
@@ -6484,17 +6497,17 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i += 1
             inst.config_options = items2
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6509,8 +6522,8 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_NewSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6533,7 +6546,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6543,7 +6556,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6555,34 +6568,34 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
@@ -6601,7 +6614,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -6611,7 +6624,7 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6626,8 +6639,8 @@ def _d_SessionConfigOptionSelect(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _s.extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
     return inst
 
 
@@ -6654,7 +6667,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6672,7 +6685,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6684,31 +6697,31 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
+        _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6725,7 +6738,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("category", _MISSING)
     if v.__class__ is str:
         inst.category = v
@@ -6735,7 +6748,7 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.category = None
     else:
-        inst.category = _s.tolerate(ctx, (path, "category"), "string", v, UNSET)
+        inst.category = _tolerate(ctx, (path, "category"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6750,8 +6763,8 @@ def _d_SessionConfigOptionBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
     return inst
 
 
@@ -6778,7 +6791,7 @@ class SessionConfigOptionBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6795,7 +6808,7 @@ class SessionConfigOptionBoolean(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6807,24 +6820,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6840,7 +6853,7 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.description = None
     else:
-        inst.description = _s.tolerate(ctx, (path, "description"), "string", v, UNSET)
+        inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -6855,8 +6868,8 @@ def _d_SessionConfigSelectOption(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
     return inst
 
 
@@ -6876,7 +6889,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6886,7 +6899,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6898,24 +6911,24 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
     v = obj.get("groupId", _MISSING)
     if v.__class__ is str:
         inst.group_id = v
     elif v is _MISSING:
-        _s.missing(path, "groupId")
+        _missing(path, "groupId")
     else:
-        _s.fail((path, "groupId"), "string", v)
+        _fail((path, "groupId"), "string", v)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("options", _MISSING)
     if v.__class__ is list:
         try:
@@ -6930,14 +6943,14 @@ def _d_SessionConfigSelectGroup(
                 i += 1
             inst.options = items3
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         try:
-            inst.options = _s.skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
+            inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
         except DecodeError as exc:
-            inst.options = _s.tolerated(ctx, (path, "options"), exc, [])
+            inst.options = _tolerated(ctx, (path, "options"), exc, [])
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -6952,8 +6965,8 @@ def _d_SessionConfigSelectGroup(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6973,7 +6986,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -6985,7 +6998,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -6993,23 +7006,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is str:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "string", v)
+        _fail((path, "currentValue"), "string", v)
     v = obj.get("options", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "options")
+        _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     return inst
 
 
@@ -7021,7 +7034,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
     """The currently selected value."""
     options: SessionConfigSelectOptions
     """The set of selectable options."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7030,7 +7043,7 @@ class SessionConfigSelect(Wire, decoder=_d_SessionConfigSelect):
             "options": encode_SessionConfigSelectOptions(self.options),
         }
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7038,18 +7051,18 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
     v = obj.get("currentValue", _MISSING)
     if v.__class__ is bool:
         inst.current_value = v
     elif v is _MISSING:
-        _s.missing(path, "currentValue")
+        _missing(path, "currentValue")
     else:
-        _s.fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _s.extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+        _fail((path, "currentValue"), "boolean", v)
+    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
     return inst
 
 
@@ -7059,13 +7072,13 @@ class SessionConfigBoolean(Wire, decoder=_d_SessionConfigBoolean):
 
     current_value: bool
     """The current value of the boolean option."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"currentValue": self.current_value}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7073,8 +7086,8 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
     v = obj.get("sessions", _MISSING)
@@ -7091,14 +7104,14 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
                 i += 1
             inst.sessions = items1
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "sessions")
+        _missing(path, "sessions")
     else:
         try:
-            inst.sessions = _s.skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
+            inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
         except DecodeError as exc:
-            inst.sessions = _s.tolerated(ctx, (path, "sessions"), exc, [])
+            inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
@@ -7114,7 +7127,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.next_cursor = None
     else:
-        inst.next_cursor = _s.tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
+        inst.next_cursor = _tolerate(ctx, (path, "nextCursor"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7129,8 +7142,8 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7149,7 +7162,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7159,7 +7172,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7169,24 +7182,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -7203,13 +7216,13 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -7217,11 +7230,11 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("title", _MISSING)
@@ -7233,7 +7246,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -7243,7 +7256,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7258,8 +7271,8 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_SessionInfo, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7287,7 +7300,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7301,7 +7314,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7309,8 +7322,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -7327,8 +7340,8 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7342,7 +7355,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7350,7 +7363,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7358,8 +7371,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -7389,17 +7402,17 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     elif v is _MISSING:
         inst.config_options = UNSET
         n += 1
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, UNSET)
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -7414,8 +7427,8 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7431,7 +7444,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7441,7 +7454,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7449,8 +7462,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -7467,8 +7480,8 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7482,7 +7495,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7490,7 +7503,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7500,8 +7513,8 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
     v = obj.get("configOptions", _MISSING)
@@ -7525,16 +7538,16 @@ def _d_SetSessionConfigOptionResponse(
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7549,10 +7562,8 @@ def _d_SetSessionConfigOptionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
     return inst
 
 
@@ -7568,7 +7579,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7576,7 +7587,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7584,8 +7595,8 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     if (n := len(obj)) == 0:
@@ -7602,8 +7613,8 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_PromptResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7623,7 +7634,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7631,7 +7642,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7639,24 +7650,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
     v = obj.get("code", _MISSING)
     if v.__class__ is int:
         inst.code = v
     elif v is _MISSING:
-        _s.missing(path, "code")
+        _missing(path, "code")
     else:
-        _s.fail((path, "code"), "integer", v)
+        _fail((path, "code"), "integer", v)
     v = obj.get("message", _MISSING)
     if v.__class__ is str:
         inst.message = v
     elif v is _MISSING:
-        _s.missing(path, "message")
+        _missing(path, "message")
     else:
-        _s.fail((path, "message"), "string", v)
+        _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
@@ -7668,7 +7679,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7691,7 +7702,7 @@ class Error(Wire, decoder=_d_Error):
     data: Any | Unset = UNSET
     """Optional primitive or structured value that contains additional information about the error.
     This may include debugging information or context-specific details."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7699,7 +7710,7 @@ class Error(Wire, decoder=_d_Error):
         if (v1 := self.data) is not UNSET:
             d["data"] = v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7707,17 +7718,17 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -7731,7 +7742,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7743,7 +7754,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7751,7 +7762,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7761,17 +7772,17 @@ _K_UpdateSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "u
 def _d_UpdateSessionNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UpdateSessionNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UpdateSessionNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("update", _MISSING)
     if (
         v.__class__ is dict
@@ -7780,7 +7791,7 @@ def _d_UpdateSessionNotification(
     ):
         inst.update = d2(v, (path, "update"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "update")
+        _missing(path, "update")
     else:
         inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
@@ -7797,8 +7808,8 @@ def _d_UpdateSessionNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
     return inst
 
 
@@ -7821,7 +7832,7 @@ class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7829,7 +7840,7 @@ class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7841,17 +7852,17 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -7860,7 +7871,7 @@ def _d_SessionUpdateUserMessageChunk(
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -7877,8 +7888,8 @@ def _d_SessionUpdateUserMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
     return inst
 
 
@@ -7902,7 +7913,7 @@ class SessionUpdateUserMessageChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -7914,7 +7925,7 @@ class SessionUpdateUserMessageChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -7926,17 +7937,17 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -7945,7 +7956,7 @@ def _d_SessionUpdateAgentMessageChunk(
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -7962,10 +7973,8 @@ def _d_SessionUpdateAgentMessageChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
     return inst
 
 
@@ -7989,7 +7998,7 @@ class SessionUpdateAgentMessageChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8001,7 +8010,7 @@ class SessionUpdateAgentMessageChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8013,17 +8022,17 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -8032,7 +8041,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -8049,10 +8058,8 @@ def _d_SessionUpdateAgentThoughtChunk(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 3 else _s.extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
     return inst
 
 
@@ -8076,7 +8083,7 @@ class SessionUpdateAgentThoughtChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8088,7 +8095,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8098,14 +8105,14 @@ _K_SessionUpdateStateUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate"]
 def _d_SessionUpdateStateUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateStateUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
         {}
         if len(obj) - ("sessionUpdate" in obj) == 0
-        else _s.extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
+        else _extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
     return inst
 
@@ -8117,13 +8124,13 @@ class SessionUpdateStateUpdate(
     """The state of the agent's foreground work has changed."""
 
     TAG: ClassVar[Literal["state_update"]] = "state_update"
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "state_update"}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8146,17 +8153,17 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -8178,7 +8185,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("kind", _MISSING)
     if v.__class__ is str:
         inst.kind = v
@@ -8188,7 +8195,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.kind = None
     else:
-        inst.kind = _s.tolerate(ctx, (path, "kind"), "string", v, UNSET)
+        inst.kind = _tolerate(ctx, (path, "kind"), "string", v, UNSET)
     v = obj.get("status", _MISSING)
     if v.__class__ is str:
         inst.status = v
@@ -8198,7 +8205,7 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.status = None
     else:
-        inst.status = _s.tolerate(ctx, (path, "status"), "string", v, UNSET)
+        inst.status = _tolerate(ctx, (path, "status"), "string", v, UNSET)
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
         try:
@@ -8220,7 +8227,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.content = items5
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -8228,9 +8235,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ToolCallContent)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     v = obj.get("locations", _MISSING)
     if v.__class__ is list:
         try:
@@ -8245,7 +8252,7 @@ def _d_SessionUpdateToolCallUpdate(
                 i += 1
             inst.locations = items6
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     elif v is _MISSING:
         inst.locations = UNSET
         n += 1
@@ -8253,9 +8260,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.locations = None
     else:
         try:
-            inst.locations = _s.skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
+            inst.locations = _skip_invalid(v, (path, "locations"), ctx, _d_ToolCallLocation)
         except DecodeError as exc:
-            inst.locations = _s.tolerated(ctx, (path, "locations"), exc, UNSET)
+            inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
     v = obj.get("rawInput", _MISSING)
     if v is _MISSING:
         inst.raw_input = UNSET
@@ -8282,8 +8289,8 @@ def _d_SessionUpdateToolCallUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _s.extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
     return inst
 
 
@@ -8318,7 +8325,7 @@ class SessionUpdateToolCallUpdate(
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8340,7 +8347,7 @@ class SessionUpdateToolCallUpdate(
         if (v8 := self.meta) is not UNSET:
             d["_meta"] = None if v8 is None else v8
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8348,17 +8355,17 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["messageId", "content", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -8367,7 +8374,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ContentBlock(v, (path, "content"), ctx)
     if (n := len(obj)) == 2:
@@ -8384,8 +8391,8 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ContentChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8406,7 +8413,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8414,7 +8421,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8424,17 +8431,17 @@ _K_UserMessage: Final[frozenset[str]] = frozenset(
 
 
 def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UserMessage)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
@@ -8462,7 +8469,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
                 i += 1
             inst.content = items2
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -8470,9 +8477,9 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8487,8 +8494,8 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_UserMessage, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8519,7 +8526,7 @@ class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_mess
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8529,7 +8536,7 @@ class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_mess
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8539,17 +8546,17 @@ _K_AgentMessage: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentMessage)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
@@ -8577,7 +8584,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
                 i += 1
             inst.content = items2
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -8585,9 +8592,9 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8602,8 +8609,8 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentMessage, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8634,7 +8641,7 @@ class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_m
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8644,7 +8651,7 @@ class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_m
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8654,17 +8661,17 @@ _K_AgentThought: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentThought)
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
         inst.message_id = v
     elif v is _MISSING:
-        _s.missing(path, "messageId")
+        _missing(path, "messageId")
     else:
-        _s.fail((path, "messageId"), "string", v)
+        _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
@@ -8692,7 +8699,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
                 i += 1
             inst.content = items2
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     elif v is _MISSING:
         inst.content = UNSET
         n += 1
@@ -8700,9 +8707,9 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.content = None
     else:
         try:
-            inst.content = _s.skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
+            inst.content = _skip_invalid(v, (path, "content"), ctx, _d_ContentBlock)
         except DecodeError as exc:
-            inst.content = _s.tolerated(ctx, (path, "content"), exc, UNSET)
+            inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8717,8 +8724,8 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_AgentThought, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8749,7 +8756,7 @@ class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_t
     these keys. Omitted means no metadata update; `null` is an explicit clear signal.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8759,7 +8766,7 @@ class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_t
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8767,8 +8774,8 @@ _K_RunningStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
 
 
 def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningStateUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RunningStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -8785,8 +8792,8 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RunningStateUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8801,7 +8808,7 @@ class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "run
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8809,7 +8816,7 @@ class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "run
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8817,8 +8824,8 @@ _K_IdleStateUpdate: Final[frozenset[str]] = frozenset(["state", "stopReason", "_
 
 
 def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IdleStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -8836,7 +8843,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
     elif v is None:
         inst.stop_reason = None
     else:
-        inst.stop_reason = _s.tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
+        inst.stop_reason = _tolerate(ctx, (path, "stopReason"), "string", v, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -8851,8 +8858,8 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_IdleStateUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -8872,7 +8879,7 @@ class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8882,7 +8889,7 @@ class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8892,8 +8899,8 @@ _K_RequiresActionStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta
 def _d_RequiresActionStateUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequiresActionStateUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequiresActionStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -8910,8 +8917,8 @@ def _d_RequiresActionStateUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
     return inst
 
 
@@ -8928,7 +8935,7 @@ class RequiresActionStateUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -8936,7 +8943,7 @@ class RequiresActionStateUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -8946,17 +8953,17 @@ _K_ToolCallContentChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContentChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallContentChunk)
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
         inst.tool_call_id = v
     elif v is _MISSING:
-        _s.missing(path, "toolCallId")
+        _missing(path, "toolCallId")
     else:
-        _s.fail((path, "toolCallId"), "string", v)
+        _fail((path, "toolCallId"), "string", v)
     v = obj.get("content", _MISSING)
     if (
         v.__class__ is dict
@@ -8965,7 +8972,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
     ):
         inst.content = d2(v, (path, "content"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
         inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -8982,8 +8989,8 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     return inst
 
 
@@ -9009,7 +9016,7 @@ class ToolCallContentChunk(
     these keys. This field is chunk-scoped.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9021,7 +9028,7 @@ class ToolCallContentChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9029,17 +9036,17 @@ _K_TerminalOutput: Final[frozenset[str]] = frozenset(["data", "_meta"])
 
 
 def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutput:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutput)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9054,8 +9061,8 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TerminalOutput, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -9072,7 +9079,7 @@ class TerminalOutput(Wire, decoder=_d_TerminalOutput):
     and `null` are equivalent and mean no snapshot metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9080,7 +9087,7 @@ class TerminalOutput(Wire, decoder=_d_TerminalOutput):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9088,8 +9095,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -9109,9 +9116,9 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = None
     else:
         try:
-            inst.exit_code = _s.as_int(v, (path, "exitCode"))
+            inst.exit_code = _as_int(v, (path, "exitCode"))
         except DecodeError as exc:
-            inst.exit_code = _s.tolerated(ctx, (path, "exitCode"), exc, UNSET)
+            inst.exit_code = _tolerated(ctx, (path, "exitCode"), exc, UNSET)
     v = obj.get("signal", _MISSING)
     if v.__class__ is str:
         inst.signal = v
@@ -9121,7 +9128,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.signal = None
     else:
-        inst.signal = _s.tolerate(ctx, (path, "signal"), "string", v, UNSET)
+        inst.signal = _tolerate(ctx, (path, "signal"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9136,8 +9143,8 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -9163,7 +9170,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
     and `null` are equivalent and mean no exit metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9175,7 +9182,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9185,17 +9192,17 @@ _K_TerminalUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalUpdate)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.command = UNSET
@@ -9214,7 +9221,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     elif v is None:
         inst.command = None
     else:
-        inst.command = _s.tolerate(ctx, (path, "command"), "string", v, UNSET)
+        inst.command = _tolerate(ctx, (path, "command"), "string", v, UNSET)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
@@ -9224,7 +9231,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     elif v is None:
         inst.cwd = None
     else:
-        inst.cwd = _s.tolerate(ctx, (path, "cwd"), "string", v, UNSET)
+        inst.cwd = _tolerate(ctx, (path, "cwd"), "string", v, UNSET)
     v = obj.get("output", _MISSING)
     if v is _MISSING:
         inst.output = UNSET
@@ -9235,7 +9242,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         try:
             inst.output = _d_TerminalOutput(v, (path, "output"), ctx)
         except DecodeError as exc:
-            inst.output = _s.tolerated(ctx, (path, "output"), exc, UNSET)
+            inst.output = _tolerated(ctx, (path, "output"), exc, UNSET)
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
         inst.exit_status = UNSET
@@ -9246,7 +9253,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         try:
             inst.exit_status = _d_TerminalExitStatus(v, (path, "exitStatus"), ctx)
         except DecodeError as exc:
-            inst.exit_status = _s.tolerated(ctx, (path, "exitStatus"), exc, UNSET)
+            inst.exit_status = _tolerated(ctx, (path, "exitStatus"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9261,8 +9268,8 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_TerminalUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -9292,7 +9299,7 @@ class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "ter
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9308,7 +9315,7 @@ class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "ter
         if (v5 := self.meta) is not UNSET:
             d["_meta"] = None if v5 is None else v5
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9318,24 +9325,24 @@ _K_TerminalOutputChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputChunk:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputChunk)
     v = obj.get("terminalId", _MISSING)
     if v.__class__ is str:
         inst.terminal_id = v
     elif v is _MISSING:
-        _s.missing(path, "terminalId")
+        _missing(path, "terminalId")
     else:
-        _s.fail((path, "terminalId"), "string", v)
+        _fail((path, "terminalId"), "string", v)
     v = obj.get("data", _MISSING)
     if v.__class__ is str:
         inst.data = v
     elif v is _MISSING:
-        _s.missing(path, "data")
+        _missing(path, "data")
     else:
-        _s.fail((path, "data"), "string", v)
+        _fail((path, "data"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9350,8 +9357,8 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     return inst
 
 
@@ -9373,7 +9380,7 @@ class TerminalOutputChunk(
     equivalent and mean no chunk metadata was provided.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9385,7 +9392,7 @@ class TerminalOutputChunk(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9393,31 +9400,31 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
     v = obj.get("content", _MISSING)
     if v.__class__ is str:
         inst.content = v
     elif v is _MISSING:
-        _s.missing(path, "content")
+        _missing(path, "content")
     else:
-        _s.fail((path, "content"), "string", v)
+        _fail((path, "content"), "string", v)
     v = obj.get("priority", _MISSING)
     if v.__class__ is str:
         inst.priority = v
     elif v is _MISSING:
-        _s.missing(path, "priority")
+        _missing(path, "priority")
     else:
-        _s.fail((path, "priority"), "string", v)
+        _fail((path, "priority"), "string", v)
     v = obj.get("status", _MISSING)
     if v.__class__ is str:
         inst.status = v
     elif v is _MISSING:
-        _s.missing(path, "status")
+        _missing(path, "status")
     else:
-        _s.fail((path, "status"), "string", v)
+        _fail((path, "status"), "string", v)
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9432,8 +9439,8 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_PlanEntry, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -9459,7 +9466,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9467,7 +9474,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9475,17 +9482,17 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 
 
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
     v = obj.get("planId", _MISSING)
     if v.__class__ is str:
         inst.plan_id = v
     elif v is _MISSING:
-        _s.missing(path, "planId")
+        _missing(path, "planId")
     else:
-        _s.fail((path, "planId"), "string", v)
+        _fail((path, "planId"), "string", v)
     v = obj.get("entries", _MISSING)
     if v.__class__ is list:
         try:
@@ -9500,14 +9507,14 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
                 i += 1
             inst.entries = items2
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "entries")
+        _missing(path, "entries")
     else:
         try:
-            inst.entries = _s.skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
+            inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
         except DecodeError as exc:
-            inst.entries = _s.tolerated(ctx, (path, "entries"), exc, [])
+            inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9522,8 +9529,8 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PlanItems, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9545,7 +9552,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9557,7 +9564,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9565,8 +9572,8 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 
 
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
     v = obj.get("plan", _MISSING)
@@ -9577,7 +9584,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     ):
         inst.plan = d1(v, (path, "plan"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "plan")
+        _missing(path, "plan")
     else:
         inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -9594,8 +9601,8 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_PlanUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9612,7 +9619,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9620,7 +9627,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9628,24 +9635,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
         inst.description = v
     elif v is _MISSING:
-        _s.missing(path, "description")
+        _missing(path, "description")
     else:
-        _s.fail((path, "description"), "string", v)
+        _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
@@ -9662,7 +9669,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         try:
             inst.input = _d_AvailableCommandInput(v, (path, "input"), ctx)
         except DecodeError as exc:
-            inst.input = _s.tolerated(ctx, (path, "input"), exc, UNSET)
+            inst.input = _tolerated(ctx, (path, "input"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9677,8 +9684,8 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_AvailableCommand, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9698,7 +9705,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9708,7 +9715,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9716,17 +9723,17 @@ _K_TextCommandInput: Final[frozenset[str]] = frozenset(["type", "hint", "_meta"]
 
 
 def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextCommandInput:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextCommandInput)
     v = obj.get("hint", _MISSING)
     if v.__class__ is str:
         inst.hint = v
     elif v is _MISSING:
-        _s.missing(path, "hint")
+        _missing(path, "hint")
     else:
-        _s.fail((path, "hint"), "string", v)
+        _fail((path, "hint"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9741,8 +9748,8 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_TextCommandInput, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9759,7 +9766,7 @@ class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9767,7 +9774,7 @@ class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9779,8 +9786,8 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
     v = obj.get("availableCommands", _MISSING)
@@ -9797,16 +9804,16 @@ def _d_AvailableCommandsUpdate(
                 i += 1
             inst.available_commands = items1
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "availableCommands")
+        _missing(path, "availableCommands")
     else:
         try:
-            inst.available_commands = _s.skip_invalid(
+            inst.available_commands = _skip_invalid(
                 v, (path, "availableCommands"), ctx, _d_AvailableCommand
             )
         except DecodeError as exc:
-            inst.available_commands = _s.tolerated(ctx, (path, "availableCommands"), exc, [])
+            inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9821,8 +9828,8 @@ def _d_AvailableCommandsUpdate(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9841,7 +9848,7 @@ class AvailableCommandsUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9852,7 +9859,7 @@ class AvailableCommandsUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9862,8 +9869,8 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
     v = obj.get("configOptions", _MISSING)
@@ -9887,16 +9894,16 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i += 1
             inst.config_options = items1
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     elif v is _MISSING:
-        _s.missing(path, "configOptions")
+        _missing(path, "configOptions")
     else:
         try:
-            inst.config_options = _s.skip_invalid(
+            inst.config_options = _skip_invalid(
                 v, (path, "configOptions"), ctx, _d_SessionConfigOption
             )
         except DecodeError as exc:
-            inst.config_options = _s.tolerated(ctx, (path, "configOptions"), exc, [])
+            inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9911,8 +9918,8 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9931,7 +9938,7 @@ class ConfigOptionUpdate(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -9942,7 +9949,7 @@ class ConfigOptionUpdate(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -9952,8 +9959,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -9972,7 +9979,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.title = None
     else:
-        inst.title = _s.tolerate(ctx, (path, "title"), "string", v, UNSET)
+        inst.title = _tolerate(ctx, (path, "title"), "string", v, UNSET)
     v = obj.get("updatedAt", _MISSING)
     if v.__class__ is str:
         inst.updated_at = v
@@ -9982,7 +9989,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.updated_at = None
     else:
-        inst.updated_at = _s.tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
+        inst.updated_at = _tolerate(ctx, (path, "updatedAt"), "string", v, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -9997,8 +10004,8 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -10025,7 +10032,7 @@ class SessionInfoUpdate(
     explicit clear signal. Implementations MUST NOT make assumptions about values at these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10037,7 +10044,7 @@ class SessionInfoUpdate(
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10045,24 +10052,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
     v = obj.get("amount", _MISSING)
     if v.__class__ is float:
         inst.amount = v
     elif v is _MISSING:
-        _s.missing(path, "amount")
+        _missing(path, "amount")
     else:
-        inst.amount = _s.as_float(v, (path, "amount"))
+        inst.amount = _as_float(v, (path, "amount"))
     v = obj.get("currency", _MISSING)
     if v.__class__ is str:
         inst.currency = v
     elif v is _MISSING:
-        _s.missing(path, "currency")
+        _missing(path, "currency")
     else:
-        _s.fail((path, "currency"), "string", v)
+        _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10077,8 +10084,8 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_Cost, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -10096,7 +10103,7 @@ class Cost(Wire, decoder=_d_Cost):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10104,7 +10111,7 @@ class Cost(Wire, decoder=_d_Cost):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10114,24 +10121,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
     v = obj.get("used", _MISSING)
     if v.__class__ is int:
         inst.used = v
     elif v is _MISSING:
-        _s.missing(path, "used")
+        _missing(path, "used")
     else:
-        inst.used = _s.as_int(v, (path, "used"))
+        inst.used = _as_int(v, (path, "used"))
     v = obj.get("size", _MISSING)
     if v.__class__ is int:
         inst.size = v
     elif v is _MISSING:
-        _s.missing(path, "size")
+        _missing(path, "size")
     else:
-        inst.size = _s.as_int(v, (path, "size"))
+        inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
@@ -10148,7 +10155,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         try:
             inst.cost = _d_Cost(v, (path, "cost"), ctx)
         except DecodeError as exc:
-            inst.cost = _s.tolerated(ctx, (path, "cost"), exc, UNSET)
+            inst.cost = _tolerated(ctx, (path, "cost"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10163,8 +10170,8 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_UsageUpdate, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -10185,7 +10192,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10195,7 +10202,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10205,17 +10212,17 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
     v = obj.get("elicitationId", _MISSING)
     if v.__class__ is str:
         inst.elicitation_id = v
     elif v is _MISSING:
-        _s.missing(path, "elicitationId")
+        _missing(path, "elicitationId")
     else:
-        _s.fail((path, "elicitationId"), "string", v)
+        _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10230,10 +10237,8 @@ def _d_CompleteElicitationNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
     return inst
 
 
@@ -10251,7 +10256,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10259,7 +10264,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10267,22 +10272,22 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -10296,7 +10301,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -10310,7 +10315,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     """The method name to invoke."""
     params: Any | None | Unset = UNSET
     """Method-specific request parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10318,7 +10323,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10326,8 +10331,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(["auth", "elicitation",
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
     if (n := len(obj)) == 0:
@@ -10347,7 +10352,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.auth = _d_AuthCapabilities(v, (path, "auth"), ctx)
         except DecodeError as exc:
-            inst.auth = _s.tolerated(ctx, (path, "auth"), exc, UNSET)
+            inst.auth = _tolerated(ctx, (path, "auth"), exc, UNSET)
     v = obj.get("elicitation", _MISSING)
     if v is _MISSING:
         inst.elicitation = UNSET
@@ -10358,7 +10363,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         try:
             inst.elicitation = _d_ElicitationCapabilities(v, (path, "elicitation"), ctx)
         except DecodeError as exc:
-            inst.elicitation = _s.tolerated(ctx, (path, "elicitation"), exc, UNSET)
+            inst.elicitation = _tolerated(ctx, (path, "elicitation"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10373,8 +10378,8 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ClientCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -10407,7 +10412,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10419,7 +10424,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10429,8 +10434,8 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
@@ -10438,12 +10443,12 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if v.__class__ is int:
         inst.protocol_version = v
     elif v is _MISSING:
-        _s.missing(path, "protocolVersion")
+        _missing(path, "protocolVersion")
     else:
-        inst.protocol_version = _s.as_int(v, (path, "protocolVersion"))
+        inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     v = obj.get("info", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "info")
+        _missing(path, "info")
     else:
         inst.info = _d_Implementation(v, (path, "info"), ctx)
     if (n := len(obj)) == 2:
@@ -10462,7 +10467,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         try:
             inst.capabilities = _d_ClientCapabilities(v, (path, "capabilities"), ctx)
         except DecodeError as exc:
-            inst.capabilities = _s.tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
+            inst.capabilities = _tolerated(ctx, (path, "capabilities"), exc, ClientCapabilities())
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10478,8 +10483,8 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_InitializeRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10505,7 +10510,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
     __acp_absent__: frozenset[str] = field(
         default=frozenset(), init=False, repr=False, compare=False
@@ -10519,7 +10524,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10527,8 +10532,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
     if (n := len(obj)) == 0:
@@ -10547,7 +10552,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         try:
             inst.terminal = _d_TerminalAuthCapabilities(v, (path, "terminal"), ctx)
         except DecodeError as exc:
-            inst.terminal = _s.tolerated(ctx, (path, "terminal"), exc, UNSET)
+            inst.terminal = _tolerated(ctx, (path, "terminal"), exc, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10562,8 +10567,8 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_AuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -10588,7 +10593,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10598,7 +10603,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10608,8 +10613,8 @@ _K_TerminalAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_TerminalAuthCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> TerminalAuthCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -10626,8 +10631,8 @@ def _d_TerminalAuthCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     return inst
 
 
@@ -10645,7 +10650,7 @@ class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10653,7 +10658,7 @@ class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10663,8 +10668,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -10684,7 +10689,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.form = _d_ElicitationFormCapabilities(v, (path, "form"), ctx)
         except DecodeError as exc:
-            inst.form = _s.tolerated(ctx, (path, "form"), exc, UNSET)
+            inst.form = _tolerated(ctx, (path, "form"), exc, UNSET)
     v = obj.get("url", _MISSING)
     if v is _MISSING:
         inst.url = UNSET
@@ -10695,7 +10700,7 @@ def _d_ElicitationCapabilities(
         try:
             inst.url = _d_ElicitationUrlCapabilities(v, (path, "url"), ctx)
         except DecodeError as exc:
-            inst.url = _s.tolerated(ctx, (path, "url"), exc, UNSET)
+            inst.url = _tolerated(ctx, (path, "url"), exc, UNSET)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -10710,8 +10715,8 @@ def _d_ElicitationCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10737,7 +10742,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10749,7 +10754,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10759,8 +10764,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -10777,8 +10782,8 @@ def _d_ElicitationFormCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
     return inst
 
 
@@ -10796,7 +10801,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10804,7 +10809,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10814,8 +10819,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -10832,8 +10837,8 @@ def _d_ElicitationUrlCapabilities(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
     return inst
 
 
@@ -10851,7 +10856,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10859,7 +10864,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10867,17 +10872,17 @@ _K_LoginAuthRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthRequest)
     v = obj.get("methodId", _MISSING)
     if v.__class__ is str:
         inst.method_id = v
     elif v is _MISSING:
-        _s.missing(path, "methodId")
+        _missing(path, "methodId")
     else:
-        _s.fail((path, "methodId"), "string", v)
+        _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10892,8 +10897,8 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_LoginAuthRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -10916,7 +10921,7 @@ class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10924,7 +10929,7 @@ class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10932,8 +10937,8 @@ _K_LogoutAuthRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthRequest)
     if (n := len(obj)) == 0:
@@ -10950,8 +10955,8 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -10971,7 +10976,7 @@ class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -10979,7 +10984,7 @@ class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -10989,17 +10994,17 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -11015,13 +11020,13 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             i = 0
             for x in v:
                 try:
-                    items2.append(x if x.__class__ is str else _s.fail((p2, i), "string", x))
+                    items2.append(x if x.__class__ is str else _fail((p2, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p2, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items2
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -11029,11 +11034,11 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
@@ -11057,15 +11062,15 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i += 1
             inst.mcp_servers = items3
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
         n += 1
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11080,8 +11085,8 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_NewSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -11108,7 +11113,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11120,7 +11125,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11128,24 +11133,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11160,8 +11165,8 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_HttpHeader, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -11179,7 +11184,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11187,7 +11192,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11195,24 +11200,24 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("url", _MISSING)
     if v.__class__ is str:
         inst.url = v
     elif v is _MISSING:
-        _s.missing(path, "url")
+        _missing(path, "url")
     else:
-        _s.fail((path, "url"), "string", v)
+        _fail((path, "url"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
@@ -11232,7 +11237,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.headers = UNSET
         n += 1
     else:
-        inst.headers = _s.list_of(v, (path, "headers"), ctx, _d_HttpHeader)
+        inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11247,8 +11252,8 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _s.extra_fields(obj, _K_McpServerHttp, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -11269,7 +11274,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11279,7 +11284,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
         if (v2 := self.meta) is not UNSET:
             d["_meta"] = None if v2 is None else v2
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11289,24 +11294,24 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
         inst.name = v
     elif v is _MISSING:
-        _s.missing(path, "name")
+        _missing(path, "name")
     else:
-        _s.fail((path, "name"), "string", v)
+        _fail((path, "name"), "string", v)
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
         inst.command = v
     elif v is _MISSING:
-        _s.missing(path, "command")
+        _missing(path, "command")
     else:
-        _s.fail((path, "command"), "string", v)
+        _fail((path, "command"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.args = UNSET
@@ -11320,14 +11325,14 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         items3: list[str] = []
         i = 0
         for x in v:
-            items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+            items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
             i += 1
         inst.args = items3
     elif v is _MISSING:
         inst.args = UNSET
         n += 1
     else:
-        inst.args = _s.list_of(v, (path, "args"), ctx, _s.d_str)
+        inst.args = _list_of(v, (path, "args"), ctx, _d_str)
     v = obj.get("env", _MISSING)
     if v.__class__ is list:
         p4 = (path, "env")
@@ -11341,7 +11346,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.env = UNSET
         n += 1
     else:
-        inst.env = _s.list_of(v, (path, "env"), ctx, _d_EnvVariable)
+        inst.env = _list_of(v, (path, "env"), ctx, _d_EnvVariable)
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11356,8 +11361,8 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _s.extra_fields(obj, _K_McpServerStdio, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11380,7 +11385,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11392,7 +11397,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11400,8 +11405,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -11420,7 +11425,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cwd = None
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     v = obj.get("cursor", _MISSING)
     if v.__class__ is str:
         inst.cursor = v
@@ -11430,7 +11435,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.cursor = None
     else:
-        _s.fail((path, "cursor"), "string", v)
+        _fail((path, "cursor"), "string", v)
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11445,8 +11450,8 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11464,7 +11469,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11476,7 +11481,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v3 := self.meta) is not UNSET:
             d["_meta"] = None if v3 is None else v3
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11484,17 +11489,17 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11509,8 +11514,8 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11528,7 +11533,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11536,7 +11541,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11546,24 +11551,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
         inst.cwd = v
     elif v is _MISSING:
-        _s.missing(path, "cwd")
+        _missing(path, "cwd")
     else:
-        _s.fail((path, "cwd"), "string", v)
+        _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
@@ -11580,13 +11585,13 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
             i = 0
             for x in v:
                 try:
-                    items3.append(x if x.__class__ is str else _s.fail((p3, i), "string", x))
+                    items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
                 except DecodeError as exc:
                     ctx.tolerated((p3, i), exc, "item dropped")
                 i += 1
             inst.additional_directories = items3
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     elif v is _MISSING:
@@ -11594,11 +11599,11 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         n += 1
     else:
         try:
-            inst.additional_directories = _s.skip_invalid(
-                v, (path, "additionalDirectories"), ctx, _s.d_str
+            inst.additional_directories = _skip_invalid(
+                v, (path, "additionalDirectories"), ctx, _d_str
             )
         except DecodeError as exc:
-            inst.additional_directories = _s.tolerated(
+            inst.additional_directories = _tolerated(
                 ctx, (path, "additionalDirectories"), exc, UNSET
             )
     v = obj.get("mcpServers", _MISSING)
@@ -11622,15 +11627,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i += 1
             inst.mcp_servers = items4
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     elif v is _MISSING:
         inst.mcp_servers = UNSET
         n += 1
     else:
         try:
-            inst.mcp_servers = _s.skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
+            inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
-            inst.mcp_servers = _s.tolerated(ctx, (path, "mcpServers"), exc, UNSET)
+            inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
     v = obj.get("replayFrom", _MISSING)
     if v is _MISSING:
         inst.replay_from = UNSET
@@ -11641,7 +11646,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         try:
             inst.replay_from = _d_ReplayFrom(v, (path, "replayFrom"), ctx)
         except DecodeError as exc:
-            inst.replay_from = _s.tolerated(ctx, (path, "replayFrom"), exc, UNSET)
+            inst.replay_from = _tolerated(ctx, (path, "replayFrom"), exc, UNSET)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -11656,8 +11661,8 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _s.extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11695,7 +11700,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11709,7 +11714,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v4 := self.meta) is not UNSET:
             d["_meta"] = None if v4 is None else v4
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11717,8 +11722,8 @@ _K_ReplayFromStart: Final[frozenset[str]] = frozenset(["type", "_meta"])
 
 
 def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromStart:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReplayFromStart)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -11735,8 +11740,8 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ReplayFromStart, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11751,7 +11756,7 @@ class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11759,7 +11764,7 @@ class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11767,17 +11772,17 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11792,8 +11797,8 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11813,7 +11818,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11821,7 +11826,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11833,31 +11838,31 @@ _K_SetSessionConfigOptionRequestId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestId:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestId)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is str:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "string", v)
+        _fail((path, "value"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11872,10 +11877,8 @@ def _d_SetSessionConfigOptionRequestId(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
     return inst
 
 
@@ -11898,7 +11901,7 @@ class SetSessionConfigOptionRequestId(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -11911,7 +11914,7 @@ class SetSessionConfigOptionRequestId(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -11923,31 +11926,31 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("configId", _MISSING)
     if v.__class__ is str:
         inst.config_id = v
     elif v is _MISSING:
-        _s.missing(path, "configId")
+        _missing(path, "configId")
     else:
-        _s.fail((path, "configId"), "string", v)
+        _fail((path, "configId"), "string", v)
     v = obj.get("value", _MISSING)
     if v.__class__ is bool:
         inst.value = v
     elif v is _MISSING:
-        _s.missing(path, "value")
+        _missing(path, "value")
     else:
-        _s.fail((path, "value"), "boolean", v)
+        _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11962,9 +11965,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _s.extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11988,7 +11991,7 @@ class SetSessionConfigOptionRequestBoolean(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12001,7 +12004,7 @@ class SetSessionConfigOptionRequestBoolean(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12009,17 +12012,17 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     v = obj.get("prompt", _MISSING)
     if v.__class__ is list:
         p2 = (path, "prompt")
@@ -12037,9 +12040,9 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
             i += 1
         inst.prompt = items2
     elif v is _MISSING:
-        _s.missing(path, "prompt")
+        _missing(path, "prompt")
     else:
-        inst.prompt = _s.list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
+        inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12054,8 +12057,8 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _s.extra_fields(obj, _K_PromptRequest, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -12090,7 +12093,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12098,7 +12101,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12106,21 +12109,21 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("result", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "result")
+        _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     return inst
 
 
@@ -12132,13 +12135,13 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """The id of the request this response answers."""
     result: Any
     """Method-specific response data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12146,21 +12149,21 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
     v = obj.get("id", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "id")
+        _missing(path, "id")
     else:
         inst.id = _d_RequestId(v, (path, "id"), ctx)
     v = obj.get("error", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "error")
+        _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _s.extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     return inst
 
 
@@ -12172,13 +12175,13 @@ class ClientResponseError(Wire, decoder=_d_ClientResponseError):
     """The id of the request this response answers."""
     error: Error
     """Method-specific error data."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "error": self.error.to_dict()}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12188,8 +12191,8 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
     v = obj.get("outcome", _MISSING)
@@ -12200,7 +12203,7 @@ def _d_RequestPermissionResponse(
     ):
         inst.outcome = d1(v, (path, "outcome"), ctx)
     elif v is _MISSING:
-        _s.missing(path, "outcome")
+        _missing(path, "outcome")
     else:
         inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
@@ -12217,8 +12220,8 @@ def _d_RequestPermissionResponse(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
     return inst
 
 
@@ -12234,7 +12237,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12242,7 +12245,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12252,14 +12255,14 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
         {}
         if len(obj) - ("outcome" in obj) == 0
-        else _s.extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
+        else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
     return inst
 
@@ -12278,13 +12281,13 @@ class RequestPermissionOutcomeCancelled(
     """
 
     TAG: ClassVar[Literal["cancelled"]] = "cancelled"
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "cancelled"}
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12294,17 +12297,17 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
     v = obj.get("optionId", _MISSING)
     if v.__class__ is str:
         inst.option_id = v
     elif v is _MISSING:
-        _s.missing(path, "optionId")
+        _missing(path, "optionId")
     else:
-        _s.fail((path, "optionId"), "string", v)
+        _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12319,8 +12322,8 @@ def _d_SelectedPermissionOutcome(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
     return inst
 
 
@@ -12339,7 +12342,7 @@ class SelectedPermissionOutcome(
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12347,7 +12350,7 @@ class SelectedPermissionOutcome(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12359,8 +12362,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12378,7 +12381,7 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
@@ -12391,10 +12394,8 @@ def _d_CreateElicitationResponseAccept(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = (
-        {} if n == 2 else _s.extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
-    )
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
     return inst
 
 
@@ -12415,7 +12416,7 @@ class CreateElicitationResponseAccept(
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12429,7 +12430,7 @@ class CreateElicitationResponseAccept(
                 else {k: encode_ElicitationContentValue(x) for k, x in v2.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12439,8 +12440,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12457,9 +12458,9 @@ def _d_CreateElicitationResponseDecline(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12479,7 +12480,7 @@ class CreateElicitationResponseDecline(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12487,7 +12488,7 @@ class CreateElicitationResponseDecline(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12497,8 +12498,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12515,10 +12516,8 @@ def _d_CreateElicitationResponseCancel(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = (
-        {} if n == 1 else _s.extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
-    )
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
     return inst
 
 
@@ -12537,7 +12536,7 @@ class CreateElicitationResponseCancel(
     Optional. Omitted and `null` are equivalent and mean no metadata.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12545,7 +12544,7 @@ class CreateElicitationResponseCancel(
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12555,8 +12554,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -12571,8 +12570,8 @@ def _d_ElicitationAcceptAction(
     elif v is None:
         inst.content = None
     else:
-        inst.content = _s.map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _s.extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+        inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
+    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12582,7 +12581,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
 
     content: dict[str, ElicitationContentValue] | None | Unset = UNSET
     """The user-provided content, if any, as an object matching the requested schema."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12594,7 +12593,7 @@ class ElicitationAcceptAction(Wire, decoder=_d_ElicitationAcceptAction):
                 else {k: encode_ElicitationContentValue(x) for k, x in v1.items()}
             )
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12602,17 +12601,17 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -12626,7 +12625,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12638,7 +12637,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     """The notification method name."""
     params: Any | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12646,7 +12645,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12656,17 +12655,17 @@ _K_CancelSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "_
 def _d_CancelSessionNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelSessionNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelSessionNotification)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
         inst.session_id = v
     elif v is _MISSING:
-        _s.missing(path, "sessionId")
+        _missing(path, "sessionId")
     else:
-        _s.fail((path, "sessionId"), "string", v)
+        _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12681,8 +12680,8 @@ def _d_CancelSessionNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelSessionNotification, path, ctx)
     return inst
 
 
@@ -12701,7 +12700,7 @@ class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12709,7 +12708,7 @@ class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12719,17 +12718,17 @@ _K_ProtocolLevelNotification: Final[frozenset[str]] = frozenset(["method", "para
 def _d_ProtocolLevelNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ProtocolLevelNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProtocolLevelNotification)
     v = obj.get("method", _MISSING)
     if v.__class__ is str:
         inst.method = v
     elif v is _MISSING:
-        _s.missing(path, "method")
+        _missing(path, "method")
     else:
-        _s.fail((path, "method"), "string", v)
+        _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
@@ -12743,7 +12742,7 @@ def _d_ProtocolLevelNotification(
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
     return inst
 
 
@@ -12755,7 +12754,7 @@ class ProtocolLevelNotification(Wire, decoder=_d_ProtocolLevelNotification):
     """The notification method name."""
     params: CancelRequestNotification | None | Unset = UNSET
     """Method-specific notification parameters."""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12763,7 +12762,7 @@ class ProtocolLevelNotification(Wire, decoder=_d_ProtocolLevelNotification):
         if (v1 := self.params) is not UNSET:
             d["params"] = None if v1 is None else v1.to_dict()
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -12773,13 +12772,13 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _s.is_object(obj):
-        _s.fail(path, "object", obj)
+    if obj.__class__ is not dict and not _is_object(obj):
+        _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
     v = obj.get("requestId", _MISSING)
     if v is _MISSING:
-        _s.missing(path, "requestId")
+        _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
@@ -12796,8 +12795,8 @@ def _d_CancelRequestNotification(
     elif v is None:
         inst.meta = None
     else:
-        inst.meta = _s.tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _s.extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+        inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
+    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
     return inst
 
 
@@ -12815,7 +12814,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     these keys.
 
     See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)"""
-    extra: JsonObject = _s.extra_field()
+    extra: JsonObject = _extra_field()
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
@@ -12823,7 +12822,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
         if (v1 := self.meta) is not UNSET:
             d["_meta"] = None if v1 is None else v1
         if self.extra:
-            _s.merge_extra(d, self.extra)
+            _merge_extra(d, self.extra)
         return d
 
 
@@ -13432,7 +13431,7 @@ def _d_ExtRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ExtRequest:
 
 def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
     """Decode a `ExtRequest` from its JSON value."""
-    return _d_ExtRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
@@ -13444,29 +13443,29 @@ def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
     if obj is None:
         return None
     if obj.__class__ is int or (obj.__class__ is float and obj.is_integer()):
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
-    _s.fail(path, "null | integer | string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
+    _fail(path, "null | integer | string", obj)
 
 
 def decode_RequestId(obj: Any, ctx: DecodeContext | None = None) -> RequestId:
     """Decode a `RequestId` from its JSON value."""
-    return _d_RequestId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestId(value: RequestId) -> Any:
     """Encode a `RequestId` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionId(obj: Any, ctx: DecodeContext | None = None) -> SessionId:
     """Decode a `SessionId` from its JSON value."""
-    return _d_SessionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionId(value: SessionId) -> Any:
@@ -13477,7 +13476,7 @@ def encode_SessionId(value: SessionId) -> Any:
 def _d_RequestPermissionSubject(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionSubject:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _RequestPermissionSubject_TAGS.get(tag)
@@ -13486,12 +13485,12 @@ def _d_RequestPermissionSubject(
             ctx.unknown_variant(path, "RequestPermissionSubject", "type", tag, False)
             return UnknownRequestPermissionSubject(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_RequestPermissionSubject_TAGS: Final[dict[str, _s.Decodes[RequestPermissionSubject]]] = {
+_RequestPermissionSubject_TAGS: Final[dict[str, _Decodes[RequestPermissionSubject]]] = {
     "tool_call": _d_ToolCallPermissionSubject,
     "command": _d_CommandPermissionSubject,
 }
@@ -13501,7 +13500,7 @@ def decode_RequestPermissionSubject(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionSubject:
     """Decode a `RequestPermissionSubject` from its JSON value."""
-    return _d_RequestPermissionSubject(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestPermissionSubject(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestPermissionSubject(value: RequestPermissionSubject) -> Any:
@@ -13510,12 +13509,12 @@ def encode_RequestPermissionSubject(value: RequestPermissionSubject) -> Any:
 
 
 def _d_ToolCallId(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ToolCallId(obj: Any, ctx: DecodeContext | None = None) -> ToolCallId:
     """Decode a `ToolCallId` from its JSON value."""
-    return _d_ToolCallId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallId(value: ToolCallId) -> Any:
@@ -13524,7 +13523,7 @@ def encode_ToolCallId(value: ToolCallId) -> Any:
 
 
 def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContent:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ToolCallContent_TAGS.get(tag)
@@ -13533,12 +13532,12 @@ def _d_ToolCallContent(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallCon
             ctx.unknown_variant(path, "ToolCallContent", "type", tag, False)
             return UnknownToolCallContent(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
+_ToolCallContent_TAGS: Final[dict[str, _Decodes[ToolCallContent]]] = {
     "content": _d_Content,
     "diff": _d_Diff,
     "terminal": _d_Terminal,
@@ -13547,7 +13546,7 @@ _ToolCallContent_TAGS: Final[dict[str, _s.Decodes[ToolCallContent]]] = {
 
 def decode_ToolCallContent(obj: Any, ctx: DecodeContext | None = None) -> ToolCallContent:
     """Decode a `ToolCallContent` from its JSON value."""
-    return _d_ToolCallContent(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ToolCallContent(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ToolCallContent(value: ToolCallContent) -> Any:
@@ -13556,7 +13555,7 @@ def encode_ToolCallContent(value: ToolCallContent) -> Any:
 
 
 def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ContentBlock_TAGS.get(tag)
@@ -13565,12 +13564,12 @@ def _d_ContentBlock(obj: Any, path: PathT, ctx: DecodeContext) -> ContentBlock:
             ctx.unknown_variant(path, "ContentBlock", "type", tag, False)
             return UnknownContentBlock(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
+_ContentBlock_TAGS: Final[dict[str, _Decodes[ContentBlock]]] = {
     "text": _d_TextContent,
     "image": _d_ImageContent,
     "audio": _d_AudioContent,
@@ -13581,7 +13580,7 @@ _ContentBlock_TAGS: Final[dict[str, _s.Decodes[ContentBlock]]] = {
 
 def decode_ContentBlock(obj: Any, ctx: DecodeContext | None = None) -> ContentBlock:
     """Decode a `ContentBlock` from its JSON value."""
-    return _d_ContentBlock(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ContentBlock(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ContentBlock(value: ContentBlock) -> Any:
@@ -13590,12 +13589,12 @@ def encode_ContentBlock(value: ContentBlock) -> Any:
 
 
 def _d_MediaType(obj: Any, path: PathT, ctx: DecodeContext) -> MediaType:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_MediaType(obj: Any, ctx: DecodeContext | None = None) -> MediaType:
     """Decode a `MediaType` from its JSON value."""
-    return _d_MediaType(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MediaType(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MediaType(value: MediaType) -> Any:
@@ -13606,20 +13605,20 @@ def encode_MediaType(value: MediaType) -> Any:
 def _d_EmbeddedResourceResource(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> EmbeddedResourceResource:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "text" in obj:
             return _d_TextResourceContents(obj, path, ctx)
         if "blob" in obj:
             return _d_BlobResourceContents(obj, path, ctx)
         raise DecodeError(path, "matches no variant of EmbeddedResourceResource")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_EmbeddedResourceResource(
     obj: Any, ctx: DecodeContext | None = None
 ) -> EmbeddedResourceResource:
     """Decode a `EmbeddedResourceResource` from its JSON value."""
-    return _d_EmbeddedResourceResource(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_EmbeddedResourceResource(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
@@ -13628,7 +13627,7 @@ def encode_EmbeddedResourceResource(value: EmbeddedResourceResource) -> Any:
 
 
 def _d_DiffChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("operation", _MISSING)
         if tag.__class__ is str:
             decode = _DiffChange_TAGS.get(tag)
@@ -13637,12 +13636,12 @@ def _d_DiffChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange:
             ctx.unknown_variant(path, "DiffChange", "operation", tag, False)
             return UnknownDiffChange(obj)
         if tag is not _MISSING:
-            _s.fail((path, "operation"), "string", tag)
+            _fail((path, "operation"), "string", tag)
         raise DecodeError((path, "operation"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_DiffChange_TAGS: Final[dict[str, _s.Decodes[DiffChange]]] = {
+_DiffChange_TAGS: Final[dict[str, _Decodes[DiffChange]]] = {
     "add": _d_DiffChangeAdd,
     "delete": _d_DiffChangeDelete,
     "modify": _d_DiffChangeModify,
@@ -13653,7 +13652,7 @@ _DiffChange_TAGS: Final[dict[str, _s.Decodes[DiffChange]]] = {
 
 def decode_DiffChange(obj: Any, ctx: DecodeContext | None = None) -> DiffChange:
     """Decode a `DiffChange` from its JSON value."""
-    return _d_DiffChange(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_DiffChange(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_DiffChange(value: DiffChange) -> Any:
@@ -13662,12 +13661,12 @@ def encode_DiffChange(value: DiffChange) -> Any:
 
 
 def _d_AbsolutePath(obj: Any, path: PathT, ctx: DecodeContext) -> AbsolutePath:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_AbsolutePath(obj: Any, ctx: DecodeContext | None = None) -> AbsolutePath:
     """Decode a `AbsolutePath` from its JSON value."""
-    return _d_AbsolutePath(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AbsolutePath(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AbsolutePath(value: AbsolutePath) -> Any:
@@ -13676,12 +13675,12 @@ def encode_AbsolutePath(value: AbsolutePath) -> Any:
 
 
 def _d_TerminalId(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_TerminalId(obj: Any, ctx: DecodeContext | None = None) -> TerminalId:
     """Decode a `TerminalId` from its JSON value."""
-    return _d_TerminalId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_TerminalId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_TerminalId(value: TerminalId) -> Any:
@@ -13690,12 +13689,12 @@ def encode_TerminalId(value: TerminalId) -> Any:
 
 
 def _d_PermissionOptionId(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOptionId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_PermissionOptionId(obj: Any, ctx: DecodeContext | None = None) -> PermissionOptionId:
     """Decode a `PermissionOptionId` from its JSON value."""
-    return _d_PermissionOptionId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PermissionOptionId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
@@ -13706,7 +13705,7 @@ def encode_PermissionOptionId(value: PermissionOptionId) -> Any:
 def _d_CreateElicitationRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("mode", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationRequest_TAGS.get(tag)
@@ -13715,12 +13714,12 @@ def _d_CreateElicitationRequest(
             ctx.unknown_variant(path, "CreateElicitationRequest", "mode", tag, False)
             return UnknownCreateElicitationRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "mode"), "string", tag)
+            _fail((path, "mode"), "string", tag)
         raise DecodeError((path, "mode"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationRequest_TAGS: Final[dict[str, _s.Decodes[CreateElicitationRequest]]] = {
+_CreateElicitationRequest_TAGS: Final[dict[str, _Decodes[CreateElicitationRequest]]] = {
     "form": _d_CreateElicitationRequestForm,
     "url": _d_CreateElicitationRequestUrl,
 }
@@ -13730,7 +13729,7 @@ def decode_CreateElicitationRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationRequest:
     """Decode a `CreateElicitationRequest` from its JSON value."""
-    return _d_CreateElicitationRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
@@ -13741,7 +13740,7 @@ def encode_CreateElicitationRequest(value: CreateElicitationRequest) -> Any:
 def _d_ElicitationPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationPropertySchema:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ElicitationPropertySchema_TAGS.get(tag)
@@ -13750,12 +13749,12 @@ def _d_ElicitationPropertySchema(
             ctx.unknown_variant(path, "ElicitationPropertySchema", "type", tag, False)
             return UnknownElicitationPropertySchema(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ElicitationPropertySchema_TAGS: Final[dict[str, _s.Decodes[ElicitationPropertySchema]]] = {
+_ElicitationPropertySchema_TAGS: Final[dict[str, _Decodes[ElicitationPropertySchema]]] = {
     "string": _d_StringPropertySchema,
     "number": _d_NumberPropertySchema,
     "integer": _d_IntegerPropertySchema,
@@ -13768,7 +13767,7 @@ def decode_ElicitationPropertySchema(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationPropertySchema:
     """Decode a `ElicitationPropertySchema` from its JSON value."""
-    return _d_ElicitationPropertySchema(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationPropertySchema(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
@@ -13777,7 +13776,7 @@ def encode_ElicitationPropertySchema(value: ElicitationPropertySchema) -> Any:
 
 
 def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelectItems:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _MultiSelectItems_TAGS.get(tag)
@@ -13786,19 +13785,19 @@ def _d_MultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> MultiSelec
             ctx.unknown_variant(path, "MultiSelectItems", "type", tag, False)
             return UnknownMultiSelectItems(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         return _d_TitledMultiSelectItems(obj, path, ctx)
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_MultiSelectItems_TAGS: Final[dict[str, _s.Decodes[MultiSelectItems]]] = {
+_MultiSelectItems_TAGS: Final[dict[str, _Decodes[MultiSelectItems]]] = {
     "string": _d_StringMultiSelectItems,
 }
 
 
 def decode_MultiSelectItems(obj: Any, ctx: DecodeContext | None = None) -> MultiSelectItems:
     """Decode a `MultiSelectItems` from its JSON value."""
-    return _d_MultiSelectItems(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MultiSelectItems(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
@@ -13807,12 +13806,12 @@ def encode_MultiSelectItems(value: MultiSelectItems) -> Any:
 
 
 def _d_ElicitationId(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_ElicitationId(obj: Any, ctx: DecodeContext | None = None) -> ElicitationId:
     """Decode a `ElicitationId` from its JSON value."""
-    return _d_ElicitationId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationId(value: ElicitationId) -> Any:
@@ -13826,7 +13825,7 @@ def _d_ExtResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ExtResponse:
 
 def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtResponse:
     """Decode a `ExtResponse` from its JSON value."""
-    return _d_ExtResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
@@ -13835,18 +13834,18 @@ def encode_ExtResponse(value: ExtResponse) -> Any:
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_AgentResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_AgentResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of AgentResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_AgentResponse(obj: Any, ctx: DecodeContext | None = None) -> AgentResponse:
     """Decode a `AgentResponse` from its JSON value."""
-    return _d_AgentResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AgentResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AgentResponse(value: AgentResponse) -> Any:
@@ -13855,12 +13854,12 @@ def encode_AgentResponse(value: AgentResponse) -> Any:
 
 
 def _d_ProtocolVersion(obj: Any, path: PathT, ctx: DecodeContext) -> ProtocolVersion:
-    return obj if obj.__class__ is int else _s.as_int(obj, path)
+    return obj if obj.__class__ is int else _as_int(obj, path)
 
 
 def decode_ProtocolVersion(obj: Any, ctx: DecodeContext | None = None) -> ProtocolVersion:
     """Decode a `ProtocolVersion` from its JSON value."""
-    return _d_ProtocolVersion(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ProtocolVersion(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
@@ -13869,7 +13868,7 @@ def encode_ProtocolVersion(value: ProtocolVersion) -> Any:
 
 
 def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _AuthMethod_TAGS.get(tag)
@@ -13878,12 +13877,12 @@ def _d_AuthMethod(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethod:
             ctx.unknown_variant(path, "AuthMethod", "type", tag, False)
             return UnknownAuthMethod(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
+_AuthMethod_TAGS: Final[dict[str, _Decodes[AuthMethod]]] = {
     "terminal": _d_AuthMethodTerminal,
     "agent": _d_AuthMethodAgent,
 }
@@ -13891,7 +13890,7 @@ _AuthMethod_TAGS: Final[dict[str, _s.Decodes[AuthMethod]]] = {
 
 def decode_AuthMethod(obj: Any, ctx: DecodeContext | None = None) -> AuthMethod:
     """Decode a `AuthMethod` from its JSON value."""
-    return _d_AuthMethod(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethod(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethod(value: AuthMethod) -> Any:
@@ -13900,12 +13899,12 @@ def encode_AuthMethod(value: AuthMethod) -> Any:
 
 
 def _d_AuthMethodId(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_AuthMethodId(obj: Any, ctx: DecodeContext | None = None) -> AuthMethodId:
     """Decode a `AuthMethodId` from its JSON value."""
-    return _d_AuthMethodId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AuthMethodId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AuthMethodId(value: AuthMethodId) -> Any:
@@ -13914,7 +13913,7 @@ def encode_AuthMethodId(value: AuthMethodId) -> Any:
 
 
 def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigOption:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SessionConfigOption_TAGS.get(tag)
@@ -13923,12 +13922,12 @@ def _d_SessionConfigOption(obj: Any, path: PathT, ctx: DecodeContext) -> Session
             ctx.unknown_variant(path, "SessionConfigOption", "type", tag, False)
             return UnknownSessionConfigOption(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
+_SessionConfigOption_TAGS: Final[dict[str, _Decodes[SessionConfigOption]]] = {
     "select": _d_SessionConfigOptionSelect,
     "boolean": _d_SessionConfigOptionBoolean,
 }
@@ -13936,7 +13935,7 @@ _SessionConfigOption_TAGS: Final[dict[str, _s.Decodes[SessionConfigOption]]] = {
 
 def decode_SessionConfigOption(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigOption:
     """Decode a `SessionConfigOption` from its JSON value."""
-    return _d_SessionConfigOption(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigOption(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
@@ -13945,12 +13944,12 @@ def encode_SessionConfigOption(value: SessionConfigOption) -> Any:
 
 
 def _d_SessionConfigId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigId:
     """Decode a `SessionConfigId` from its JSON value."""
-    return _d_SessionConfigId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigId(value: SessionConfigId) -> Any:
@@ -13959,12 +13958,12 @@ def encode_SessionConfigId(value: SessionConfigId) -> Any:
 
 
 def _d_SessionConfigValueId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigValueId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigValueId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigValueId:
     """Decode a `SessionConfigValueId` from its JSON value."""
-    return _d_SessionConfigValueId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigValueId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigValueId(value: SessionConfigValueId) -> Any:
@@ -13977,32 +13976,32 @@ def _d_SessionConfigSelectOptions(
 ) -> SessionConfigSelectOptions:
     if obj.__class__ is list:
         if obj and obj[0].__class__ is dict and "value" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
         if obj and obj[0].__class__ is dict and "groupId" in obj[0]:
-            return _s.list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
-        return _s.list_of(obj, path, ctx, _d_SessionConfigSelectOption)
-    _s.fail(path, "array", obj)
+            return _list_of(obj, path, ctx, _d_SessionConfigSelectGroup)
+        return _list_of(obj, path, ctx, _d_SessionConfigSelectOption)
+    _fail(path, "array", obj)
 
 
 def decode_SessionConfigSelectOptions(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SessionConfigSelectOptions:
     """Decode a `SessionConfigSelectOptions` from its JSON value."""
-    return _d_SessionConfigSelectOptions(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigSelectOptions(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigSelectOptions(value: SessionConfigSelectOptions) -> Any:
     """Encode a `SessionConfigSelectOptions` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
 
 
 def _d_SessionConfigGroupId(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigGroupId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionConfigGroupId(obj: Any, ctx: DecodeContext | None = None) -> SessionConfigGroupId:
     """Decode a `SessionConfigGroupId` from its JSON value."""
-    return _d_SessionConfigGroupId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionConfigGroupId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
@@ -14011,12 +14010,12 @@ def encode_SessionConfigGroupId(value: SessionConfigGroupId) -> Any:
 
 
 def _d_SessionListCursor(obj: Any, path: PathT, ctx: DecodeContext) -> SessionListCursor:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_SessionListCursor(obj: Any, ctx: DecodeContext | None = None) -> SessionListCursor:
     """Decode a `SessionListCursor` from its JSON value."""
-    return _d_SessionListCursor(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionListCursor(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionListCursor(value: SessionListCursor) -> Any:
@@ -14030,7 +14029,7 @@ def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotifica
 
 def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNotification:
     """Decode a `ExtNotification` from its JSON value."""
-    return _d_ExtNotification(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ExtNotification(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
@@ -14039,7 +14038,7 @@ def encode_ExtNotification(value: ExtNotification) -> Any:
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("sessionUpdate", _MISSING)
         if tag.__class__ is str:
             decode = _SessionUpdate_TAGS.get(tag)
@@ -14048,12 +14047,12 @@ def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate
             ctx.unknown_variant(path, "SessionUpdate", "sessionUpdate", tag, False)
             return UnknownSessionUpdate(obj)
         if tag is not _MISSING:
-            _s.fail((path, "sessionUpdate"), "string", tag)
+            _fail((path, "sessionUpdate"), "string", tag)
         raise DecodeError((path, "sessionUpdate"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
+_SessionUpdate_TAGS: Final[dict[str, _Decodes[SessionUpdate]]] = {
     "user_message_chunk": _d_SessionUpdateUserMessageChunk,
     "user_message": _d_UserMessage,
     "agent_message_chunk": _d_SessionUpdateAgentMessageChunk,
@@ -14075,7 +14074,7 @@ _SessionUpdate_TAGS: Final[dict[str, _s.Decodes[SessionUpdate]]] = {
 
 def decode_SessionUpdate(obj: Any, ctx: DecodeContext | None = None) -> SessionUpdate:
     """Decode a `SessionUpdate` from its JSON value."""
-    return _d_SessionUpdate(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SessionUpdate(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SessionUpdate(value: SessionUpdate) -> Any:
@@ -14084,12 +14083,12 @@ def encode_SessionUpdate(value: SessionUpdate) -> Any:
 
 
 def _d_MessageId(obj: Any, path: PathT, ctx: DecodeContext) -> MessageId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_MessageId(obj: Any, ctx: DecodeContext | None = None) -> MessageId:
     """Decode a `MessageId` from its JSON value."""
-    return _d_MessageId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_MessageId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_MessageId(value: MessageId) -> Any:
@@ -14098,7 +14097,7 @@ def encode_MessageId(value: MessageId) -> Any:
 
 
 def _d_StateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> StateUpdate:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("state", _MISSING)
         if tag.__class__ is str:
             decode = _StateUpdate_TAGS.get(tag)
@@ -14107,12 +14106,12 @@ def _d_StateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> StateUpdate:
             ctx.unknown_variant(path, "StateUpdate", "state", tag, False)
             return UnknownStateUpdate(obj)
         if tag is not _MISSING:
-            _s.fail((path, "state"), "string", tag)
+            _fail((path, "state"), "string", tag)
         raise DecodeError((path, "state"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_StateUpdate_TAGS: Final[dict[str, _s.Decodes[StateUpdate]]] = {
+_StateUpdate_TAGS: Final[dict[str, _Decodes[StateUpdate]]] = {
     "running": _d_RunningStateUpdate,
     "idle": _d_IdleStateUpdate,
     "requires_action": _d_RequiresActionStateUpdate,
@@ -14121,7 +14120,7 @@ _StateUpdate_TAGS: Final[dict[str, _s.Decodes[StateUpdate]]] = {
 
 def decode_StateUpdate(obj: Any, ctx: DecodeContext | None = None) -> StateUpdate:
     """Decode a `StateUpdate` from its JSON value."""
-    return _d_StateUpdate(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_StateUpdate(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_StateUpdate(value: StateUpdate) -> Any:
@@ -14130,7 +14129,7 @@ def encode_StateUpdate(value: StateUpdate) -> Any:
 
 
 def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdateContent:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _PlanUpdateContent_TAGS.get(tag)
@@ -14139,19 +14138,19 @@ def _d_PlanUpdateContent(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdat
             ctx.unknown_variant(path, "PlanUpdateContent", "type", tag, False)
             return UnknownPlanUpdateContent(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_PlanUpdateContent_TAGS: Final[dict[str, _s.Decodes[PlanUpdateContent]]] = {
+_PlanUpdateContent_TAGS: Final[dict[str, _Decodes[PlanUpdateContent]]] = {
     "items": _d_PlanItems,
 }
 
 
 def decode_PlanUpdateContent(obj: Any, ctx: DecodeContext | None = None) -> PlanUpdateContent:
     """Decode a `PlanUpdateContent` from its JSON value."""
-    return _d_PlanUpdateContent(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PlanUpdateContent(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
@@ -14160,12 +14159,12 @@ def encode_PlanUpdateContent(value: PlanUpdateContent) -> Any:
 
 
 def _d_PlanId(obj: Any, path: PathT, ctx: DecodeContext) -> PlanId:
-    return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+    return obj if obj.__class__ is str else _fail(path, "string", obj)
 
 
 def decode_PlanId(obj: Any, ctx: DecodeContext | None = None) -> PlanId:
     """Decode a `PlanId` from its JSON value."""
-    return _d_PlanId(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_PlanId(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_PlanId(value: PlanId) -> Any:
@@ -14174,7 +14173,7 @@ def encode_PlanId(value: PlanId) -> Any:
 
 
 def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommandInput:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _AvailableCommandInput_TAGS.get(tag)
@@ -14183,12 +14182,12 @@ def _d_AvailableCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> Avail
             ctx.unknown_variant(path, "AvailableCommandInput", "type", tag, False)
             return UnknownAvailableCommandInput(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_AvailableCommandInput_TAGS: Final[dict[str, _s.Decodes[AvailableCommandInput]]] = {
+_AvailableCommandInput_TAGS: Final[dict[str, _Decodes[AvailableCommandInput]]] = {
     "text": _d_TextCommandInput,
 }
 
@@ -14197,7 +14196,7 @@ def decode_AvailableCommandInput(
     obj: Any, ctx: DecodeContext | None = None
 ) -> AvailableCommandInput:
     """Decode a `AvailableCommandInput` from its JSON value."""
-    return _d_AvailableCommandInput(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_AvailableCommandInput(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
@@ -14206,7 +14205,7 @@ def encode_AvailableCommandInput(value: AvailableCommandInput) -> Any:
 
 
 def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _McpServer_TAGS.get(tag)
@@ -14215,12 +14214,12 @@ def _d_McpServer(obj: Any, path: PathT, ctx: DecodeContext) -> McpServer:
             ctx.unknown_variant(path, "McpServer", "type", tag, False)
             return UnknownMcpServer(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
+_McpServer_TAGS: Final[dict[str, _Decodes[McpServer]]] = {
     "http": _d_McpServerHttp,
     "stdio": _d_McpServerStdio,
 }
@@ -14228,7 +14227,7 @@ _McpServer_TAGS: Final[dict[str, _s.Decodes[McpServer]]] = {
 
 def decode_McpServer(obj: Any, ctx: DecodeContext | None = None) -> McpServer:
     """Decode a `McpServer` from its JSON value."""
-    return _d_McpServer(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_McpServer(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_McpServer(value: McpServer) -> Any:
@@ -14237,7 +14236,7 @@ def encode_McpServer(value: McpServer) -> Any:
 
 
 def _d_ReplayFrom(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFrom:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _ReplayFrom_TAGS.get(tag)
@@ -14246,19 +14245,19 @@ def _d_ReplayFrom(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFrom:
             ctx.unknown_variant(path, "ReplayFrom", "type", tag, False)
             return UnknownReplayFrom(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_ReplayFrom_TAGS: Final[dict[str, _s.Decodes[ReplayFrom]]] = {
+_ReplayFrom_TAGS: Final[dict[str, _Decodes[ReplayFrom]]] = {
     "start": _d_ReplayFromStart,
 }
 
 
 def decode_ReplayFrom(obj: Any, ctx: DecodeContext | None = None) -> ReplayFrom:
     """Decode a `ReplayFrom` from its JSON value."""
-    return _d_ReplayFrom(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ReplayFrom(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ReplayFrom(value: ReplayFrom) -> Any:
@@ -14269,7 +14268,7 @@ def encode_ReplayFrom(value: ReplayFrom) -> Any:
 def _d_SetSessionConfigOptionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequest:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("type", _MISSING)
         if tag.__class__ is str:
             decode = _SetSessionConfigOptionRequest_TAGS.get(tag)
@@ -14278,12 +14277,12 @@ def _d_SetSessionConfigOptionRequest(
             ctx.unknown_variant(path, "SetSessionConfigOptionRequest", "type", tag, False)
             return UnknownSetSessionConfigOptionRequest(obj)
         if tag is not _MISSING:
-            _s.fail((path, "type"), "string", tag)
+            _fail((path, "type"), "string", tag)
         raise DecodeError((path, "type"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _s.Decodes[SetSessionConfigOptionRequest]]] = {
+_SetSessionConfigOptionRequest_TAGS: Final[dict[str, _Decodes[SetSessionConfigOptionRequest]]] = {
     "id": _d_SetSessionConfigOptionRequestId,
     "boolean": _d_SetSessionConfigOptionRequestBoolean,
 }
@@ -14293,7 +14292,7 @@ def decode_SetSessionConfigOptionRequest(
     obj: Any, ctx: DecodeContext | None = None
 ) -> SetSessionConfigOptionRequest:
     """Decode a `SetSessionConfigOptionRequest` from its JSON value."""
-    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_SetSessionConfigOptionRequest(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -> Any:
@@ -14302,18 +14301,18 @@ def encode_SetSessionConfigOptionRequest(value: SetSessionConfigOptionRequest) -
 
 
 def _d_ClientResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         if "result" in obj:
             return _d_ClientResponseResult(obj, path, ctx)
         if "error" in obj:
             return _d_ClientResponseError(obj, path, ctx)
         raise DecodeError(path, "matches no variant of ClientResponse")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
 def decode_ClientResponse(obj: Any, ctx: DecodeContext | None = None) -> ClientResponse:
     """Decode a `ClientResponse` from its JSON value."""
-    return _d_ClientResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ClientResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ClientResponse(value: ClientResponse) -> Any:
@@ -14324,7 +14323,7 @@ def encode_ClientResponse(value: ClientResponse) -> Any:
 def _d_RequestPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcome:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("outcome", _MISSING)
         if tag.__class__ is str:
             decode = _RequestPermissionOutcome_TAGS.get(tag)
@@ -14333,12 +14332,12 @@ def _d_RequestPermissionOutcome(
             ctx.unknown_variant(path, "RequestPermissionOutcome", "outcome", tag, False)
             return UnknownRequestPermissionOutcome(obj)
         if tag is not _MISSING:
-            _s.fail((path, "outcome"), "string", tag)
+            _fail((path, "outcome"), "string", tag)
         raise DecodeError((path, "outcome"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_RequestPermissionOutcome_TAGS: Final[dict[str, _s.Decodes[RequestPermissionOutcome]]] = {
+_RequestPermissionOutcome_TAGS: Final[dict[str, _Decodes[RequestPermissionOutcome]]] = {
     "cancelled": _d_RequestPermissionOutcomeCancelled,
     "selected": _d_SelectedPermissionOutcome,
 }
@@ -14348,7 +14347,7 @@ def decode_RequestPermissionOutcome(
     obj: Any, ctx: DecodeContext | None = None
 ) -> RequestPermissionOutcome:
     """Decode a `RequestPermissionOutcome` from its JSON value."""
-    return _d_RequestPermissionOutcome(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_RequestPermissionOutcome(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
@@ -14359,7 +14358,7 @@ def encode_RequestPermissionOutcome(value: RequestPermissionOutcome) -> Any:
 def _d_CreateElicitationResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponse:
-    if obj.__class__ is dict or _s.is_object(obj):
+    if obj.__class__ is dict or _is_object(obj):
         tag = obj.get("action", _MISSING)
         if tag.__class__ is str:
             decode = _CreateElicitationResponse_TAGS.get(tag)
@@ -14368,12 +14367,12 @@ def _d_CreateElicitationResponse(
             ctx.unknown_variant(path, "CreateElicitationResponse", "action", tag, False)
             return UnknownCreateElicitationResponse(obj)
         if tag is not _MISSING:
-            _s.fail((path, "action"), "string", tag)
+            _fail((path, "action"), "string", tag)
         raise DecodeError((path, "action"), "missing required field")
-    _s.fail(path, "object", obj)
+    _fail(path, "object", obj)
 
 
-_CreateElicitationResponse_TAGS: Final[dict[str, _s.Decodes[CreateElicitationResponse]]] = {
+_CreateElicitationResponse_TAGS: Final[dict[str, _Decodes[CreateElicitationResponse]]] = {
     "accept": _d_CreateElicitationResponseAccept,
     "decline": _d_CreateElicitationResponseDecline,
     "cancel": _d_CreateElicitationResponseCancel,
@@ -14384,7 +14383,7 @@ def decode_CreateElicitationResponse(
     obj: Any, ctx: DecodeContext | None = None
 ) -> CreateElicitationResponse:
     """Decode a `CreateElicitationResponse` from its JSON value."""
-    return _d_CreateElicitationResponse(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_CreateElicitationResponse(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_CreateElicitationResponse(value: CreateElicitationResponse) -> Any:
@@ -14396,25 +14395,25 @@ def _d_ElicitationContentValue(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationContentValue:
     if obj.__class__ is list:
-        return _s.list_of(obj, path, ctx, _s.d_str)
+        return _list_of(obj, path, ctx, _d_str)
     if obj.__class__ is str:
-        return obj if obj.__class__ is str else _s.fail(path, "string", obj)
+        return obj if obj.__class__ is str else _fail(path, "string", obj)
     if obj.__class__ is int:
-        return obj if obj.__class__ is int else _s.as_int(obj, path)
+        return obj if obj.__class__ is int else _as_int(obj, path)
     if obj.__class__ is float:
-        return obj if obj.__class__ is float else _s.as_float(obj, path)
+        return obj if obj.__class__ is float else _as_float(obj, path)
     if obj.__class__ is bool:
-        return obj if obj.__class__ is bool else _s.fail(path, "boolean", obj)
-    _s.fail(path, "string | integer | number | boolean | array", obj)
+        return obj if obj.__class__ is bool else _fail(path, "boolean", obj)
+    _fail(path, "string | integer | number | boolean | array", obj)
 
 
 def decode_ElicitationContentValue(
     obj: Any, ctx: DecodeContext | None = None
 ) -> ElicitationContentValue:
     """Decode a `ElicitationContentValue` from its JSON value."""
-    return _d_ElicitationContentValue(obj, None, ctx or _s.DEFAULT_CTX)
+    return _d_ElicitationContentValue(obj, None, ctx or _DEFAULT_CTX)
 
 
 def encode_ElicitationContentValue(value: ElicitationContentValue) -> Any:
     """Encode a `ElicitationContentValue` to its JSON value."""
-    return _s.encode_any(value)
+    return _encode_any(value)
