@@ -567,7 +567,6 @@ def client_runs(request: pytest.FixtureRequest) -> Iterator[ClientRuns]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(SCRIPT_AGENTS))
-@pytest.mark.slow
 def test_echo_client_script_passes(case: str, client_runs: ClientRuns) -> None:
     result = client_runs.result(case)  # run_echo_client(echo_client, *agent_command(*SCRIPT_AGENTS[case]...))
     lines = result.stdout.splitlines()
