@@ -10,7 +10,9 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,9 @@ for path in (AGENTS, ROOT / "examples"):
     sys.path.insert(0, str(path))
 
 from echo_agent import EchoAgent  # noqa: E402
+
+# One worker runs the `runs` fixture below (and generates the CLI tests' cached package).
+pytestmark = pytest.mark.xdist_group("conformance")
 
 ALL_IDS = {check.id for check in CHECKS}
 DOCS = ROOT.parent / "shared" / "acp-docs" / "v1"  # beside the project, when present
@@ -204,74 +209,11 @@ def test_unknown_fields_and_variants_are_reported_with_wire_paths() -> None:
     assert found == ["u: params.update: unknown SessionUpdate variant 'brand_new'"]
 
 
-# -- in-process -----------------------------------------------------------------------------
+# -- the check runs, overlapped ---------------------------------------------------------------
 # The cancel check cancels a turn that really runs (the echo agents' `slow` command), the case
 # update_after_cancel breaks; the others still pass it.
 CANCEL_SLOW = Options(cancel_prompt="slow")
 
-
-def test_echo_agent_passes_every_check_in_process() -> None:
-    report = check_agent(EchoAgent, CANCEL_SLOW)
-    assert statuses(report) == dict.fromkeys(ALL_IDS, "passed"), str(report)
-    assert report.result("cancel").detail == "stopReason cancelled"  # a real cancellation
-    assert report.result("session-load").detail == "2 updates replayed"  # the user block and its echo
-    assert_conforms(report, strict=True)
-
-
-@pytest.mark.parametrize(
-    ("module", "name", "check"),
-    [
-        ("version_echo", "VersionEchoAgent", "initialize-version"),
-        ("update_after_cancel", "UpdateAfterCancelAgent", "cancel"),
-        ("invalid_update", "InvalidUpdateAgent", "schema-strict"),
-    ],
-)
-def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str, check: str) -> None:
-    make = getattr(__import__(module), name)
-    report = check_agent(make, CANCEL_SLOW)
-    assert failed(report) == {check}, str(report)
-    assert report.result(check).offending
-    with pytest.raises(AssertionError, match=check):
-        assert_conforms(report)
-
-
-def test_check_agent_async_runs_inside_an_event_loop() -> None:
-    async def inside() -> Report:
-        return await check_agent_async(EchoAgent)
-
-    assert failed(asyncio.run(inside())) == set()
-
-
-def test_a_prompt_that_fails_is_not_testable_not_passed() -> None:
-    class NoCredentials(EchoAgent):
-        async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-            raise RequestError.auth_required()
-
-    report = check_agent(NoCredentials)
-    assert report.result("prompt-turn").status == "not testable"
-    assert "-32000" in report.result("prompt-turn").detail
-    assert report.result("cancel").status == "not testable"
-    assert failed(report) == set()
-
-
-def test_modes_and_load_are_skipped_when_not_advertised() -> None:
-    class Plain(EchoAgent):
-        async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
-            response = await super().initialize(params)
-            response.agent_capabilities.load_session = False
-            return response
-
-        async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
-            response = await super().session_new(params)
-            response.modes = types.UNSET
-            return response
-
-    result = statuses(check_agent(Plain))
-    assert {k for k, v in result.items() if v != "passed"} == {"session-modes", "session-modes-unknown", "session-load"}
-    assert result["session-load"] == result["session-modes"] == "skipped"
-
-
-# -- over stdio -----------------------------------------------------------------------------
 # A loaded CI machine may start a Python agent slowly: a passing run never waits for a timeout,
 # so a generous one costs nothing and keeps these tests from flaking. (The settle time, which
 # every passing turn waits out, stays the default: update_after_cancel writes its late update
@@ -282,7 +224,7 @@ PATIENT = Options(timeout=20, cancel_prompt="slow")
 # agent's package again (~0.1 s of CPU for the generated one, ~0.7 s for the official SDK). On
 # Linux the fixture agents are forked instead from a server that imported their modules once
 # (tests/zygote.py): still a fresh process on its own stdio for every check; so are the agents
-# of the CLI tests below. The silent agent's test starts it the ordinary way: it is about the
+# of the CLI tests below. The silent agent's run starts it the ordinary way: it is about the
 # agent's process group, which a forked agent is not in.
 Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
 
@@ -296,19 +238,149 @@ BROKEN = {
     "invalid_update": "schema-strict",
 }
 
+BROKEN_IN_PROCESS = [
+    ("version_echo", "VersionEchoAgent", "initialize-version"),
+    ("update_after_cancel", "UpdateAfterCancelAgent", "cancel"),
+    ("invalid_update", "InvalidUpdateAgent", "schema-strict"),
+]
 
+
+class NoCredentials(EchoAgent):
+    async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
+        raise RequestError.auth_required()
+
+
+class Plain(EchoAgent):
+    async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
+        response = await super().initialize(params)
+        response.agent_capabilities.load_session = False
+        return response
+
+    async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
+        response = await super().session_new(params)
+        response.modes = types.UNSET
+        return response
+
+
+def check_agent_in_a_loop() -> Report:
+    async def inside() -> Report:
+        return await check_agent_async(EchoAgent)
+
+    return asyncio.run(inside())
+
+
+class Runs:
+    """The module's check runs, all started at once, each in a thread of its own (so its own
+    event loop, as each test had it): a run spends nearly all its time waiting (settle windows,
+    agents starting and exiting), a second each, so one after another they left a core idle.
+    `report(key)` waits for one; a run's error is raised there, in the test that owns it."""
+
+    def __init__(self, silent_pids: Path) -> None:
+        self.silent_pids = silent_pids  # where the silent agent and its grandchild write their pids
+        self.pool = ThreadPoolExecutor(max_workers=20, thread_name_prefix="conformance")
+        self.futures: dict[str, Future[Report]] = {}
+
+    def start(self, key: str, run: Callable[[], Report]) -> None:
+        self.futures[key] = self.pool.submit(run)
+
+    def report(self, key: str) -> Report:
+        return self.futures[key].result()
+
+    def finish(self) -> None:
+        wait(self.futures.values())
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+ACTIVE: list[Runs] = []  # the `runs` fixture's, while it lives
+
+
+@pytest.fixture(scope="module")
+def runs(agent_command: Command, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every check run the tests below assert on (each test's own call, unchanged), started
+    together. The agent servers are started here, in this thread (Servers is not thread-safe);
+    the zygote server forks agents for any number of launchers at once."""
+    runs = Runs(tmp_path_factory.mktemp("silent") / "pids")
+    ACTIVE.append(runs)
+    # First the silent agent (a fresh interpreter, not forked), so it starts before the others.
+    env = dict(os.environ, SILENT_AGENT_PIDS=str(runs.silent_pids))
+    silent = [sys.executable, str(AGENTS / "silent.py")]
+    runs.start("silent", partial(check_command, silent, Options(timeout=0.5, eof_timeout=0.2), env=env))
+    runs.start("exits-at-once", partial(check_command, [sys.executable, "-c", "pass"]))
+    runs.start("in-process", partial(check_agent, EchoAgent, CANCEL_SLOW))
+    for module, name, _ in BROKEN_IN_PROCESS:
+        runs.start(f"in-process:{module}", partial(check_agent, getattr(__import__(module), name), CANCEL_SLOW))
+    runs.start("async", check_agent_in_a_loop)
+    runs.start("no-credentials", partial(check_agent, NoCredentials))
+    runs.start("plain", partial(check_agent, Plain))
+    # The longest run first: the SDK's server imports for ~0.7 s here, while the runs above go on.
+    runs.start(
+        "sdk", partial(check_command, agent_command(AGENTS / "sdk_example_agent.py", "acp", "acp.schema"), PATIENT)
+    )
+    for name in sorted(BROKEN):
+        runs.start(f"stdio:{name}", partial(check_command, agent_command(AGENTS / f"{name}.py", "_base"), PATIENT))
+    yield runs
+    ACTIVE.remove(runs)
+    runs.close()
+
+
+def no_runs_meanwhile() -> None:
+    """CliRunner swaps sys.stdout, sys.stderr and os.environ for the whole process: a test using
+    it waits until no check run is left in the background."""
+    for active in ACTIVE:
+        active.finish()
+
+
+# -- in-process -----------------------------------------------------------------------------
+def test_echo_agent_passes_every_check_in_process(runs: Runs) -> None:
+    report = runs.report("in-process")  # check_agent(EchoAgent, CANCEL_SLOW)
+    assert statuses(report) == dict.fromkeys(ALL_IDS, "passed"), str(report)
+    assert report.result("cancel").detail == "stopReason cancelled"  # a real cancellation
+    assert report.result("session-load").detail == "2 updates replayed"  # the user block and its echo
+    assert_conforms(report, strict=True)
+
+
+@pytest.mark.parametrize(("module", "name", "check"), BROKEN_IN_PROCESS)
+def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str, check: str, runs: Runs) -> None:
+    report = runs.report(f"in-process:{module}")  # check_agent(<module>.<name>, CANCEL_SLOW)
+    assert failed(report) == {check}, str(report)
+    assert report.result(check).offending
+    with pytest.raises(AssertionError, match=check):
+        assert_conforms(report)
+
+
+def test_check_agent_async_runs_inside_an_event_loop(runs: Runs) -> None:
+    assert failed(runs.report("async")) == set()  # awaits check_agent_async in asyncio.run
+
+
+def test_a_prompt_that_fails_is_not_testable_not_passed(runs: Runs) -> None:
+    report = runs.report("no-credentials")  # check_agent(NoCredentials)
+    assert report.result("prompt-turn").status == "not testable"
+    assert "-32000" in report.result("prompt-turn").detail
+    assert report.result("cancel").status == "not testable"
+    assert failed(report) == set()
+
+
+def test_modes_and_load_are_skipped_when_not_advertised(runs: Runs) -> None:
+    result = statuses(runs.report("plain"))  # check_agent(Plain)
+    assert {k for k, v in result.items() if v != "passed"} == {"session-modes", "session-modes-unknown", "session-load"}
+    assert result["session-load"] == result["session-modes"] == "skipped"
+
+
+# -- over stdio -----------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
-def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, agent_command: Command) -> None:
-    report = check_command(agent_command(AGENTS / f"{name}.py", "_base"), PATIENT)
+def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, runs: Runs) -> None:
+    report = runs.report(f"stdio:{name}")  # check_command(agent_command(<name>.py, "_base"), PATIENT)
     assert failed(report) == {BROKEN[name]}, str(report)
     assert all(status in ("passed", "failed") for status in statuses(report).values()), str(report)
 
 
 @pytest.mark.slow
-def test_official_sdk_example_agent(agent_command: Command) -> None:
+def test_official_sdk_example_agent(runs: Runs) -> None:
     """Upstream's example echo agent: two real deviations (see the fixture's docstring)."""
-    report = check_command(agent_command(AGENTS / "sdk_example_agent.py", "acp", "acp.schema"), PATIENT)
+    report = runs.report("sdk")  # check_command(agent_command(sdk_example_agent.py, "acp", ...), PATIENT)
     # It answers initialize with the version it was asked for, 65535 included (MUST), and the
     # SDK's Agent base class answers any `_` request with result null instead of -32601 (SHOULD).
     assert failed(report) == {"initialize-version", "unknown-ext-method"}, str(report)
@@ -330,16 +402,12 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
-def test_silent_agent_and_its_grandchild_are_gone_afterwards(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = dict(os.environ, SILENT_AGENT_PIDS=str(pids))
-    report = check_command(
-        [sys.executable, str(AGENTS / "silent.py")], Options(timeout=0.5, eof_timeout=0.2), env=env
-    )
+def test_silent_agent_and_its_grandchild_are_gone_afterwards(runs: Runs) -> None:
+    report = runs.report("silent")  # check_command(silent.py, Options(timeout=0.5, eof_timeout=0.2), env=...)
     assert failed(report) == {"initialize", "exit-on-eof"}
     assert report.result("initialize").detail == "initialize failed: no answer within 0.5 s"
     assert report.result("session-new").status == "not testable"
-    started = [int(pid) for pid in pids.read_text().split()]
+    started = [int(pid) for pid in runs.silent_pids.read_text().split()]
     assert len(started) == 2  # the agent and its grandchild
     deadline = time.monotonic() + 5  # the grandchild's zombie is reaped by init, asynchronously
     while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
@@ -356,8 +424,8 @@ def test_an_agent_that_cannot_start_fails_initialize_and_nothing_waits(tmp_path:
 
 
 @pytest.mark.slow
-def test_an_agent_that_exits_at_once_fails_initialize() -> None:
-    report = check_command([sys.executable, "-c", "pass"])
+def test_an_agent_that_exits_at_once_fails_initialize(runs: Runs) -> None:
+    report = runs.report("exits-at-once")  # check_command([sys.executable, "-c", "pass"])
     assert failed(report) == {"initialize"}
     assert report.result("initialize").detail.startswith("initialize failed: the agent closed the connection")
     assert report.result("exit-on-eof").status == "passed"
@@ -374,8 +442,8 @@ def _cli(cache: Path, *args: str) -> Any:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Command) -> None:
+    no_runs_meanwhile()
     result = _cli(cli_cache, "--timeout", "20", "--", *agent_command(ECHO_AGENT, "echo_agent"))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -385,8 +453,8 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Comma
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("check-agent-cli")  # one worker generates the cached package
 def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path, agent_command: Command) -> None:
+    no_runs_meanwhile()
     agent = agent_command(AGENTS / "version_echo.py", "_base")
     result = _cli(cli_cache, "--json", "--timeout", "20", "--", *agent)
     assert result.exit_code == 1, result.output
@@ -396,6 +464,7 @@ def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path, agent_comman
 
 
 def test_cli_without_a_runnable_command_exits_2(tmp_path: Path) -> None:
+    no_runs_meanwhile()
     assert _cli(tmp_path).exit_code == 2
     result = _cli(tmp_path, "--", str(tmp_path / "no-such-agent"))
     assert result.exit_code == 2 and "not found" in result.output

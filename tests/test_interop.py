@@ -14,7 +14,8 @@ import asyncio
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +52,9 @@ MODES = [
 
 T = TypeVar("T")
 Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
+
+# One worker runs the module: its `client_runs` fixture starts every echo-client run at once.
+pytestmark = pytest.mark.xdist_group("interop")
 
 
 @pytest.fixture(scope="module")
@@ -506,17 +510,65 @@ def run_echo_client(echo_client: list[str], *agent: str) -> subprocess.Completed
     return subprocess.run([*echo_client, *agent], capture_output=True, text=True, timeout=TIMEOUT * 2)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("agent", "modules"),
-    [(SDK_ECHO_AGENT, ("sdk_echo_agent",)), (ECHO_AGENT, ("echo_agent",))],
-    ids=["generated-client-vs-sdk-agent", "generated-client-vs-generated-agent"],
+SCRIPT_AGENTS = {
+    "generated-client-vs-sdk-agent": (SDK_ECHO_AGENT, ("sdk_echo_agent",)),
+    "generated-client-vs-generated-agent": (ECHO_AGENT, ("echo_agent",)),
+}
+MODE_SWITCH_CASES = [
+    # The agent does not know the `code` mode: set_mode fails, the prompt in it is not run.
+    ("echo_agent.MODE_IDS = frozenset({'ask'})", ["session/set_mode", "prompt in code mode"]),
+    # The agent answers set_mode but does not switch: session/load reports the old mode.
+    ("echo_agent.Session.mode = property(lambda self: 'ask', lambda self, value: None)", ["session/load"]),
+]
+CLIENT_TESTS = (
+    "test_echo_client_script_passes",
+    "test_echo_client_reports_failures",
+    "test_echo_client_checks_the_mode_switch",
 )
+
+
+class ClientRuns:
+    """The echo client's runs (each a process talking to its agent, a second or so, mostly
+    waiting: the slow turn and its cancel, start-ups), started together in threads when the
+    module starts, so that they overlap each other and the SDK tests above. `result(key)`
+    waits for one (its test's own `run_echo_client` call)."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="echo-client")
+        self.futures: dict[str, Future[subprocess.CompletedProcess[str]]] = {}
+
+    def start(self, key: str, echo_client: list[str], agent: list[str]) -> None:
+        self.futures[key] = self.pool.submit(run_echo_client, echo_client, *agent)
+
+    def result(self, key: str) -> subprocess.CompletedProcess[str]:
+        return self.futures[key].result()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def client_runs(request: pytest.FixtureRequest) -> Iterator[ClientRuns]:
+    """Starts the runs of the echo-client tests that are selected (none: no servers either).
+    The agent servers start here, in this thread (tests/zygote.py's Servers is not thread-safe)."""
+    runs = ClientRuns()
+    selected = {item.originalname for item in request.session.items if item.module is request.module}
+    if selected & set(CLIENT_TESTS):
+        echo_client: list[str] = request.getfixturevalue("echo_client")
+        agent_command: Command = request.getfixturevalue("agent_command")
+        patched_agents: Callable[[str, str], list[str]] = request.getfixturevalue("patched_agents")
+        for case, (agent, modules) in SCRIPT_AGENTS.items():  # the longest first: the SDK agent's
+            runs.start(case, echo_client, agent_command(agent, *modules))
+        # slow ends before the client can cancel it
+        runs.start("plain-agent", echo_client, patched_agents("plain_agent", "echo_agent.SLOW_CHUNKS = 2"))
+        for patch, failed in MODE_SWITCH_CASES:
+            name = f"modeless_agent_{len(failed)}"  # one script per case
+            runs.start(patch, echo_client, patched_agents(name, patch))
+    yield runs
+    runs.pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.slow
-def test_echo_client_script_passes(
-    agent: Path, modules: tuple[str, ...], echo_client: list[str], agent_command: Command
-) -> None:
-    result = run_echo_client(echo_client, *agent_command(agent, *modules))
+@pytest.mark.parametrize("case", list(SCRIPT_AGENTS))
+def test_echo_client_script_passes(case: str, client_runs: ClientRuns) -> None:
+    result = client_runs.result(case)  # run_echo_client(echo_client, *agent_command(*SCRIPT_AGENTS[case]...))
     lines = result.stdout.splitlines()
     assert result.returncode == 0, result.stdout + result.stderr
     assert lines[-1] == "9 passed, 0 failed", "\n".join(lines)
@@ -535,10 +587,10 @@ def test_echo_client_script_passes(
 
 
 @pytest.mark.slow
-def test_echo_client_reports_failures(echo_client: list[str], patched_agents: Callable[[str, str], list[str]]) -> None:
+def test_echo_client_reports_failures(client_runs: ClientRuns) -> None:
     """Against an agent that only echoes, the script fails the steps it must and says so."""
-    # slow ends before the client can cancel it
-    result = run_echo_client(echo_client, *patched_agents("plain_agent", "echo_agent.SLOW_CHUNKS = 2"))
+    # slow ends before the client can cancel it: run_echo_client(echo_client, *patched_agents("plain_agent", ...))
+    result = client_runs.result("plain-agent")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1] == "8 passed, 1 failed", result.stdout
@@ -546,21 +598,10 @@ def test_echo_client_reports_failures(echo_client: list[str], patched_agents: Ca
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("patch", "failed"),
-    [
-        # The agent does not know the `code` mode: set_mode fails, the prompt in it is not run.
-        ("echo_agent.MODE_IDS = frozenset({'ask'})", ["session/set_mode", "prompt in code mode"]),
-        # The agent answers set_mode but does not switch: session/load reports the old mode.
-        ("echo_agent.Session.mode = property(lambda self: 'ask', lambda self, value: None)", ["session/load"]),
-    ],
-    ids=["unknown-mode", "mode-not-kept"],
-)
-def test_echo_client_checks_the_mode_switch(
-    patch: str, failed: list[str], echo_client: list[str], patched_agents: Callable[[str, str], list[str]]
-) -> None:
-    name = f"modeless_agent_{len(failed)}"  # one script per case
-    result = run_echo_client(echo_client, *patched_agents(name, patch))
+@pytest.mark.parametrize(("patch", "failed"), MODE_SWITCH_CASES, ids=["unknown-mode", "mode-not-kept"])
+def test_echo_client_checks_the_mode_switch(patch: str, failed: list[str], client_runs: ClientRuns) -> None:
+    # run_echo_client(echo_client, *patched_agents(f"modeless_agent_{len(failed)}", patch))
+    result = client_runs.result(patch)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split(":")[0][len("FAIL ") :] for line in lines if line.startswith("FAIL")] == failed, result.stdout
