@@ -68,11 +68,42 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def golden_pyright(tmp_path_factory: pytest.TempPathFactory) -> PyrightRun:
-    """basedpyright strict over every golden package (generated/), in one run per test process;
-    tests using it carry `@pytest.mark.xdist_group("pyright")` so that one worker runs it."""
+def keyword_snippet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/test_keyword_calls.py's SNIPPET as snippet.py, alone in its folder (which mypy and
+    basedpyright take as the root from which it imports generated/client)."""
+    from test_keyword_calls import SNIPPET
+
+    snippet = tmp_path_factory.mktemp("keyword_static") / "snippet.py"
+    snippet.write_text(SNIPPET)
+    return snippet
+
+
+@pytest.fixture(scope="session")
+def decoder_shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding a package per schema of tests/test_decoder_shapes.py, generated once per
+    test process for its tests and for `pyright_run`."""
+    from test_decoder_shapes import write_shapes
+
+    return write_shapes(tmp_path_factory.mktemp("decoder_shapes"))
+
+
+@pytest.fixture(scope="session")
+def pyright_run(tmp_path_factory: pytest.TempPathFactory, keyword_snippet: Path, decoder_shapes: Path) -> PyrightRun:
+    """The suite's one basedpyright run (strict): every golden package (generated/), the decoder
+    shapes' packages and the keyword snippet, which imports generated/ packages by name. One run
+    instead of three spares basedpyright's start-up twice and analysing generated/client twice.
+    Each test reads only its own files (`problems`, `part`); tests using it carry
+    `@pytest.mark.xdist_group("pyright")` so that one worker runs it."""
     goldens = sorted(p.parent for p in GENERATED.rglob("__init__.py"))
-    return pyright_strict(goldens, tmp_path_factory.mktemp("golden_pyright"))
+    shapes = sorted(p.parent for p in decoder_shapes.glob("*/__init__.py"))
+    work = tmp_path_factory.mktemp("pyright")
+    return pyright_strict([*goldens, *shapes], work, files=[keyword_snippet], extra_paths=[GENERATED])
+
+
+@pytest.fixture(scope="session")
+def golden_pyright(pyright_run: PyrightRun) -> PyrightRun:
+    """`pyright_run` seen through the golden packages (generated/) only."""
+    return pyright_run.part([GENERATED])
 
 
 # The suite's longest serial units, handed out first: pytest-xdist assigns work in collection

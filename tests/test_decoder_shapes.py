@@ -1,7 +1,8 @@
 """Decoder behaviour on small hand-made schemas (issue 9 kinds 2 and 4, issue 11.5).
 
-All shape schemas of this module are generated once (module fixture) into one folder, so the
-static checks (mypy --strict, pyright strict) run over all of them in one process each.
+All shape schemas of this module are generated once (the `decoder_shapes` fixture) into one
+folder, so the static checks run over all of them at once: mypy --strict here, basedpyright in the
+suite's one run (`pyright_run`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typecheck import mypy_strict, packages, pyright_strict
+from typecheck import PyrightRun, mypy_strict, packages
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -98,14 +99,13 @@ UNIONS = with_session(
 )
 
 SCHEMAS = {"dec_envelope": ENVELOPE, "dec_unions": UNIONS}
-# Most tests share the module's `shapes` fixture: one worker generates them for all.
-pytestmark = pytest.mark.xdist_group("decoder-shapes")
+# Most tests share the `decoder_shapes` fixture (tests/conftest.py), which `pyright_run` checks:
+# one worker generates them for all, and runs basedpyright over them with the goldens.
+pytestmark = pytest.mark.xdist_group("pyright")
 
 
-@pytest.fixture(scope="module")
-def shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def write_shapes(base: Path) -> Path:
     """Every shape schema of this module, generated as an agent package under one folder."""
-    base = tmp_path_factory.mktemp("decoder_shapes")
     for name, defs in SCHEMAS.items():
         schema_dir = base / "schemas" / name
         schema_dir.mkdir(parents=True)
@@ -127,8 +127,8 @@ def load(shapes: Path, name: str) -> ModuleType:
 # -- issue 9 kind 2: a single-valued enum property ------------------------------------------------
 
 
-def test_single_value_enum_property_decodes_to_its_literal(shapes: Path) -> None:
-    types = load(shapes, "dec_envelope").types
+def test_single_value_enum_property_decodes_to_its_literal(decoder_shapes: Path) -> None:
+    types = load(decoder_shapes, "dec_envelope").types
     wire = {"jsonrpc": "2.0", "id": 1, "mode": "b", "fixed": "x"}
     value = types.Envelope.from_dict(wire)
     assert value.jsonrpc == "2.0" and value.mode == "b" and value.fixed == "x"
@@ -138,15 +138,16 @@ def test_single_value_enum_property_decodes_to_its_literal(shapes: Path) -> None
             types.Envelope.from_dict(bad)
 
 
-def test_mypy_strict_on_shape_outputs(shapes: Path, mypy_cache: Path) -> None:
+def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) -> None:
     """Kind 2 was a mypy error (`str` assigned to `Literal['2.0']`): the output must check clean."""
-    result = mypy_strict(shapes, *packages(SCHEMAS), cache=mypy_cache)
+    result = mypy_strict(decoder_shapes, *packages(SCHEMAS), cache=mypy_cache)
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors == [], result.stdout + result.stderr
 
 
-def test_pyright_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
-    result = pyright_strict([shapes / name for name in SCHEMAS], tmp_path)
+def test_pyright_strict_on_shape_outputs(decoder_shapes: Path, pyright_run: PyrightRun) -> None:
+    result = pyright_run.part([decoder_shapes])
+    assert {path.relative_to(decoder_shapes.resolve()).parts[0] for path in result.stands_for} == set(SCHEMAS)
     errors = result.all_problems()
     assert errors == [], result.output
 
@@ -154,8 +155,8 @@ def test_pyright_strict_on_shape_outputs(shapes: Path, tmp_path: Path) -> None:
 # -- issue 9 kind 4: strict mode rejects an unknown tag of a closed union --------------------------
 
 
-def test_closed_union_unknown_tag_lenient_keeps_strict_rejects(shapes: Path) -> None:
-    types = load(shapes, "dec_unions").types
+def test_closed_union_unknown_tag_lenient_keeps_strict_rejects(decoder_shapes: Path) -> None:
+    types = load(decoder_shapes, "dec_unions").types
     wire = {"type": "video", "url": "u"}
     kept = types.decode_Closed(wire)
     assert type(kept).__name__ == "UnknownClosed" and kept.to_dict() == wire
@@ -172,8 +173,8 @@ def test_closed_union_unknown_tag_lenient_keeps_strict_rejects(shapes: Path) -> 
     assert types.decode_Closed(known, types.DecodeContext(strict=True)).to_dict() == known
 
 
-def test_open_unions_keep_unknown_tags_in_strict_mode(shapes: Path) -> None:
-    types = load(shapes, "dec_unions").types
+def test_open_unions_keep_unknown_tags_in_strict_mode(decoder_shapes: Path) -> None:
+    types = load(decoder_shapes, "dec_unions").types
     strict = types.DecodeContext(strict=True)
     # A catch-all variant (`"type": {"type": "string"}`) admits any tag: the schema allows it.
     assert types.decode_CatchAll({"type": "new", "x": 1}, strict).to_dict() == {"type": "new", "x": 1}
@@ -238,8 +239,8 @@ def test_report_unknown_lists_unknown_fields_and_variants_with_paths() -> None:
     assert "ContentBlock" in variant.message and "'video'" in variant.message
 
 
-def test_report_unknown_in_strict_mode_reports_what_strict_accepts(shapes: Path) -> None:
-    types = load(shapes, "dec_unions").types
+def test_report_unknown_in_strict_mode_reports_what_strict_accepts(decoder_shapes: Path) -> None:
+    types = load(decoder_shapes, "dec_unions").types
     ctx = types.DecodeContext(strict=True, report_unknown=True)
     wire = {"type": "new", "x": 1}
     assert types.decode_CatchAll(wire, ctx).to_dict() == wire

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
-from typecheck import PyrightRun, mypy_strict, pyright_strict
+from typecheck import PyrightRun, mypy_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -81,28 +81,20 @@ def error_lines(output: str, file: str) -> set[int]:
     return {int(m.group(1)) for m in pattern.finditer(output)}
 
 
-@pytest.fixture(scope="session")
-def checked(tmp_path_factory: pytest.TempPathFactory, mypy_cache: Path) -> tuple[Path, str, str]:
-    """One mypy and one basedpyright run over the snippet, which imports generated/client."""
-    work = tmp_path_factory.mktemp("keyword_static")
-    snippet = work / "snippet.py"
-    snippet.write_text(SNIPPET)
-    mypy = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
-    pyright = pyright_strict([], work, files=[snippet], extra_paths=[ROOT / "generated"])
-    return work, mypy.stdout + mypy.stderr, "\n".join(pyright.problems(snippet)) + "\n" + json.dumps(pyright.summary)
-
-
 @pytest.mark.xdist_group("keyword-mypy")
-def test_mypy_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
-    _, mypy, _ = checked
+def test_mypy_sees_the_keyword_form(keyword_snippet: Path, mypy_cache: Path) -> None:
+    work = keyword_snippet.parent
+    result = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
+    mypy = result.stdout + result.stderr
     assert "snippet.py" in mypy  # the run reached the snippet
     assert error_lines(mypy, "snippet.py") == marked_lines(SNIPPET), mypy
     assert 'Unexpected keyword argument "promt"' in mypy
 
 
-@pytest.mark.xdist_group("keyword-mypy")
-def test_pyright_sees_the_keyword_form(checked: tuple[Path, str, str]) -> None:
-    _, _, pyright = checked
+@pytest.mark.xdist_group("pyright")
+def test_pyright_sees_the_keyword_form(keyword_snippet: Path, pyright_run: PyrightRun) -> None:
+    """Checked in the suite's one basedpyright run, importing generated/client as `client`."""
+    pyright = "\n".join(pyright_run.problems(keyword_snippet)) + "\n" + json.dumps(pyright_run.summary)
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
 
 

@@ -184,7 +184,7 @@ class PyrightRun:
     stands_for: dict[Path, Path]
     diagnostics: dict[Path, list[dict[str, Any]]]
     summary: dict[str, Any]
-    output: str  # the whole JSON report, for failure messages
+    output: str  # the JSON report (of this part's files, see `part`), for failure messages
 
     def problems(self, path: Path, severities: Iterable[str] = ("error",)) -> list[str]:
         """`path:line:col - severity: message` for each diagnostic of `path` of those severities."""
@@ -203,20 +203,36 @@ class PyrightRun:
         wanted = tuple(severities)
         return [line for path in self.stands_for for line in self.problems(path, wanted)]
 
+    def part(self, roots: Sequence[Path]) -> PyrightRun:
+        """The same run seen through the sources under `roots` only (one test's files, when a run
+        serves several): `stands_for`, `all_problems` and `output` cover just those."""
+        resolved = [root.resolve() for root in roots]
+        stands_for = {p: c for p, c in self.stands_for.items() if any(p.is_relative_to(r) for r in resolved)}
+        checked = set(stands_for.values())
+        diagnostics = {p: d for p, d in self.diagnostics.items() if p in checked}
+        listed = [d for p in sorted(diagnostics) for d in diagnostics[p]]
+        report = {"generalDiagnostics": listed, "summary": self.summary}
+        return PyrightRun(stands_for, diagnostics, self.summary, json.dumps(report, indent=4))
+
 
 def pyright_strict(
     roots: Sequence[Path], work: Path, files: Sequence[Path] = (), extra_paths: Sequence[Path] = ()
 ) -> PyrightRun:
     """basedpyright in pyright's standard strict mode, in one run (config in `work`), over the
-    packages `roots` (each distinct file once, see `distinct_sources`) and the loose `files`;
-    `extra_paths`: where absolute imports are also looked up."""
+    packages `roots` (each distinct file once, see `distinct_sources`) and the loose `files`.
+    The packages are checked with `work` as the execution root; each loose file with its own
+    folder as the root and absolute imports also looked up in `extra_paths`, as if run alone
+    with its config beside it: one run checks both without either seeing the other's paths."""
     stands_for = distinct_sources([root.resolve() for root in roots])
     stands_for.update({f.resolve(): f.resolve() for f in files})
     include = sorted({str(p) for p in stands_for.values()})
     config = work / "pyrightconfig.json"
-    settings = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}
-    if extra_paths:
-        settings["extraPaths"] = [str(p) for p in extra_paths]
+    settings: dict[str, Any] = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}
+    folders = sorted({f.resolve().parent for f in files})
+    if folders:  # apart from `work`, so that neither root holds the other's files
+        assert not any(work.resolve().is_relative_to(f) or f.is_relative_to(work.resolve()) for f in folders)
+        extra = [str(p) for p in extra_paths]
+        settings["executionEnvironments"] = [{"root": str(f), "extraPaths": extra} for f in folders]
     config.write_text(json.dumps(settings))
     binary = Path(sys.executable).parent / "basedpyright"
     result = subprocess.run([str(binary), "-p", str(config), "--outputjson"], cwd=work, capture_output=True, text=True)
