@@ -31,6 +31,8 @@ def golden_generation() -> dict[Path, dict[str, str]]:
     memory as `acp-codegen generate` does it (each schema built once, one formatter run), once
     per test process: target `out` -> relative path -> text. Tests using it must not mutate it;
     mark them `@pytest.mark.xdist_group("golden")` so one worker generates for all of them.
+    (That group also holds the other tests that build the bundled schemas or the shape schemas
+    of tests/test_schema_shapes.py: the class model of a schema is computed once per process.)
     """
     from codegen.config import load_targets
     from codegen.generate import generate_all
@@ -108,14 +110,12 @@ def golden_pyright(pyright_run: PyrightRun) -> PyrightRun:
 
 # The suite's longest serial units, handed out first: pytest-xdist assigns work in collection
 # order, so started last they would leave one worker running alone at the end of the run.
-LONGEST_GROUPS = ("pyright", "releases")
-LONGEST_TESTS = ("test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes",)
+LONGEST_GROUPS = ("pyright", "releases", "golden")
 
 
 def _longest_first(item: pytest.Item) -> bool:
     group = item.get_closest_marker("xdist_group")
-    grouped = group is not None and bool(group.args) and group.args[0] in LONGEST_GROUPS
-    return not (grouped or item.name in LONGEST_TESTS)
+    return not (group is not None and bool(group.args) and group.args[0] in LONGEST_GROUPS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
