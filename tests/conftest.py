@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -140,6 +143,31 @@ def _cache_bytecode(config: pytest.Config) -> None:
     sys.dont_write_bytecode = False
     sys.pycache_prefix = prefix
     config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
+    if config.getoption("numprocesses", None) not in (None, 0):
+        _warm_bytecode(prefix, config)
+
+
+def _warm_bytecode(prefix: str, config: pytest.Config) -> None:
+    """The xdist workers start together and would each compile the same modules while collecting
+    (~2 s of CPU each): the standard library's bytecode, which the interpreter ships, is linked
+    into the prefix, and the repository's modules (the golden packages most) are compiled once,
+    in the background while the workers start."""
+    tag = sys.implementation.cache_tag
+    for key in ("stdlib", "platstdlib"):
+        for cache, _, names in os.walk(sysconfig.get_path(key)):
+            if os.path.basename(cache) != "__pycache__" or "site-packages" in cache:
+                continue
+            mirror = prefix + os.path.dirname(os.path.abspath(cache))
+            for name in names:
+                if name.endswith(f".{tag}.pyc") and name.count(".") == 2:  # not .opt-1/.opt-2
+                    os.makedirs(mirror, exist_ok=True)
+                    with contextlib.suppress(FileExistsError):
+                        os.symlink(os.path.join(cache, name), os.path.join(mirror, name))
+    folders = [str(ROOT / name) for name in ("generated", "codegen", "tests")]
+    compiling = subprocess.Popen(
+        [sys.executable, "-m", "compileall", "-q", *folders], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    config.add_cleanup(compiling.wait)  # before the prefix is removed (cleanups run last-in first-out)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
