@@ -18,25 +18,52 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import acp
 import agent as gen_agent  # generated/agent, on sys.path via conftest
 import pytest
-from acp.connection import StreamEvent
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    EmbeddedResourceContentBlock,
-    FileSystemCapabilities,
-    Implementation,
-    ReadTextFileResponse,
-    RequestPermissionResponse,
-    TextContentBlock,
-    TextResourceContents,
-)
 from agent import types as at
+
+if TYPE_CHECKING:  # imported when the module's tests run: see the `sdk` fixture
+    import acp
+    from acp.connection import StreamEvent
+    from acp.schema import (
+        AllowedOutcome,
+        ClientCapabilities,
+        DeniedOutcome,
+        EmbeddedResourceContentBlock,
+        FileSystemCapabilities,
+        Implementation,
+        ReadTextFileResponse,
+        RequestPermissionResponse,
+        TextContentBlock,
+        TextResourceContents,
+    )
+
+SDK_SCHEMA_NAMES = (
+    "AllowedOutcome",
+    "ClientCapabilities",
+    "DeniedOutcome",
+    "EmbeddedResourceContentBlock",
+    "FileSystemCapabilities",
+    "Implementation",
+    "ReadTextFileResponse",
+    "RequestPermissionResponse",
+    "TextContentBlock",
+    "TextResourceContents",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sdk() -> None:
+    """Imports the official SDK (`acp`, and the `acp.schema` names above) into this module when
+    its tests run, not when it is collected: every xdist worker collects every module, one runs
+    these tests, and importing the SDK costs ~1 s of CPU (pydantic builds its models)."""
+    import acp
+    import acp.schema
+
+    globals().update(acp=acp, **{name: getattr(acp.schema, name) for name in SDK_SCHEMA_NAMES})
+
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
