@@ -102,6 +102,7 @@ class ByStatement:
         self.groups: dict[str, list[tuple[int, int]]] = {}  # chunk name -> its statements
         self.where: dict[Key, tuple[str, int]] = {}  # piece key -> (chunk, index)
         self.keys: dict[str, list[Key]] = {}  # text -> the keys of its pieces
+        self.cuts: dict[tuple[str, str], list[str]] = {}  # (chunk, its output) -> the output's pieces
         for text in texts:
             text_groups, pieces = split(text)
             sizes = [1 + last - first for first, last in text_groups]  # statements per piece
@@ -131,7 +132,10 @@ class ByStatement:
 
     def reassemble(self, formatted: dict[str, str]) -> dict[str, str]:
         """Each text's output, from the chunks' `formatted` output."""
-        pieces = {name: cut(formatted[name], self.groups[name]) for name in self.chunks}
+        for name in self.chunks:  # an output seen before (the other formatter's) is not parsed again
+            if (name, formatted[name]) not in self.cuts:
+                self.cuts[name, formatted[name]] = cut(formatted[name], self.groups[name])
+        pieces = {name: self.cuts[name, formatted[name]] for name in self.chunks}
         return {
             text: "".join(pieces[name][index] for name, index in (self.where[key] for key in keys))
             for text, keys in self.keys.items()
