@@ -83,9 +83,7 @@ async def _drive(script: dict[str, Any], prompt: str, fs: bool) -> tuple[Scripte
     async with ScriptedClient(client_reader, client_writer, script) as client:
         init = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": fs}}}
         assert (await client.call("initialize", init, 2)).ok
-        session_id = (await client.call("session/new", {"cwd": str(ROOT), "mcpServers": []}, 2)).get(
-            "sessionId"
-        )
+        session_id = (await client.call("session/new", {"cwd": str(ROOT), "mcpServers": []}, 2)).get("sessionId")
         params = {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]}
         reply = await client.call("session/prompt", params, 2)
     await asyncio.wait_for(server, 2)
@@ -94,9 +92,7 @@ async def _drive(script: dict[str, Any], prompt: str, fs: bool) -> tuple[Scripte
 
 def _chunks(client: ScriptedClient) -> list[str]:
     return [
-        line.get("params")["update"]["content"]["text"]
-        for line in client.received
-        if line.method == "session/update"
+        line.get("params")["update"]["content"]["text"] for line in client.received if line.method == "session/update"
     ]
 
 
@@ -296,30 +292,63 @@ class Runs:
 ACTIVE: list[Runs] = []  # the `runs` fixture's, while it lives
 
 
+# The run each test of this module asserts on: its key in `Runs`, from the test's name and parameters.
+RUN_OF_TEST: dict[str, Callable[[dict[str, Any]], str]] = {
+    "test_silent_agent_and_its_grandchild_are_gone_afterwards": lambda _: "silent",
+    "test_an_agent_that_exits_at_once_fails_initialize": lambda _: "exits-at-once",
+    "test_echo_agent_passes_every_check_in_process": lambda _: "in-process",
+    "test_broken_agent_in_process_fails_exactly_its_check": lambda p: f"in-process:{p['module']}",
+    "test_check_agent_async_runs_inside_an_event_loop": lambda _: "async",
+    "test_a_prompt_that_fails_is_not_testable_not_passed": lambda _: "no-credentials",
+    "test_modes_and_load_are_skipped_when_not_advertised": lambda _: "plain",
+    "test_official_sdk_example_agent": lambda _: "sdk",
+    "test_broken_agent_fails_exactly_the_check_it_breaks": lambda p: f"stdio:{p['name']}",
+}
+
+
+def selected_runs(request: pytest.FixtureRequest) -> set[str]:
+    """The keys of the runs that the selected tests of this module need (`-k` may pick a few)."""
+    wanted = set()
+    for item in request.session.items:
+        if isinstance(item, pytest.Function) and item.module is request.module and item.originalname in RUN_OF_TEST:
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            wanted.add(RUN_OF_TEST[item.originalname](params))
+    return wanted
+
+
 @pytest.fixture(scope="module")
-def runs(agent_command: Command, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    """Every check run the tests below assert on (each test's own call, unchanged), started
-    together. The agent servers are started here, in this thread (Servers is not thread-safe);
-    the zygote server forks agents for any number of launchers at once."""
+def runs(
+    agent_command: Command, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Runs]:
+    """Every check run the selected tests below assert on (each test's own call, unchanged),
+    started together. The agent servers are started here, in this thread (Servers is not
+    thread-safe); the zygote server forks agents for any number of launchers at once."""
     runs = Runs(tmp_path_factory.mktemp("silent") / "pids")
     ACTIVE.append(runs)
+    wanted = selected_runs(request)
+
+    def start(key: str, run: Callable[[], Callable[[], Report]]) -> None:
+        if key in wanted:  # `run` makes the call (and starts its agent server) only then
+            runs.start(key, run())
+
     # First the silent agent (a fresh interpreter, not forked), so it starts before the others.
     env = dict(os.environ, SILENT_AGENT_PIDS=str(runs.silent_pids))
     silent = [sys.executable, str(AGENTS / "silent.py")]
-    runs.start("silent", partial(check_command, silent, Options(timeout=0.5, eof_timeout=0.2), env=env))
-    runs.start("exits-at-once", partial(check_command, [sys.executable, "-c", "pass"]))
-    runs.start("in-process", partial(check_agent, EchoAgent, CANCEL_SLOW))
+    start("silent", lambda: partial(check_command, silent, Options(timeout=0.5, eof_timeout=0.2), env=env))
+    start("exits-at-once", lambda: partial(check_command, [sys.executable, "-c", "pass"]))
+    start("in-process", lambda: partial(check_agent, EchoAgent, CANCEL_SLOW))
     for module, name, _ in BROKEN_IN_PROCESS:
-        runs.start(f"in-process:{module}", partial(check_agent, getattr(__import__(module), name), CANCEL_SLOW))
-    runs.start("async", check_agent_in_a_loop)
-    runs.start("no-credentials", partial(check_agent, NoCredentials))
-    runs.start("plain", partial(check_agent, Plain))
+        make = getattr(__import__(module), name)
+        start(f"in-process:{module}", lambda make=make: partial(check_agent, make, CANCEL_SLOW))
+    start("async", lambda: check_agent_in_a_loop)
+    start("no-credentials", lambda: partial(check_agent, NoCredentials))
+    start("plain", lambda: partial(check_agent, Plain))
     # The longest run first: the SDK's server imports for ~0.7 s here, while the runs above go on.
-    runs.start(
-        "sdk", partial(check_command, agent_command(AGENTS / "sdk_example_agent.py", "acp", "acp.schema"), PATIENT)
-    )
+    sdk = AGENTS / "sdk_example_agent.py"
+    start("sdk", lambda: partial(check_command, agent_command(sdk, "acp", "acp.schema"), PATIENT))
     for name in sorted(BROKEN):
-        runs.start(f"stdio:{name}", partial(check_command, agent_command(AGENTS / f"{name}.py", "_base"), PATIENT))
+        script = AGENTS / f"{name}.py"
+        start(f"stdio:{name}", lambda script=script: partial(check_command, agent_command(script, "_base"), PATIENT))
     yield runs
     ACTIVE.remove(runs)
     runs.close()
