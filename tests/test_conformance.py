@@ -11,7 +11,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from agent.conformance import (
     unknown_warnings,
 )
 from agent.testing import MemoryStream, ScriptedClient, memory_streams
+from overlap import Background, selected
 from typer.testing import CliRunner
 
 from codegen.cli import app
@@ -265,28 +265,14 @@ def check_agent_in_a_loop() -> Report:
     return asyncio.run(inside())
 
 
-class Runs:
+class Runs(Background[Report]):
     """The module's check runs, all started at once, each in a thread of its own (so its own
     event loop, as each test had it): a run spends nearly all its time waiting (settle windows,
-    agents starting and exiting), a second each, so one after another they left a core idle.
-    `report(key)` waits for one; a run's error is raised there, in the test that owns it."""
+    agents starting and exiting), a second each, so one after another they left a core idle."""
 
     def __init__(self, silent_pids: Path) -> None:
+        super().__init__("conformance", workers=20)
         self.silent_pids = silent_pids  # where the silent agent and its grandchild write their pids
-        self.pool = ThreadPoolExecutor(max_workers=20, thread_name_prefix="conformance")
-        self.futures: dict[str, Future[Report]] = {}
-
-    def start(self, key: str, run: Callable[[], Report]) -> None:
-        self.futures[key] = self.pool.submit(run)
-
-    def report(self, key: str) -> Report:
-        return self.futures[key].result()
-
-    def finish(self) -> None:
-        wait(self.futures.values())
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 ACTIVE: list[Runs] = []  # the `runs` fixture's, while it lives
@@ -307,13 +293,12 @@ RUN_OF_TEST: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 def selected_runs(request: pytest.FixtureRequest) -> set[str]:
-    """The keys of the runs that the selected tests of this module need (`-k` may pick a few)."""
-    wanted = set()
-    for item in request.session.items:
-        if isinstance(item, pytest.Function) and item.module is request.module and item.originalname in RUN_OF_TEST:
-            params = item.callspec.params if hasattr(item, "callspec") else {}
-            wanted.add(RUN_OF_TEST[item.originalname](params))
-    return wanted
+    """The keys of the runs that the selected tests of this module need."""
+    return {
+        RUN_OF_TEST[item.originalname](item.callspec.params if hasattr(item, "callspec") else {})
+        for item in selected(request)
+        if item.originalname in RUN_OF_TEST
+    }
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +348,7 @@ def no_runs_meanwhile() -> None:
 
 # -- in-process -----------------------------------------------------------------------------
 def test_echo_agent_passes_every_check_in_process(runs: Runs) -> None:
-    report = runs.report("in-process")  # check_agent(EchoAgent, CANCEL_SLOW)
+    report = runs.result("in-process")  # check_agent(EchoAgent, CANCEL_SLOW)
     assert statuses(report) == dict.fromkeys(ALL_IDS, "passed"), str(report)
     assert report.result("cancel").detail == "stopReason cancelled"  # a real cancellation
     assert report.result("session-load").detail == "2 updates replayed"  # the user block and its echo
@@ -372,7 +357,7 @@ def test_echo_agent_passes_every_check_in_process(runs: Runs) -> None:
 
 @pytest.mark.parametrize(("module", "name", "check"), BROKEN_IN_PROCESS)
 def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str, check: str, runs: Runs) -> None:
-    report = runs.report(f"in-process:{module}")  # check_agent(<module>.<name>, CANCEL_SLOW)
+    report = runs.result(f"in-process:{module}")  # check_agent(<module>.<name>, CANCEL_SLOW)
     assert failed(report) == {check}, str(report)
     assert report.result(check).offending
     with pytest.raises(AssertionError, match=check):
@@ -380,11 +365,11 @@ def test_broken_agent_in_process_fails_exactly_its_check(module: str, name: str,
 
 
 def test_check_agent_async_runs_inside_an_event_loop(runs: Runs) -> None:
-    assert failed(runs.report("async")) == set()  # awaits check_agent_async in asyncio.run
+    assert failed(runs.result("async")) == set()  # awaits check_agent_async in asyncio.run
 
 
 def test_a_prompt_that_fails_is_not_testable_not_passed(runs: Runs) -> None:
-    report = runs.report("no-credentials")  # check_agent(NoCredentials)
+    report = runs.result("no-credentials")  # check_agent(NoCredentials)
     assert report.result("prompt-turn").status == "not testable"
     assert "-32000" in report.result("prompt-turn").detail
     assert report.result("cancel").status == "not testable"
@@ -392,7 +377,7 @@ def test_a_prompt_that_fails_is_not_testable_not_passed(runs: Runs) -> None:
 
 
 def test_modes_and_load_are_skipped_when_not_advertised(runs: Runs) -> None:
-    result = statuses(runs.report("plain"))  # check_agent(Plain)
+    result = statuses(runs.result("plain"))  # check_agent(Plain)
     assert {k for k, v in result.items() if v != "passed"} == {"session-modes", "session-modes-unknown", "session-load"}
     assert result["session-load"] == result["session-modes"] == "skipped"
 
@@ -401,7 +386,7 @@ def test_modes_and_load_are_skipped_when_not_advertised(runs: Runs) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, runs: Runs) -> None:
-    report = runs.report(f"stdio:{name}")  # check_command(agent_command(<name>.py, "_base"), PATIENT)
+    report = runs.result(f"stdio:{name}")  # check_command(agent_command(<name>.py, "_base"), PATIENT)
     assert failed(report) == {BROKEN[name]}, str(report)
     assert all(status in ("passed", "failed") for status in statuses(report).values()), str(report)
 
@@ -409,7 +394,7 @@ def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, runs: Runs) -
 @pytest.mark.slow
 def test_official_sdk_example_agent(runs: Runs) -> None:
     """Upstream's example echo agent: two real deviations (see the fixture's docstring)."""
-    report = runs.report("sdk")  # check_command(agent_command(sdk_example_agent.py, "acp", ...), PATIENT)
+    report = runs.result("sdk")  # check_command(agent_command(sdk_example_agent.py, "acp", ...), PATIENT)
     # It answers initialize with the version it was asked for, 65535 included (MUST), and the
     # SDK's Agent base class answers any `_` request with result null instead of -32601 (SHOULD).
     assert failed(report) == {"initialize-version", "unknown-ext-method"}, str(report)
@@ -432,7 +417,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 def test_silent_agent_and_its_grandchild_are_gone_afterwards(runs: Runs) -> None:
-    report = runs.report("silent")  # check_command(silent.py, Options(timeout=0.5, eof_timeout=0.2), env=...)
+    report = runs.result("silent")  # check_command(silent.py, Options(timeout=0.5, eof_timeout=0.2), env=...)
     assert failed(report) == {"initialize", "exit-on-eof"}
     assert report.result("initialize").detail == "initialize failed: no answer within 0.5 s"
     assert report.result("session-new").status == "not testable"
@@ -454,7 +439,7 @@ def test_an_agent_that_cannot_start_fails_initialize_and_nothing_waits(tmp_path:
 
 @pytest.mark.slow
 def test_an_agent_that_exits_at_once_fails_initialize(runs: Runs) -> None:
-    report = runs.report("exits-at-once")  # check_command([sys.executable, "-c", "pass"])
+    report = runs.result("exits-at-once")  # check_command([sys.executable, "-c", "pass"])
     assert failed(report) == {"initialize"}
     assert report.result("initialize").detail.startswith("initialize failed: the agent closed the connection")
     assert report.result("exit-on-eof").status == "passed"

@@ -15,14 +15,15 @@ import json
 import os
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import agent as gen_agent  # generated/agent, on sys.path via conftest
 import pytest
 from agent import types as at
+from overlap import Background, selected
 
 if TYPE_CHECKING:  # imported when the module's tests run: see the `sdk` fixture
     import acp
@@ -547,6 +548,7 @@ MODE_SWITCH_CASES = [
     # The agent answers set_mode but does not switch: session/load reports the old mode.
     ("echo_agent.Session.mode = property(lambda self: 'ask', lambda self, value: None)", ["session/load"]),
 ]
+ClientRuns = Background[subprocess.CompletedProcess[str]]
 CLIENT_TESTS = (
     "test_echo_client_script_passes",
     "test_echo_client_reports_failures",
@@ -554,42 +556,30 @@ CLIENT_TESTS = (
 )
 
 
-class ClientRuns:
-    """The echo client's runs (each a process talking to its agent, a second or so, mostly
-    waiting: the slow turn and its cancel, start-ups), started together in threads when the
-    module starts, so that they overlap each other and the SDK tests above. `result(key)`
-    waits for one (its test's own `run_echo_client` call)."""
-
-    def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="echo-client")
-        self.futures: dict[str, Future[subprocess.CompletedProcess[str]]] = {}
-
-    def start(self, key: str, echo_client: list[str], agent: list[str]) -> None:
-        self.futures[key] = self.pool.submit(run_echo_client, echo_client, *agent)
-
-    def result(self, key: str) -> subprocess.CompletedProcess[str]:
-        return self.futures[key].result()
-
-
 @pytest.fixture(scope="module", autouse=True)
 def client_runs(request: pytest.FixtureRequest) -> Iterator[ClientRuns]:
-    """Starts the runs of the echo-client tests that are selected (none: no servers either).
+    """The echo client's runs (each a process talking to its agent, a second or so, mostly
+    waiting: the slow turn and its cancel, start-ups), started together when the module starts,
+    so that they overlap each other and the SDK tests above; each test waits for its own
+    `run_echo_client` call. Only when an echo-client test is selected (else no servers either).
     The agent servers start here, in this thread (tests/zygote.py's Servers is not thread-safe)."""
-    runs = ClientRuns()
-    selected = {item.originalname for item in request.session.items if item.module is request.module}
-    if selected & set(CLIENT_TESTS):
+    runs: ClientRuns = Background("echo-client", workers=8)
+    if {item.originalname for item in selected(request)} & set(CLIENT_TESTS):
         echo_client: list[str] = request.getfixturevalue("echo_client")
         agent_command: Command = request.getfixturevalue("agent_command")
         patched_agents: Callable[[str, str], list[str]] = request.getfixturevalue("patched_agents")
+
+        def start(key: str, agent: list[str]) -> None:
+            runs.start(key, partial(run_echo_client, echo_client, *agent))
+
         for case, (agent, modules) in SCRIPT_AGENTS.items():  # the longest first: the SDK agent's
-            runs.start(case, echo_client, agent_command(agent, *modules))
+            start(case, agent_command(agent, *modules))
         # slow ends before the client can cancel it
-        runs.start("plain-agent", echo_client, patched_agents("plain_agent", "echo_agent.SLOW_CHUNKS = 2"))
+        start("plain-agent", patched_agents("plain_agent", "echo_agent.SLOW_CHUNKS = 2"))
         for patch, failed in MODE_SWITCH_CASES:
-            name = f"modeless_agent_{len(failed)}"  # one script per case
-            runs.start(patch, echo_client, patched_agents(name, patch))
+            start(patch, patched_agents(f"modeless_agent_{len(failed)}", patch))  # one script per case
     yield runs
-    runs.pool.shutdown(wait=True, cancel_futures=True)
+    runs.close()
 
 
 @pytest.mark.slow
