@@ -153,16 +153,18 @@ def _warm_bytecode(prefix: str, config: pytest.Config) -> None:
     into the prefix, and the repository's modules (the golden packages most) are compiled once,
     in the background while the workers start."""
     tag = sys.implementation.cache_tag
-    for key in ("stdlib", "platstdlib"):
-        for cache, _, names in os.walk(sysconfig.get_path(key)):
+    for base in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}:  # mostly one folder
+        for cache, _, names in os.walk(base):
             if os.path.basename(cache) != "__pycache__" or "site-packages" in cache:
                 continue
-            mirror = prefix + os.path.dirname(os.path.abspath(cache))
-            for name in names:
-                if name.endswith(f".{tag}.pyc") and name.count(".") == 2:  # not .opt-1/.opt-2
-                    os.makedirs(mirror, exist_ok=True)
-                    with contextlib.suppress(FileExistsError):
-                        os.symlink(os.path.join(cache, name), os.path.join(mirror, name))
+            pycs = [name for name in names if name.endswith(f".{tag}.pyc") and name.count(".") == 2]  # not .opt-N
+            if not pycs:
+                continue
+            mirror = prefix + os.path.dirname(cache)
+            os.makedirs(mirror, exist_ok=True)
+            for name in pycs:
+                with contextlib.suppress(FileExistsError):
+                    os.symlink(os.path.join(cache, name), os.path.join(mirror, name))
     folders = [str(ROOT / name) for name in ("generated", "codegen", "tests")]
     compiling = subprocess.Popen(
         [sys.executable, "-m", "compileall", "-q", *folders], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
