@@ -1,6 +1,6 @@
 """`acp-codegen check-agent -- COMMAND...`: the conformance checks against any agent executable.
 
-The checks themselves live in the generated package (`conformance.py`, beside `testing.py`):
+The checks themselves live in the generated package (`testing/conformance.py`):
 this command generates client-role bindings from the chosen schema once, keeps them in a
 cache keyed by everything they are made from, imports them and runs
 `conformance.check_command` on the agent's stdio.
@@ -46,7 +46,7 @@ def bindings_key(schema: str | None, unstable: bool) -> str:
     files = locate(schema, unstable)
     digest = hashlib.sha256(f"{__version__}\0{unstable}\0".encode())
     inputs = [files.schema, files.meta, files.stable_schema, files.stable_meta]
-    inputs += sorted(templates_dir().glob("*.jinja")) + sorted(runtime_dir().glob("*.py"))
+    inputs += sorted(templates_dir().glob("*.jinja")) + sorted(runtime_dir().rglob("*.py"))
     for path in inputs:
         if path is not None and path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -89,7 +89,7 @@ def load_bindings(schema: str | None, unstable: bool) -> ModuleType:
         _write_package(root, package, schema, unstable)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    module = importlib.import_module(f"{package}.conformance")
+    module = importlib.import_module(f"{package}.testing.conformance")
     # The client side's own log lines (a dropped invalid notification, ...) are the report's
     # business, not stderr's.
     quiet = logging.getLogger(package)

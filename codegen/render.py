@@ -41,23 +41,26 @@ FILES = {
 # output file -> plain Python source in runtime/: the same for every schema and role, so it is
 # kept as real Python (linted and type-checked as such) and only gets the generated header.
 RUNTIME_FILES = {
-    "conformance.py": "conformance.py",
-    "conformance_checks.py": "conformance_checks.py",
-    "conformance_harness.py": "conformance_harness.py",
-    "conformance_messages.py": "conformance_messages.py",
-    "conformance_probes.py": "conformance_probes.py",
-    "conformance_report.py": "conformance_report.py",
     "connection.py": "connection.py",
     "dispatch.py": "dispatch.py",
     "jsonline.py": "jsonline.py",
-    "memstream.py": "memstream.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
-    "scripted.py": "scripted.py",
     "serde.py": "serde.py",
     "streams.py": "streams.py",
-    "testing.py": "testing.py",
     "wiretap.py": "wiretap.py",
+    # Test tooling, in its own subpackage so that the top level shows what an agent or client
+    # imports (the conformance kit, scripted peers, in-memory streams).
+    "testing/__init__.py": "testing/__init__.py",
+    "testing/conformance.py": "testing/conformance.py",
+    "testing/conformance_checks.py": "testing/conformance_checks.py",
+    "testing/conformance_harness.py": "testing/conformance_harness.py",
+    "testing/conformance_messages.py": "testing/conformance_messages.py",
+    "testing/conformance_probes.py": "testing/conformance_probes.py",
+    "testing/conformance_report.py": "testing/conformance_report.py",
+    "testing/memstream.py": "testing/memstream.py",
+    "testing/runners.py": "testing/runners.py",
+    "testing/scripted.py": "testing/scripted.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 

@@ -48,20 +48,31 @@ class CustomTemplates:
         if not self.path.is_dir():
             return [Problem("custom templates path is not a directory", where, fix="pass a directory to --templates")]
         known = bundled_names()
+        folders = {name.rpartition("/")[0] for name in known if "/" in name}
         problems: list[Problem] = []
         for entry in self._entries():
-            if entry.name in known and entry.is_file():
+            name = entry.relative_to(self.path).as_posix()
+            if (name in known and entry.is_file()) or (name in folders and entry.is_dir()):
                 continue
             if entry.is_dir():
-                what, fix = "is a directory", "custom templates are files directly in the directory; remove it"
+                what = "is a directory that matches no bundled folder"
+                fix = "custom templates are files named as `acp-codegen templates --list` prints; remove it"
             else:
                 what = "matches no bundled template or runtime source"
                 fix = "rename it to a name `acp-codegen templates --list` prints, or remove it"
-            problems.append(Problem(f"custom template {entry.name!r} {what}", str(entry), fix=fix))
+            problems.append(Problem(f"custom template {name!r} {what}", str(entry), fix=fix))
         return problems
 
     def _entries(self) -> list[Path]:
-        return sorted(p for p in self.path.iterdir() if not p.name.startswith("."))
+        """Files and folders in the directory; inside a folder of runtime sources (`testing/`), its files too."""
+        entries: list[Path] = []
+        for p in sorted(self.path.iterdir()):
+            if p.name.startswith("."):
+                continue
+            entries.append(p)
+            if p.is_dir():
+                entries.extend(sorted(c for c in p.iterdir() if not c.name.startswith(".")))
+        return entries
 
     def has(self, name: str) -> bool:
         return (self.path / name).is_file()
@@ -77,8 +88,10 @@ def bundled_templates() -> list[str]:
 
 
 def bundled_runtime() -> list[str]:
-    """The bundled runtime sources, copied verbatim into every package."""
-    return sorted(p.name for p in runtime_dir().iterdir() if p.suffix == ".py")
+    """The bundled runtime sources, copied verbatim into every package: paths relative to
+    runtime/ (`connection.py`, `testing/scripted.py`)."""
+    root = runtime_dir()
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def bundled_names() -> list[str]:
@@ -178,6 +191,7 @@ def copy_template(name: str, dest: Path, force: bool = False) -> Path:
         raise fail("file exists; not overwriting it", target, fix="pass --force to overwrite it")
     try:
         dest.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(bundled_path(name), target)
     except OSError as exc:
         raise fail(f"cannot copy the template: {exc.strerror or exc}", target) from None

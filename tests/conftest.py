@@ -99,7 +99,7 @@ def pyright_run(tmp_path_factory: pytest.TempPathFactory, keyword_snippet: Path,
     instead of three spares basedpyright's start-up twice and analysing generated/client twice.
     Each test reads only its own files (`problems`, `part`); tests using it carry
     `@pytest.mark.xdist_group("pyright")` so that one worker runs it."""
-    goldens = sorted(p.parent for p in GENERATED.rglob("__init__.py"))
+    goldens = sorted(p.parent for p in GENERATED.rglob("py.typed"))
     shapes = sorted(p.parent for p in decoder_shapes.glob("*/__init__.py"))
     work = tmp_path_factory.mktemp("pyright")
     return pyright_strict([*goldens, *shapes], work, files=[keyword_snippet], extra_paths=[GENERATED])

@@ -17,18 +17,20 @@ from typing import Any
 
 import pytest
 from agent import RequestError, run_agent, types  # generated/agent, on sys.path via conftest
-from agent.conformance import (
+from agent.testing import (
     CHECKS,
     CheckResult,
+    MemoryStream,
     Options,
     Report,
+    ScriptedClient,
     assert_conforms,
     check_agent,
     check_agent_async,
     check_command,
+    memory_streams,
     unknown_warnings,
 )
-from agent.testing import MemoryStream, ScriptedClient, memory_streams
 from overlap import Background, selected
 from typer.testing import CliRunner
 

@@ -115,8 +115,8 @@ def test_headers_name_release_sha_and_command() -> None:
 
 def test_generated_package_is_stdlib_only() -> None:
     seen = set()
-    for package in sorted(p.parent for p in (ROOT / "generated").rglob("__init__.py")):
-        for path in package.glob("*.py"):
+    for package in sorted(p.parent for p in (ROOT / "generated").rglob("py.typed")):
+        for path in package.rglob("*.py"):
             for line in path.read_text().splitlines():
                 m = re.match(r"^(?:from|import) ([\w.]+)", line)
                 if m and not m.group(1).startswith("."):

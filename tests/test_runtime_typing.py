@@ -10,21 +10,22 @@ from typecheck import PyrightRun
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = [
-    "conformance.py",
-    "conformance_checks.py",
-    "conformance_harness.py",
-    "conformance_messages.py",
-    "conformance_probes.py",
-    "conformance_report.py",
     "connection.py",
     "jsonline.py",
-    "memstream.py",
     "process.py",
     "proctable.py",
-    "scripted.py",
     "streams.py",
-    "testing.py",
     "wiretap.py",
+    "testing/__init__.py",
+    "testing/conformance.py",
+    "testing/conformance_checks.py",
+    "testing/conformance_harness.py",
+    "testing/conformance_messages.py",
+    "testing/conformance_probes.py",
+    "testing/conformance_report.py",
+    "testing/memstream.py",
+    "testing/runners.py",
+    "testing/scripted.py",
 ]
 
 
@@ -32,7 +33,7 @@ RUNTIME = [
 def test_basedpyright_strict_on_the_runtime(golden_pyright: PyrightRun) -> None:
     """The suite's one basedpyright run over generated/ covers the runtime copy of every package:
     no error and no warning in any."""
-    packages = sorted(p.parent for p in (ROOT / "generated").rglob("__init__.py"))
+    packages = sorted(p.parent for p in (ROOT / "generated").rglob("py.typed"))
     copies = [package / name for package in packages for name in RUNTIME]
     assert len(packages) >= 6 and all(path.is_file() for path in copies)
     problems = [line for path in copies for line in golden_pyright.problems(path, ("error", "warning"))]

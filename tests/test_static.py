@@ -17,7 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True)
 
 
-GOLDEN = sorted(p.parent for p in (ROOT / "generated").rglob("__init__.py"))
+GOLDEN = sorted(p.parent for p in (ROOT / "generated").rglob("py.typed"))
 
 
 def test_mypy_strict_on_generator(mypy_cache: Path) -> None:

@@ -56,6 +56,7 @@ def body(text: str) -> list[str]:
 def write_tree(root: Path, files: dict[str, str]) -> None:
     root.mkdir(parents=True)
     for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
 
 
@@ -65,7 +66,11 @@ def test_overriding_one_template_changes_only_its_output(tmp_path: Path) -> None
     target = Target("agent", tmp_path / "agent", templates=CustomTemplates(tpl, "my-templates"))
     files = generate_files(target, apis=APIS)
 
-    golden = {p.name: p.read_text(encoding="utf-8") for p in GOLDEN.iterdir() if p.is_file() and p.name[0] != "."}
+    golden = {
+        p.relative_to(GOLDEN).as_posix(): p.read_text(encoding="utf-8")
+        for p in GOLDEN.rglob("*")
+        if p.is_file() and p.name[0] != "." and "__pycache__" not in p.parts
+    }
     assert sorted(files) == sorted(golden)
     changed = {rel for rel in files if body(files[rel]) != body(golden[rel])}
     assert changed == {"agent.py"}
@@ -211,7 +216,9 @@ def test_templates_list_prints_every_overridable_name() -> None:
     assert code == 0
     names = out.split()
     assert names == bundled_names()
-    on_disk = {p.name for p in templates_dir().glob("*.jinja")} | {p.name for p in runtime_dir().glob("*.py")}
+    on_disk = {p.name for p in templates_dir().glob("*.jinja")} | {
+        p.relative_to(runtime_dir()).as_posix() for p in runtime_dir().rglob("*.py") if "__pycache__" not in p.parts
+    }
     assert set(names) == on_disk
     assert {"agent.py.jinja", "_role.jinja", "connection.py"} <= set(names)
 

@@ -47,14 +47,14 @@ def test_check_is_clean_right_after_generating_and_fails_after_an_edit(tmp_path:
     assert cli("agent", "--out", str(out)).returncode == 0
     first = cli("agent", "--out", str(out), "--check")
     assert first.returncode == 0, first.stderr
-    before = {p: p.read_bytes() for p in out.iterdir()}
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     methods = out / "methods.py"
     methods.write_text(methods.read_text() + "\n# a local edit\n")
     stale = cli("agent", "--out", str(out), "--check")
     assert stale.returncode == 1
     assert "methods.py" in stale.stderr and "a local edit" in stale.stderr
     assert methods.read_text().endswith("# a local edit\n")  # --check writes nothing
-    assert {p for p in out.iterdir()} == set(before)
+    assert {p for p in out.rglob("*") if p.is_file()} == set(before)
 
 
 def test_check_reports_a_missing_file(tmp_path: Path, cli: Cli) -> None:

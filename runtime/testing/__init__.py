@@ -1,0 +1,79 @@
+"""Test tooling for this package, kept out of its top level: what a test of your agent or
+client imports, never what the agent or client itself needs.
+
+- `memory_streams()` (`memstream`): two connected in-memory ends for an agent and a client in
+  one event loop, no OS pipe and no subprocess;
+- `ScriptedClient`, `Line`, `Reply` (`scripted`): a client peer that answers from a script and
+  records every line in wire order;
+- `in_process`, `over_stdio`, `agent_process` (`runners`): a fresh agent under test, in this
+  event loop or as a process;
+- the conformance kit (`conformance` and its `conformance_*` parts): `check_agent`,
+  `check_command`, `assert_conforms`, `Report`, `Options`.
+
+Every public name is importable from here::
+
+    from myagent.acp.testing import ScriptedClient, assert_conforms, check_agent, memory_streams
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from .conformance import (
+    CHECKS,
+    CHECKS_BY_ID,
+    DEFAULT_SCRIPT,
+    STATUSES,
+    UNSUPPORTED_VERSION,
+    Check,
+    CheckResult,
+    Level,
+    Options,
+    Outcome,
+    Report,
+    Status,
+    assert_conforms,
+    check_agent,
+    check_agent_async,
+    check_command,
+    run_checks,
+    unknown_warnings,
+)
+from .memstream import MemoryStream, memory_streams
+from .runners import AgentRun, Opener, Serve, agent_process, in_process, over_stdio
+from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
+
+__all__ = [
+    "CHECKS",
+    "CHECKS_BY_ID",
+    "DEFAULT_SCRIPT",
+    "STATUSES",
+    "UNSUPPORTED_VERSION",
+    "AgentRun",
+    "Answer",
+    "Check",
+    "CheckResult",
+    "Level",
+    "Line",
+    "MemoryStream",
+    "Opener",
+    "Options",
+    "Outcome",
+    "Reply",
+    "Report",
+    "ScriptedClient",
+    "Serve",
+    "Status",
+    "agent_process",
+    "as_list",
+    "as_object",
+    "assert_conforms",
+    "check_agent",
+    "check_agent_async",
+    "check_command",
+    "in_process",
+    "memory_streams",
+    "over_stdio",
+    "run_checks",
+    "unknown_warnings",
+]

@@ -1,0 +1,168 @@
+"""Test helpers: in-memory streams and a scripted client peer, for driving an agent in a test.
+
+`memory_streams()` gives two connected ends, each a (reader, writer) pair the connection
+runtime accepts, so an agent and a client can talk inside one event loop with no OS pipe and
+no subprocess::
+
+    (agent_reader, agent_writer), (client_reader, client_writer) = memory_streams()
+    server = asyncio.ensure_future(run_agent(MyAgent(), agent_reader, agent_writer))
+    async with ScriptedClient(client_reader, client_writer, script) as client:
+        result = await client.call("initialize", {"protocolVersion": 1})
+
+`ScriptedClient` plays the client role on the generic `Connection`, `METHODS` and `types`
+(so it works in the agent package too, which has no `Client` base class). It records every
+line the agent sends, in wire order and before anything is decoded (`received`), and every
+line it sends itself (`sent`). It answers `fs/*`, `terminal/*` and
+`session/request_permission` (any client method) from the script the test gives it; an
+unscripted request gets -32601 (method not found).
+
+To run an agent under test afresh, each way gives an `Opener` (an async context manager
+yielding an `AgentRun`, a started `ScriptedClient` connected to a new agent): `in_process`
+(served in this event loop over memory streams) and `over_stdio` (a process;
+`agent_process` is the one place one is started and stopped: its own process group, stdin
+closed at the end, then SIGTERM and SIGKILL to the whole group, every wait bounded).
+`conformance.py` runs its checks on these.
+
+`MemoryStream` and `memory_streams` live in `memstream`, `ScriptedClient`, `Line` and `Reply`
+in `scripted`; they are re-exported here. Standard library only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from ..connection import Reader, Writer
+from ..process import ChildProcess, spawn_process
+from .memstream import MemoryStream, memory_streams
+from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
+
+__all__ = [
+    "AgentRun",
+    "Answer",
+    "Line",
+    "MemoryStream",
+    "Opener",
+    "Reply",
+    "ScriptedClient",
+    "Serve",
+    "agent_process",
+    "as_list",
+    "as_object",
+    "in_process",
+    "memory_streams",
+    "over_stdio",
+]
+
+
+# -- running an agent to test --------------------------------------------------------------
+class AgentRun:
+    """One agent under test, driven by `client`; its end is filled in when the run closes."""
+
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+        self.exited_on_eof: bool | None = None
+        self.stderr: list[str] = []
+        """The last lines the agent wrote to stderr (a process only)."""
+
+
+Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
+"""Starts a fresh agent; the argument is how long to wait for it to end after EOF."""
+
+
+Serve = Callable[[Reader, Writer], Awaitable[None]]
+
+
+def in_process(serve: Callable[[], Serve], script: Mapping[str, Answer] | None = None) -> Opener:
+    """An opener serving a fresh agent in this event loop over in-memory streams.
+
+    `serve()` is called once per run and returns a coroutine function that serves one
+    agent on the streams it is given until EOF (for this package: `run_agent` bound to a
+    new agent)."""
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
+        (agent_reader, agent_writer), (client_reader, client_writer) = memory_streams()
+        server = asyncio.ensure_future(serve()(agent_reader, agent_writer))
+        run = AgentRun(ScriptedClient(client_reader, client_writer, script, close_timeout=0.5))
+        run.client.start()
+        try:
+            yield run
+        finally:
+            await run.client.connection.close()  # the agent sees EOF
+            done, _ = await asyncio.wait([server], timeout=eof_wait)
+            run.exited_on_eof = bool(done)
+            if not done:
+                server.cancel()
+            await asyncio.gather(server, return_exceptions=True)
+            agent_writer.close()
+            await run.client.aclose()
+
+    return opener
+
+
+@asynccontextmanager
+async def agent_process(
+    argv: Sequence[str],
+    eof_wait: float,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AsyncGenerator[tuple[ChildProcess, list[str], list[bool]], None]:
+    """The one place an agent process is started and stopped (on `process.spawn_process`).
+
+    The agent gets its own process group. On exit: close its stdin and give it `eof_wait`
+    seconds to exit by itself, then terminate and kill the whole group, every wait bounded, so
+    nothing it started survives (POSIX; Windows: what `process.py` can do). Yields the
+    process, the tail of its stderr, and a list that gets one bool at the end: whether it
+    exited by itself after EOF."""
+    stderr_tail: list[str] = []
+
+    def on_stderr_line(line: str) -> None:
+        stderr_tail.append(line)
+        del stderr_tail[:-20]
+
+    exited: list[bool] = []
+    async with spawn_process(
+        argv,
+        cwd=cwd,
+        env=env,
+        on_stderr_line=on_stderr_line,
+        shutdown_timeout=0.0,
+        terminate_timeout=1.0,
+    ) as child:
+        try:
+            yield child, stderr_tail, exited
+        finally:
+            child.note_descendants()  # while it runs: those that left its group stop with it
+            try:
+                child.stdin.close()
+            except (ConnectionError, OSError, RuntimeError):
+                pass
+            exited.append(await child.wait(eof_wait) is not None)
+
+
+def over_stdio(
+    argv: Sequence[str],
+    script: Mapping[str, Answer] | None = None,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Opener:
+    """An opener starting `argv` as a fresh agent process per run, talking over its stdio."""
+
+    @asynccontextmanager
+    async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
+        async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
+            run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
+            run.stderr = tail
+            run.client.start()
+            try:
+                yield run
+            finally:
+                await run.client.connection.close()
+        run.exited_on_eof = bool(exited and exited[0])
+        await run.client.aclose()
+
+    return opener
