@@ -15,6 +15,7 @@ import inspect
 import itertools
 import typing
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +25,9 @@ import pytest
 from agent import helpers, types
 from golden_import import load_golden
 from pydantic import BaseModel
+from typecheck import PyrightRun
+
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
 
 
 @dataclass(frozen=True)
@@ -246,3 +250,12 @@ def test_builders_follow_each_schema() -> None:
     assert {"update_agent_message_chunk", "update_terminal", "update_tool_call"} <= v2
     diff = inspect.signature(GOLDENS["v2"].helpers.tool_diff_content).parameters
     assert list(diff)[:1] == ["changes"] and diff["changes"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.xdist_group("pyright")
+def test_golden_helpers_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
+    """In the suite's one basedpyright run; the release packages' in tests/test_releases.py."""
+    files = sorted(GENERATED.rglob("helpers.py"))
+    assert len(files) == 6
+    problems = [line for path in files for line in golden_pyright.problems(path)]
+    assert problems == [], "\n".join(problems)
