@@ -6,7 +6,8 @@ side under test. Ours must give the SDK's wire JSON (`serialize_params`: `model_
 by_alias=True, exclude_none=True, exclude_defaults=True)`; a handler's result is dumped with
 `exclude_unset` instead, which gives the same here), and decode back to an equal object.
 Which builders exist is checked on the golden v1, unstable and v2 packages; the release packages'
-helpers.py are type-checked by tests/test_releases.py.
+helpers.py are type-checked by tests/test_releases.py, the goldens' by tests/test_static.py, and
+the keyword checks by mypy and pyright in tests/test_keyword_calls.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import inspect
 import itertools
 import typing
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,9 +25,6 @@ import pytest
 from agent import helpers, types
 from golden_import import load_golden
 from pydantic import BaseModel
-from typecheck import PyrightRun
-
-GENERATED = Path(__file__).resolve().parent.parent / "generated"
 
 
 @dataclass(frozen=True)
@@ -251,11 +248,3 @@ def test_builders_follow_each_schema() -> None:
     diff = inspect.signature(GOLDENS["v2"].helpers.tool_diff_content).parameters
     assert list(diff)[:1] == ["changes"] and diff["changes"].kind is inspect.Parameter.KEYWORD_ONLY
 
-
-@pytest.mark.xdist_group("pyright")
-def test_golden_helpers_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
-    """In the suite's one basedpyright run; the release packages' in tests/test_releases.py."""
-    files = sorted(GENERATED.rglob("helpers.py"))
-    assert len(files) == 6
-    problems = [line for path in files for line in golden_pyright.problems(path)]
-    assert problems == [], "\n".join(problems)

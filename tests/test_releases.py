@@ -280,7 +280,7 @@ def test_helpers_are_pyright_strict_clean(generated: Path, tmp_path_factory: pyt
     """helpers.py is checked on its own, in one run: once per distinct pair of its text and the
     types.py it imports (an agent and a client of one schema share both), each file with its own
     package as the root, so only what it uses of types.py is analysed. The goldens are left to
-    the suite's full run (tests/conftest.py `pyright_run`, tests/test_helpers.py)."""
+    the suite's full run (tests/conftest.py `pyright_run`, tests/test_static.py)."""
     distinct: dict[tuple[str, str], Path] = {}
     for case_id, *_ in CASES:
         package = generated / _package(case_id)
