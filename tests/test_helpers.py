@@ -189,11 +189,13 @@ def test_sdk_builder_signature_is_kept(name: str) -> None:
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is types.UNSET for p in extra), extra
 
 
-def test_builders_give_the_sdk_json_on_the_same_call() -> None:
-    assert len(ALL_CALLS) > 300
+@pytest.mark.parametrize("role", ["agent", "client"])
+def test_builders_give_the_sdk_json_on_the_same_call(role: str) -> None:
+    package = load_golden(role)
+    assert len(ALL_CALLS) > 800
     for call in ALL_CALLS:
         theirs = build(call, sdk, acp.schema)
-        ours = build(call, helpers, types)
+        ours = build(call, package.helpers, package.types)
         assert ours.to_dict() == wire(theirs), call
         assert type(ours).from_dict(ours.to_dict()) == ours, call
 
