@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 import jinja2.bccache
 
+from .build_helpers import SDK_ORDER
 from .format import LINE_LENGTH
 from .ir import (
     Builder,
@@ -242,6 +243,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
         "proxy_has_methods": bool(package.called()),
         "helpers_imports": renderer.helpers_imports(package.builders),
+        "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
     }
 
 

@@ -54,6 +54,11 @@ CONTEXT = {
         "the import lines helpers.py needs besides `types` (`Iterable`, `Any`, `typing`), from its builders'"
         " parameters",
     ),
+    "sdk_builders_missing": (
+        "list[str]",
+        "the official SDK's builders that helpers.py lacks: the schema lacks their variant or shapes it differently"
+        " (a builder of an SDK name that does not fit takes the variant's fields instead, `Builder.sdk` False)",
+    ),
     "serde_imports": (
         "list[tuple[str, str]]",
         "(name, alias) of each `from .serde import name as alias` of types.py: its re-exports and the helpers it uses",

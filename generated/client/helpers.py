@@ -8,7 +8,8 @@ same JSON on the same call: migrating is an import rename. Their own parameters 
 meaning (`None` leaves the field out); every other parameter is keyword-only and follows the
 generated types (omitted: absent; `None`: JSON null, where the schema allows it). Every other
 variant of `SessionUpdate`, `ContentBlock` and `ToolCallContent` has a builder taking its fields
-as keywords (`update_usage(used=..., size=...)`).
+as keywords (`update_usage(used=..., size=...)`), and so does a variant this schema shapes
+differently from the SDK (such a builder may have the SDK builder's name, never its parameters).
 """
 
 from __future__ import annotations

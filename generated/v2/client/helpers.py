@@ -8,7 +8,13 @@ same JSON on the same call: migrating is an import rename. Their own parameters 
 meaning (`None` leaves the field out); every other parameter is keyword-only and follows the
 generated types (omitted: absent; `None`: JSON null, where the schema allows it). Every other
 variant of `SessionUpdate`, `ContentBlock` and `ToolCallContent` has a builder taking its fields
-as keywords (`update_usage(used=..., size=...)`).
+as keywords (`update_usage(used=..., size=...)`), and so does a variant this schema shapes
+differently from the SDK (such a builder may have the SDK builder's name, never its parameters).
+
+Of the SDK's builders, this schema lacks the variants of (or shapes them differently from)
+'plan_entry', 'update_user_message_text', 'update_agent_message_text',
+'update_agent_thought_text', 'update_current_mode', 'start_tool_call',
+'start_read_tool_call', 'start_edit_tool_call'.
 """
 
 from __future__ import annotations
