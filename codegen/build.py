@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import __version__
+from .build_helpers import plan_builders
 from .build_methods import Evidence, Kind, Leaf, by_naming, gather, stem, suffix_of
 from .build_types import TypeBuilder
 from .classmodel import build_class_model
 from .errors import CodegenError, Problem
 from .invariants import check_invariants
-from .ir import Definition, Method, ObjectDef, Package, Side
+from .ir import Builder, Definition, Method, ObjectDef, Package, Side
 from .load import LoadedSchema
 from .naming import free_name, snake, upper_snake
 from .shapes import ptr_escape
@@ -48,6 +49,7 @@ class Api:
     schema: LoadedSchema
     definitions: tuple[Definition, ...]
     methods: tuple[Method, ...]
+    builders: tuple[Builder, ...] = ()
 
 
 def build_api(schema: LoadedSchema) -> Api:
@@ -58,7 +60,7 @@ def build_api(schema: LoadedSchema) -> Api:
     # Result types made for inline response variants join the definitions.
     definitions = tuple(types.out.values())
     check_invariants(schema, definitions, methods)
-    return Api(schema, definitions, methods)
+    return Api(schema, definitions, methods, plan_builders(definitions, methods))
 
 
 def build_package(
@@ -90,6 +92,7 @@ def assemble(
         unstable=schema.unstable,
         definitions=api.definitions,
         methods=api.methods,
+        builders=api.builders,
     )
 
 

@@ -14,6 +14,8 @@ The tree, top down::
     │   └── AliasDef             a named scalar/list/any (SessionId = str)
     ├── methods                  Method: wire name, side that handles it, request|notification,
     │                            params/result type names, handler name, unstable
+    ├── builders                 Builder: one function of helpers.py (name, BuilderParams, the
+    │                            object it returns as a New of BuilderExprs), codegen/build_helpers.py
     └── header facts             release, sha256, generator version, regenerate command
 
 TypeExpr is the type of a field or variant: Scalar | Named | ListOf | MapOf | LiteralOf.
@@ -330,6 +332,91 @@ class Method:
 
 
 @dataclass(frozen=True)
+class Ref:
+    """A builder argument taken from one of its parameters."""
+
+    param: str
+    """The parameter's name."""
+    absent_if_none: bool = False
+    """`None` leaves the field out (`UNSET`), as the official SDK's builders do."""
+    to_list: bool = False
+    """The parameter is any iterable; the field gets a new list of its items."""
+
+
+@dataclass(frozen=True)
+class Const:
+    """A builder argument fixed by the builder (`kind="read"`)."""
+
+    value: str
+    """The string value."""
+
+
+@dataclass(frozen=True)
+class New:
+    """A protocol object a builder constructs: `types.<cls>(field=..., ...)`."""
+
+    cls: str
+    """The Python class name."""
+    args: tuple[tuple[str, BuilderExpr], ...]
+    """The (Python field name, value) keyword arguments, in the class's field order."""
+
+
+@dataclass(frozen=True)
+class ListExpr:
+    """A list literal a builder fills: `[item, ...]`."""
+
+    items: tuple[BuilderExpr, ...]
+    """The items."""
+
+
+@dataclass(frozen=True)
+class DictExpr:
+    """A JSON object literal a builder fills: `{"key": value, ...}`."""
+
+    items: tuple[tuple[str, BuilderExpr], ...]
+    """The (key, value) pairs."""
+
+
+BuilderExpr = Ref | Const | New | ListExpr | DictExpr
+
+
+@dataclass(frozen=True)
+class BuilderParam:
+    """One parameter of a builder in `helpers.py`."""
+
+    name: str
+    """The parameter's name."""
+    type: TypeExpr
+    """The type of the value it takes (for `iterable`, a list type: any iterable of its items)."""
+    default: str | None
+    """The default as a Python expression (`None`, `types.UNSET`, `'medium'`); None: required."""
+    keyword_only: bool
+    """After the `*`: only passed by keyword."""
+    nullable: bool = False
+    """`| None` in the hint."""
+    unset: bool = False
+    """`| types.Unset` in the hint (the field may be left absent)."""
+    iterable: bool = False
+    """Takes any iterable of the list's items (`collections.abc.Iterable`)."""
+
+
+@dataclass(frozen=True)
+class Builder:
+    """One function of `helpers.py`: builds a protocol object from a few arguments."""
+
+    name: str
+    """The function's name (`text_block`, `update_agent_message_text`, `update_usage`)."""
+    params: tuple[BuilderParam, ...]
+    """Its parameters, in order (positional ones first)."""
+    body: New
+    """What it returns: the object it constructs (`body.cls` is the return type)."""
+    doc: str
+    """Its docstring."""
+    sdk: bool
+    """It has the official Python SDK's name and parameters (`acp.helpers`)."""
+
+
+@dataclass(frozen=True)
 class Package:
     """One generated package: the role it is for, the schema facts for its header, and its API."""
 
@@ -357,6 +444,8 @@ class Package:
     """Every method, sorted by wire name."""
     custom_templates: str | None = None
     """The custom templates directory (`--templates`, as given) when one was used; the header says so."""
+    builders: tuple[Builder, ...] = ()
+    """The builders of `helpers.py`, decided from the schema's unions (codegen/build_helpers.py)."""
 
     @property
     def peer(self) -> Literal["agent", "client"]:

@@ -13,16 +13,25 @@ from typing import Any
 import jinja2
 import jinja2.bccache
 
+from .build_helpers import SDK_ORDER
 from .format import LINE_LENGTH
 from .ir import (
+    Builder,
+    BuilderExpr,
+    BuilderParam,
+    Const,
     DefaultScalar,
+    DictExpr,
     EnumDef,
     Field,
+    ListExpr,
     ListOf,
     LiteralOf,
     MapOf,
+    New,
     ObjectDef,
     Package,
+    Ref,
     Scalar,
     TypeExpr,
     UnionDef,
@@ -34,6 +43,7 @@ from .templates import CustomTemplates, blame, loader, render_error, runtime_sou
 # output file -> template
 FILES = {
     "__init__.py": "__init__.py.jinja",
+    "helpers.py": "helpers.py.jinja",
     "types.py": "types.py.jinja",
     "methods.py": "methods.py.jinja",
     "py.typed": "py.typed.jinja",
@@ -103,6 +113,44 @@ class Renderer(DecodePlanner):
         kind = self.defs[name].kind
         return f"types.{name}.to_dict" if kind == "object" else f"types.encode_{name}"
 
+    # -- helpers.py ----------------------------------------------------------------
+    def param_hint(self, p: BuilderParam) -> str:
+        t = p.type
+        hint = f"Iterable[{self.hint(t.item, True)}]" if p.iterable and isinstance(t, ListOf) else self.hint(t, True)
+        return hint + (" | None" if p.nullable else "") + (" | types.Unset" if p.unset else "")
+
+    def builder_expr(self, e: BuilderExpr) -> str:
+        if isinstance(e, Ref):
+            value = f"[*{e.param}]" if e.to_list else e.param
+            return f"types.UNSET if {e.param} is None else {value}" if e.absent_if_none else value
+        if isinstance(e, Const):
+            return repr(e.value)
+        if isinstance(e, New):
+            return f"types.{e.cls}(" + ", ".join(f"{k}={self.builder_expr(v)}" for k, v in e.args) + ")"
+        if isinstance(e, ListExpr):
+            return "[" + ", ".join(self.builder_expr(i) for i in e.items) + "]"
+        assert isinstance(e, DictExpr)
+        return "{" + ", ".join(f"{k!r}: {self.builder_expr(v)}" for k, v in e.items) + "}"
+
+    def helpers_imports(self, builders: tuple[Builder, ...]) -> list[str]:
+        """The imports helpers.py needs besides `types`, decided from its parameters' types."""
+        params = [p for b in builders for p in b.params]
+        hints = [self.param_hint(p) for p in params]
+        needs = {
+            "from collections.abc import Iterable": any(p.iterable for p in params),
+            "import typing": any("typing." in h for h in hints),
+            "from typing import Any": any(_mentions_any(p.type) for p in params),
+        }
+        return [line for line, needed in needs.items() if needed]
+
+
+def _mentions_any(t: TypeExpr) -> bool:
+    if isinstance(t, ListOf):
+        return _mentions_any(t.item)
+    if isinstance(t, MapOf):
+        return _mentions_any(t.value)
+    return t == Scalar("json")
+
 
 class _MemoryBytecodeCache(jinja2.BytecodeCache):
     """Compiled templates kept for the process: `generate` renders several packages, and each
@@ -152,6 +200,8 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         differs_from_default=renderer.differs_from_default,
         encoder_ref=renderer.encoder_ref,
         docstring=_docstring,
+        param_hint=renderer.param_hint,
+        builder_expr=renderer.builder_expr,
     )
     env.filters["keyword_params"] = functools.partial(keyword_params, renderer)
     env.tests.update(mutable_default=renderer.is_mutable_default)
@@ -195,6 +245,8 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "uses_method_names": bool(package.called())
         or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
         "proxy_has_methods": bool(package.called()),
+        "helpers_imports": renderer.helpers_imports(package.builders),
+        "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
     }
 
 

@@ -49,6 +49,16 @@ CONTEXT = {
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
+    "helpers_imports": (
+        "list[str]",
+        "the import lines helpers.py needs besides `types` (`Iterable`, `Any`, `typing`), from its builders'"
+        " parameters",
+    ),
+    "sdk_builders_missing": (
+        "list[str]",
+        "the official SDK's builders that helpers.py lacks: the schema lacks their variant or shapes it differently"
+        " (a builder of an SDK name that does not fit takes the variant's fields instead, `Builder.sdk` False)",
+    ),
     "serde_imports": (
         "list[tuple[str, str]]",
         "(name, alias) of each `from .serde import name as alias` of types.py: its re-exports and the helpers it uses",
@@ -87,6 +97,11 @@ FILTERS = {
     "(`name`, `hint` spelled through `types.`, `default`: None when required, `...` for a mutable default) per "
     "field; None when the params type is a union (object form only)",
 }
+FILTERS["param_hint"] = (
+    "a `BuilderParam`'s annotation as helpers.py spells it: `Iterable[item]` when `iterable`, plus `| None` "
+    "and `| types.Unset` as its flags say"
+)
+FILTERS["builder_expr"] = "a `BuilderExpr` (a builder's argument or the object it returns) as a Python expression"
 TESTS = {
     "mutable_default": "`d is mutable_default`: a `Default` that is a list, map or object (needs a "
     "`field(default_factory=...)`)",

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
 from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, RequestError, run_agent, types  # noqa: E402
+from agent.helpers import update_agent_message, update_agent_message_text, update_user_message  # noqa: E402
 
 log = logging.getLogger("echo_agent")
 
@@ -110,11 +111,11 @@ class EchoAgent(Agent):
     async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
         session = self._session(params.session_id)
         if session.cancelled is not None:
-            raise RequestError(-32600, "Invalid request", {"details": "a prompt turn is already running"})
+            raise RequestError.invalid_request("a prompt turn is already running")
         cancelled = session.cancelled = asyncio.Event()
         try:
             for block in params.prompt:
-                session.history.append(types.SessionUpdateUserMessageChunk(content=block))
+                session.history.append(update_user_message(block))
             await self._turn(session, params.prompt, cancelled)
             return types.PromptResponse(stop_reason="cancelled" if cancelled.is_set() else "end_turn")
         finally:
@@ -139,7 +140,7 @@ class EchoAgent(Agent):
             await self._say(session, cancelled, await self._permission(session))
         else:
             for block in prompt:
-                await self._send(session, cancelled, types.SessionUpdateAgentMessageChunk(content=block))
+                await self._send(session, cancelled, update_agent_message(block))
 
     async def _read(self, session: Session, path: str) -> str:
         if not self.client_capabilities.fs.read_text_file:
@@ -169,7 +170,7 @@ class EchoAgent(Agent):
         return "permission: cancelled"
 
     async def _say(self, session: Session, cancelled: asyncio.Event, text: str) -> None:
-        await self._send(session, cancelled, types.SessionUpdateAgentMessageChunk(content=types.TextContent(text=text)))
+        await self._send(session, cancelled, update_agent_message_text(text))
 
     async def _send(self, session: Session, cancelled: asyncio.Event, update: types.SessionUpdate) -> None:
         # After session/cancel the turn only winds down: nothing more is sent for it.

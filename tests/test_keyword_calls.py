@@ -37,7 +37,7 @@ TIMEOUT = 5.0
 SNIPPET = """
 from __future__ import annotations
 
-from client import AgentProxy, types
+from client import AgentProxy, helpers, types
 
 
 async def calls(agent: AgentProxy) -> list[object]:
@@ -67,6 +67,20 @@ async def calls(agent: AgentProxy) -> list[object]:
     out.append(await agent.session_set_config_option(session_id="s", config_id="c", value=True))  # error: union
     wrong: types.NewSessionResponse = await agent.session_prompt(session_id="s", prompt=[])  # error: result type
     out.append(wrong)
+    return out
+
+
+def builders() -> list[object]:
+    out: list[object] = [helpers.update_usage(used=1, size=2), helpers.text_block("hi", meta={"k": 1})]
+    blocks = [helpers.text_block("x")]
+    out.append(helpers.start_tool_call("t", "Read", kind="read", content=(helpers.tool_content(b) for b in blocks)))
+    out.append(helpers.update_usage(usd=1, size=2))  # error: wrong keyword
+    out.append(helpers.update_usage(1, 2))  # error: keyword-only
+    out.append(helpers.update_usage(used=1))  # error: a required field missing
+    out.append(helpers.text_block(1))  # error: wrong type
+    out.append(helpers.start_tool_call("t", "Read", kind="reading"))  # error: not a ToolKind
+    chunk: types.SessionUpdateAgentThoughtChunk = helpers.update_agent_message_text("hi")  # error: result type
+    out.append(chunk)
     return out
 """
 
@@ -377,7 +391,7 @@ def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     examples = {"agent": "from myagent.acp import", "client": "from myclient.acp import"}
     for role, marker in examples.items():
         (source,) = [block for block in blocks if marker in block]
-        (tmp_path / f"readme_{role}.py").write_text(source.replace(marker, f"from {role} import"))
+        (tmp_path / f"readme_{role}.py").write_text(source.replace(marker.removesuffix(" import"), f"from {role}"))
     calls = [block for block in blocks if "await agent.session_prompt(" in block and "import" not in block]
     assert calls, "the README shows the calling forms"
     header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"

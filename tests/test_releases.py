@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typecheck import mypy_strict, packages
+from typecheck import mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
 from codegen.errors import CodegenError
@@ -273,3 +273,20 @@ def test_mypy_strict(
     mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
 ) -> None:
     assert mypy_errors.get(_package(case_id)) == []
+
+
+# -- basedpyright strict on every package's helpers.py --------------------------------------------
+def test_helpers_are_pyright_strict_clean(generated: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """helpers.py is checked on its own, in one run: once per distinct pair of its text and the
+    types.py it imports (an agent and a client of one schema share both), each file with its own
+    package as the root, so only what it uses of types.py is analysed. The goldens are left to
+    the suite's full run (tests/conftest.py `pyright_run`, tests/test_static.py)."""
+    distinct: dict[tuple[str, str], Path] = {}
+    for case_id, *_ in CASES:
+        package = generated / _package(case_id)
+        if package.is_dir() and case_id not in GOLDEN:
+            key = ((package / "helpers.py").read_text(), (package / "types.py").read_text())
+            distinct.setdefault(key, package / "helpers.py")
+    run = pyright_strict([], tmp_path_factory.mktemp("helpers_pyright"), files=sorted(distinct.values()))
+    problems = [line for path in distinct.values() for line in run.problems(path)]
+    assert problems == [], "\n".join(problems)

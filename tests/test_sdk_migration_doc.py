@@ -44,8 +44,10 @@ RUNS: list[list[str]] = [
     ["my_errors.py"],
     ["sdk_wire.py"],
     ["my_wire.py"],
+    ["my_ext_client.py"],
+    ["sdk_ext_client.py"],
 ]
-STARTED_BY_CLIENTS = {"sdk_agent.py", "my_agent.py"}
+STARTED_BY_CLIENTS = {"sdk_agent.py", "my_agent.py", "sdk_ext_agent.py", "my_ext_agent.py"}
 # What the snippets import, imported once by the server they are forked from (tests/zygote.py):
 # the official SDK alone costs ~0.6 s of CPU per process, and a client starts an agent. One
 # worker runs them all, so that one server does.

@@ -3,8 +3,9 @@
 # do not edit; regenerate with: acp-codegen generate
 """ACP bindings for the agent role, generated from ACP schema 1.21.0.
 
-`types` holds the protocol types, `methods` the method table, `agent` the base class
-to implement and the proxy for calling the client, `connection` the JSON-RPC runtime.
+`types` holds the protocol types, `helpers` builders for them (`helpers.text_block("hi")`),
+`methods` the method table, `agent` the base class to implement and the proxy for
+calling the client, `connection` the JSON-RPC runtime.
 Standard library only. Use it as::
 
     from agent import Agent, run_agent, types
@@ -19,7 +20,7 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import types
+from . import helpers, types
 from .agent import Agent, ClientProxy, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
@@ -53,5 +54,6 @@ __all__ = [
     "UNSET",
     "Unset",
     "WireLog",
+    "helpers",
     "types",
 ]

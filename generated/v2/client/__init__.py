@@ -3,8 +3,9 @@
 # do not edit; regenerate with: acp-codegen generate
 """ACP bindings for the client role, generated from ACP schema 2.0.0-alpha.3.
 
-`types` holds the protocol types, `methods` the method table, `client` the base class
-to implement and the proxy for calling the agent, `connection` the JSON-RPC runtime.
+`types` holds the protocol types, `helpers` builders for them (`helpers.text_block("hi")`),
+`methods` the method table, `client` the base class to implement and the proxy for
+calling the agent, `connection` the JSON-RPC runtime.
 Standard library only. Use it as::
 
     from client import Client, spawn_agent, types
@@ -20,7 +21,7 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import types
+from . import helpers, types
 from .client import AgentProxy, Client, connect, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
@@ -57,5 +58,6 @@ __all__ = [
     "UNSET",
     "Unset",
     "WireLog",
+    "helpers",
     "types",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import reprlib
-from typing import Any, Final, cast
+from typing import Any, Final, TypeAlias, cast
 
 from . import types
 from .methods import METHODS, MethodSpec
@@ -26,6 +26,9 @@ INTERNAL_ERROR: Final = -32603
 REQUEST_CANCELLED: Final = -32800
 AUTH_REQUIRED: Final = -32000
 RESOURCE_NOT_FOUND: Final = -32002
+
+# A factory's first argument: the SDK's `data` (a JSON object), or a string that is ours.
+_First: TypeAlias = str | dict[str, Any] | None
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = 120
@@ -68,37 +71,69 @@ class RequestError(Exception):
             fields.get("data"),
         )
 
+    # The factories take the official SDK's arguments too: `data` (positional or `data=`)
+    # becomes the error's `data`, with the SDK's codes and messages. A string where the SDK
+    # takes `data` keeps its meaning here (a detail, a message), as before.
     @classmethod
-    def parse_error(cls, detail: str) -> RequestError:
-        return cls(PARSE_ERROR, "Parse error", {"details": detail})
+    def parse_error(cls, detail: _First = None, *, data: Any = None) -> RequestError:
+        """-32700 "Parse error"; a `detail` string becomes `data.details`."""
+        return cls(PARSE_ERROR, "Parse error", _data(detail, data))
 
     @classmethod
-    def invalid_request(cls, detail: str) -> RequestError:
-        return cls(INVALID_REQUEST, "Invalid request", {"details": detail})
+    def invalid_request(cls, detail: _First = None, *, data: Any = None) -> RequestError:
+        """-32600 "Invalid request"; a `detail` string becomes `data.details`."""
+        return cls(INVALID_REQUEST, "Invalid request", _data(detail, data))
 
     @classmethod
     def method_not_found(cls, method: str) -> RequestError:
+        """-32601 "Method not found", naming the method in `data.method`."""
         return cls(METHOD_NOT_FOUND, "Method not found", {"method": method})
 
     @classmethod
-    def invalid_params(cls, message: str, path: str = "") -> RequestError:
-        return cls(INVALID_PARAMS, "Invalid params", {"path": path, "message": message})
+    def invalid_params(
+        cls, message: _First = None, path: str = "", *, data: Any = None
+    ) -> RequestError:
+        """-32602 "Invalid params"; a `message` string (and the JSON `path` it is about) become
+        `data.message` and `data.path`, as the dispatcher reports a decode error."""
+        if isinstance(message, str):
+            _only(data, "a message")
+            return cls(INVALID_PARAMS, "Invalid params", {"path": path, "message": message})
+        return cls(INVALID_PARAMS, "Invalid params", _data(message, data))
 
     @classmethod
-    def internal_error(cls) -> RequestError:
-        return cls(INTERNAL_ERROR, "Internal error")
+    def internal_error(cls, data: Any = None) -> RequestError:
+        """-32603 "Internal error"."""
+        return cls(INTERNAL_ERROR, "Internal error", data)
 
     @classmethod
-    def cancelled(cls) -> RequestError:
-        return cls(REQUEST_CANCELLED, "Request cancelled")
+    def cancelled(cls, data: Any = None) -> RequestError:
+        """-32800 "Request cancelled" (`$/cancel_request`)."""
+        return cls(REQUEST_CANCELLED, "Request cancelled", data)
 
     @classmethod
-    def auth_required(cls, message: str = "Authentication required") -> RequestError:
-        return cls(AUTH_REQUIRED, message)
+    def auth_required(cls, message: _First = None, *, data: Any = None) -> RequestError:
+        """-32000 "Authentication required" (or the `message` string given)."""
+        if isinstance(message, str):
+            return cls(AUTH_REQUIRED, message, data)
+        return cls(AUTH_REQUIRED, "Authentication required", _data(message, data))
 
     @classmethod
     def resource_not_found(cls, uri: str | None = None) -> RequestError:
-        return cls(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri} if uri else None)
+        """-32002 "Resource not found", naming the resource in `data.uri` when given."""
+        return cls(RESOURCE_NOT_FOUND, "Resource not found", None if uri is None else {"uri": uri})
+
+
+def _only(data: Any, given: str) -> None:
+    if data is not None:
+        raise TypeError(f"pass either {given} or data=, not both")
+
+
+def _data(positional: _First, data: Any) -> Any:
+    """A factory's first argument (the SDK's `data`; a string: a detail), or `data=`."""
+    if positional is None:
+        return data
+    _only(data, "the first argument")
+    return {"details": positional} if isinstance(positional, str) else positional
 
 
 def _params_path(exc: types.DecodeError) -> str:
