@@ -53,6 +53,10 @@ RUNTIME_FILES = {
     "memstream.py": "memstream.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
+    "remote_client.py": "remote_client.py",
+    "remote_http.py": "remote_http.py",
+    "remote_sse.py": "remote_sse.py",
+    "remote_ws.py": "remote_ws.py",
     "scripted.py": "scripted.py",
     "serde.py": "serde.py",
     "streams.py": "streams.py",
@@ -60,6 +64,14 @@ RUNTIME_FILES = {
     "wiretap.py": "wiretap.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
+# runtime output file -> the one role whose packages get it (the others go to both roles):
+# reaching a remote agent is the client's business.
+RUNTIME_ROLE: dict[str, str] = {
+    "remote_client.py": "client",
+    "remote_http.py": "client",
+    "remote_sse.py": "client",
+    "remote_ws.py": "client",
+}
 
 
 class Renderer(DecodePlanner):
@@ -199,8 +211,13 @@ def sources(role: str) -> dict[str, str]:
     """Output file -> the template (`*.jinja`) or runtime source (`*.py`) it is made from."""
     files = dict(FILES)
     files[ROLE_FILES[role]] = f"{role}.py.jinja"
-    files.update(RUNTIME_FILES)
+    files.update(runtime_files(role))
     return files
+
+
+def runtime_files(role: str) -> dict[str, str]:
+    """The runtime output files (-> their source) a package of `role` gets."""
+    return {path: source for path, source in RUNTIME_FILES.items() if RUNTIME_ROLE.get(path, role) == role}
 
 
 @dataclass(frozen=True)

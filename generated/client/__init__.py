@@ -21,11 +21,12 @@ Standard library only. Use it as::
 from typing import Final
 
 from . import types
-from .client import AgentProxy, Client, connect, spawn_agent
+from .client import AgentProxy, Client, connect, connect_remote, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .process import AgentProcess
+from .remote_client import RemoteAgent, RemoteUnavailable
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
 
 SCHEMA_RELEASE: Final = "1.21.0"
@@ -36,7 +37,10 @@ __all__ = [
     "Client",
     "AgentProxy",
     "AgentProcess",
+    "RemoteAgent",
+    "RemoteUnavailable",
     "connect",
+    "connect_remote",
     "spawn_agent",
     "Connection",
     "ConnectionClosed",

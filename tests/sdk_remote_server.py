@@ -1,0 +1,124 @@
+"""The SDK echo agent (tests/sdk_echo_agent.py) served remotely by the official SDK's
+`acp.http.AcpServer` (its ASGI adapter), for the remote client's interop tests:
+
+    python tests/sdk_remote_server.py uvicorn|hypercorn [--port N] [--store FILE]
+
+uvicorn serves WebSocket (HTTP/1.1), hypercorn Streamable HTTP over HTTP/2 (h2c) and WebSocket.
+Binds 127.0.0.1 (port 0: a free one) and prints `listening PORT` once it is ready; stops on
+SIGTERM. Sessions live in one store for every connection (sessions outlive connections), kept in
+`--store` across restarts. A middleware sets an affinity cookie, as a load balancer would, and
+counts the requests that came back without it: `GET /stats` answers them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import pickle
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from acp.http.asgi import create_asgi_app  # noqa: E402
+from sdk_echo_agent import SdkEchoAgent, Session  # noqa: E402
+
+SESSIONS: dict[str, Session] = {}
+COOKIE = b"acp-affinity=backend-1"
+
+
+class SharedSessionsAgent(SdkEchoAgent):
+    """The echo agent, one per connection, all with the same sessions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sessions = SESSIONS
+
+
+class Affinity:
+    """Sets the affinity cookie on every response; records requests that lacked it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests = 0
+        self.without: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope["path"] == "/stats":
+            body = json.dumps({"requests": self.requests, "without_cookie": self.without}).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        self.requests += 1
+        cookies = [v for k, v in scope["headers"] if k == b"cookie"]
+        if not any(COOKIE in v for v in cookies):
+            self.without.append(f"{scope.get('method', 'WS')} {scope['type']}")
+
+        async def send_with_cookie(message: dict[str, Any]) -> None:
+            if message["type"] in ("http.response.start", "websocket.accept"):
+                headers = list(message.get("headers", []))
+                headers.append((b"set-cookie", COOKIE + b"; Path=/; HttpOnly"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+async def serve(server: str, sock: socket.socket) -> None:
+    app = Affinity(create_asgi_app(lambda conn: SharedSessionsAgent()))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    if server == "uvicorn":
+        import uvicorn
+
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio")
+        runner = uvicorn.Server(config)
+        runner.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        task = asyncio.ensure_future(runner.serve(sockets=[sock]))
+        print(f"listening {sock.getsockname()[1]}", flush=True)
+        await stop.wait()
+        runner.should_exit = True
+        await task
+    else:
+        import hypercorn.asyncio
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"fd://{sock.fileno()}"]
+        config.loglevel = "WARNING"
+        print(f"listening {sock.getsockname()[1]}", flush=True)
+        await hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("server", choices=["uvicorn", "hypercorn"])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--store", type=Path)
+    args = parser.parse_args()
+    if args.store is not None and args.store.exists():
+        SESSIONS.update(pickle.loads(args.store.read_bytes()))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    try:
+        asyncio.run(serve(args.server, sock))
+    finally:
+        if args.store is not None:
+            for session in SESSIONS.values():
+                session.cancelled = None  # an asyncio.Event does not pickle
+            args.store.write_bytes(pickle.dumps(SESSIONS))
+
+
+if __name__ == "__main__":
+    main()
