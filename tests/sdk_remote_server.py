@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import pickle
 import signal
 import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,9 @@ class Affinity:
             return
         if scope["type"] == "http" and scope["path"] == "/stats":
             body = json.dumps({"requests": self.requests, "without_cookie": self.without}).encode()
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
             await send({"type": "http.response.body", "body": body})
             return
         self.requests += 1
@@ -71,11 +75,20 @@ class Affinity:
         await self.app(scope, receive, send_with_cookie)
 
 
-async def serve(server: str, sock: socket.socket) -> None:
-    app = Affinity(create_asgi_app(lambda conn: SharedSessionsAgent()))
+def bound_socket(port: int = 0) -> socket.socket:
+    """A listening socket on 127.0.0.1 (`port` 0: a free one); reusable at once after a stop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[None]:
+    """Serve `app` on `sock` with uvicorn or hypercorn (h2c and HTTP/1.1) while the context runs."""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
     if server == "uvicorn":
         import uvicorn
 
@@ -83,10 +96,8 @@ async def serve(server: str, sock: socket.socket) -> None:
         runner = uvicorn.Server(config)
         runner.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         task = asyncio.ensure_future(runner.serve(sockets=[sock]))
-        print(f"listening {sock.getsockname()[1]}", flush=True)
-        await stop.wait()
-        runner.should_exit = True
-        await task
+        while not runner.started and not task.done():
+            await asyncio.sleep(0.01)
     else:
         import hypercorn.asyncio
         from hypercorn.config import Config
@@ -94,8 +105,32 @@ async def serve(server: str, sock: socket.socket) -> None:
         config = Config()
         config.bind = [f"fd://{sock.fileno()}"]
         config.loglevel = "WARNING"
+        config.graceful_timeout = 0.5
+        task = asyncio.ensure_future(hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        if server == "uvicorn":
+            runner.should_exit = True
+            runner.force_exit = True
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 5.0)
+        except asyncio.TimeoutError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def make_app() -> Affinity:
+    return Affinity(create_asgi_app(lambda conn: SharedSessionsAgent()))
+
+
+async def serve(server: str, sock: socket.socket) -> None:
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with serving(server, sock, make_app()):
         print(f"listening {sock.getsockname()[1]}", flush=True)
-        await hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+        await stop.wait()
 
 
 def main() -> None:
@@ -106,11 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.store is not None and args.store.exists():
         SESSIONS.update(pickle.loads(args.store.read_bytes()))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
-    sock.set_inheritable(True)
+    sock = bound_socket(args.port)
     try:
         asyncio.run(serve(args.server, sock))
     finally:
