@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import pickle
 import signal
 import socket
@@ -42,37 +43,57 @@ class SharedSessionsAgent(SdkEchoAgent):
 
 
 class Affinity:
-    """Sets the affinity cookie on every response; records requests that lacked it."""
+    """Sets the affinity cookie on every response, as a load balancer would, and records what
+    each request carried: whether the cookie came back, the HTTP version, the headers the RFD
+    names, and each POST's JSON-RPC message."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.requests = 0
-        self.without: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+
+    def without_cookie(self) -> list[str]:
+        return [r["what"] for r in self.requests if not r["cookie"]]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
         if scope["type"] == "http" and scope["path"] == "/stats":
-            body = json.dumps({"requests": self.requests, "without_cookie": self.without}).encode()
+            body = json.dumps({"requests": len(self.requests), "without_cookie": self.without_cookie()}).encode()
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
             )
             await send({"type": "http.response.body", "body": body})
             return
-        self.requests += 1
-        cookies = [v for k, v in scope["headers"] if k == b"cookie"]
-        if not any(COOKIE in v for v in cookies):
-            self.without.append(f"{scope.get('method', 'WS')} {scope['type']}")
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        record: dict[str, Any] = {
+            "what": f"{scope.get('method', 'WS')} {scope['type']}",
+            "method": scope.get("method", "WS"),
+            "cookie": COOKIE.decode() in headers.get("cookie", ""),
+            "http_version": scope.get("http_version"),
+            "accept": headers.get("accept"),
+            "content_type": headers.get("content-type"),
+            "connection_id": headers.get("acp-connection-id"),
+            "session_id": headers.get("acp-session-id"),
+            "body": b"",
+        }
+        self.requests.append(record)
+
+        async def receive_recorded() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "http.request":
+                record["body"] += message.get("body", b"")
+            return message
 
         async def send_with_cookie(message: dict[str, Any]) -> None:
             if message["type"] in ("http.response.start", "websocket.accept"):
                 headers = list(message.get("headers", []))
                 headers.append((b"set-cookie", COOKIE + b"; Path=/; HttpOnly"))
                 message = {**message, "headers": headers}
+                record["status"] = message.get("status", 101)
             await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+        await self.app(scope, receive_recorded, send_with_cookie)
 
 
 def bound_socket(port: int = 0) -> socket.socket:
@@ -103,7 +124,7 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
         from hypercorn.config import Config
 
         config = Config()
-        config.bind = [f"fd://{sock.fileno()}"]
+        config.bind = [f"fd://{os.dup(sock.fileno())}"]  # hypercorn closes the one it is given
         config.loglevel = "WARNING"
         config.graceful_timeout = 0.5
         task = asyncio.ensure_future(hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
@@ -114,11 +135,12 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
             runner.should_exit = True
             runner.force_exit = True
         stop.set()
-        try:
-            await asyncio.wait_for(task, 5.0)
-        except asyncio.TimeoutError:
+        # A server stopped with streams open may end in errors of its own (hypercorn 0.18's
+        # graceful shutdown does): stopped is all that matters here.
+        done, _ = await asyncio.wait({task}, timeout=5.0)
+        if not done:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def make_app() -> Affinity:
