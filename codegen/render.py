@@ -46,6 +46,7 @@ RUNTIME_FILES = {
     "conformance_harness.py": "conformance_harness.py",
     "conformance_messages.py": "conformance_messages.py",
     "conformance_probes.py": "conformance_probes.py",
+    "conformance_remote.py": "conformance_remote.py",
     "conformance_report.py": "conformance_report.py",
     "connection.py": "connection.py",
     "dispatch.py": "dispatch.py",
@@ -67,6 +68,7 @@ ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 # runtime output file -> the one role whose packages get it (the others go to both roles):
 # reaching a remote agent is the client's business.
 RUNTIME_ROLE: dict[str, str] = {
+    "conformance_remote.py": "client",
     "remote_client.py": "client",
     "remote_http.py": "client",
     "remote_sse.py": "client",
