@@ -56,6 +56,7 @@ RUNTIME_FILES = {
     "proctable.py": "proctable.py",
     "remote_client.py": "remote_client.py",
     "remote_http.py": "remote_http.py",
+    "remote_messages.py": "remote_messages.py",
     "remote_sse.py": "remote_sse.py",
     "remote_ws.py": "remote_ws.py",
     "scripted.py": "scripted.py",
@@ -71,6 +72,7 @@ RUNTIME_ROLE: dict[str, str] = {
     "conformance_remote.py": "client",
     "remote_client.py": "client",
     "remote_http.py": "client",
+    "remote_messages.py": "client",
     "remote_sse.py": "client",
     "remote_ws.py": "client",
 }

@@ -28,9 +28,11 @@ import asyncio
 import json
 import logging
 import urllib.parse
+from collections.abc import Coroutine
 from typing import Any, Final, cast
 
 from .remote_client import RemoteOptions, RemoteUnavailable, import_optional
+from .remote_messages import as_line, id_key, parse, session_in
 from .remote_sse import sse_data
 
 __all__ = ["StreamableHttpTransport", "open_streamable_http"]
@@ -42,32 +44,8 @@ SESSION_HEADER: Final = "Acp-Session-Id"
 _INSTALL: Final = "'httpx[http2]'"
 _HTTP_ERROR: Final = -32603  # JSON-RPC internal error: what a request refused by HTTP fails with
 _DELETE_TIMEOUT: Final = 5.0
-
-
-def _key(value: Any) -> tuple[bool, Any]:
-    return (isinstance(value, str), value)
-
-
-def _session_in(value: Any) -> str | None:
-    """`value["sessionId"]` when `value` is an object holding a string one."""
-    if isinstance(value, dict):
-        session = cast(dict[str, Any], value).get("sessionId")
-        if isinstance(session, str):
-            return session
-    return None
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return cast(dict[str, Any], message) if isinstance(message, dict) else None
-
-
-def _as_line(data: bytes) -> bytes:
-    # One JSON text per line: a newline inside one can only be whitespace.
-    return data.replace(b"\r", b" ").replace(b"\n", b" ") + b"\n"
+CROSS_STREAM_GRACE: Final = 0.05
+"""Seconds an answer about a session that came on another stream than the session's waits."""
 
 
 class StreamableHttpTransport:
@@ -196,28 +174,24 @@ class StreamableHttpTransport:
     def _session_of_outgoing(self, message: dict[str, Any]) -> str | None:
         method, params = message.get("method"), message.get("params")
         if method is None:  # our answer to one of their requests
-            return self._theirs.pop(_key(message.get("id")), None)
+            return self._theirs.pop(id_key(message.get("id")), None)
         if method == "$/cancel_request" and isinstance(params, dict):
-            entry = self._ours.get(_key(cast(dict[str, Any], params).get("requestId")))
+            entry = self._ours.get(id_key(cast(dict[str, Any], params).get("requestId")))
             return None if entry is None else entry[0]
-        return _session_in(params)
+        return session_in(params)
 
     async def _post(self, line: bytes) -> None:
-        message = _parse(line) or {}
+        message = parse(line) or {}
         method = message.get("method")
         request = isinstance(method, str) and "id" in message
         session = self._session_of_outgoing(message)
         if request:
-            self._ours[_key(message["id"])] = (session, False)
+            self._ours[id_key(message["id"])] = (session, False)
         if self._connection_id is None:
             if method == "initialize" and request:
                 await self._initialize(line, message["id"])
             elif request:
-                self._fail(
-                    message["id"],
-                    400,
-                    f"send initialize first: there is no connection for {method}",
-                )
+                self._fail(message["id"], 400, f"no connection: send initialize before {method}")
             else:
                 _log.warning("dropped a message sent before initialize: %s", line[:200])
             return
@@ -228,7 +202,7 @@ class StreamableHttpTransport:
             and session not in self._refused
         ):
             if not await self._open_session(session):
-                self._ours[_key(message["id"])] = (session, True)
+                self._ours[id_key(message["id"])] = (session, True)
         headers = {
             CONNECTION_HEADER: self._connection_id,
             "Accept": "application/json",
@@ -249,10 +223,20 @@ class StreamableHttpTransport:
                 line[:200],
             )
 
-    async def _send_post(self, line: bytes, headers: dict[str, str]) -> Any:
+    async def _send_post(self, line: bytes, headers: dict[str, str], h2c: bool = False) -> Any:
+        """POST `line`. `h2c`: HTTP/2 by prior knowledge (the default for http://) may fall
+        back to HTTP/1.1 when the server drops it (uvicorn would)."""
+        httpx = self._httpx
         try:
             return await self._posts.post(self.url, content=line, headers=headers)
-        except self._httpx.HTTPError as exc:
+        except httpx.HTTPError as exc:
+            unreachable = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+            if h2c and isinstance(exc, httpx.TransportError) and not unreachable:
+                _log.info("%s does not speak HTTP/2 (%r): HTTP/1.1", self.url, exc)
+                await _close_client(self._posts)
+                self._http2 = self._options.http2 = False  # reconnects too: same server
+                self._make_clients()
+                return await self._send_post(line, headers)
             self._end(f"POST failed: {type(exc).__name__}: {exc}")
             raise ConnectionResetError(
                 f"cannot POST to {self.url}: {type(exc).__name__}: {exc}"
@@ -260,27 +244,8 @@ class StreamableHttpTransport:
 
     async def _initialize(self, line: bytes, request_id: Any) -> None:
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if self._http2 is None and urllib.parse.urlsplit(self.url).scheme.lower() == "http":
-            try:
-                response = await self._posts.post(self.url, content=line, headers=headers)
-            except (self._httpx.ConnectError, self._httpx.ConnectTimeout) as exc:
-                self._end(f"POST failed: {type(exc).__name__}: {exc}")
-                raise ConnectionResetError(f"cannot reach {self.url}: {exc}") from exc
-            except self._httpx.TransportError as exc:
-                # h2c prior knowledge is the default for http://; a server that does not speak
-                # HTTP/2 (uvicorn) drops the connection: HTTP/1.1 then, for this connection.
-                _log.info("%s does not speak HTTP/2 (prior knowledge: %s): HTTP/1.1", self.url, exc)
-                await _close_client(self._posts)
-                self._http2 = False
-                self._make_clients()
-                response = await self._send_post(line, headers)
-            except self._httpx.HTTPError as exc:
-                self._end(f"POST failed: {type(exc).__name__}: {exc}")
-                raise ConnectionResetError(
-                    f"cannot POST to {self.url}: {type(exc).__name__}: {exc}"
-                ) from exc
-        else:
-            response = await self._send_post(line, headers)
+        h2c = self._http2 is None and urllib.parse.urlsplit(self.url).scheme.lower() == "http"
+        response = await self._send_post(line, headers, h2c)
         if response.status_code != 200:
             self._fail(request_id, response.status_code, response.text)
             return
@@ -296,14 +261,14 @@ class StreamableHttpTransport:
 
     def _fail(self, request_id: Any, status: int, text: str) -> None:
         """Fail our request `request_id`: the server refused it with HTTP `status`."""
-        self._ours.pop(_key(request_id), None)
+        self._ours.pop(id_key(request_id), None)
         error = {
             "code": _HTTP_ERROR,
             "message": f"HTTP {status}: {text.strip()[:200] or 'refused'}",
             "data": {"httpStatus": status},
         }
         self._inbox.put_nowait(
-            _as_line(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+            as_line(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
         )
 
     # -- receiving -----------------------------------------------------------------------
@@ -315,14 +280,14 @@ class StreamableHttpTransport:
     async def _receive(self, data: bytes, scope: str | None) -> None:
         """One message from the server, from the stream of session `scope` (None: the
         connection's, or a POST's body)."""
-        message = _parse(data)
+        message = parse(data)
         if message is not None:
             msg_id = message.get("id")
             if isinstance(message.get("method"), str) and "id" in message:
-                self._theirs[_key(msg_id)] = scope or _session_in(message.get("params"))
+                self._theirs[id_key(msg_id)] = scope or session_in(message.get("params"))
             elif "method" not in message and "id" in message:
-                entry = self._ours.pop(_key(msg_id), None)
-                made = _session_in(message.get("result"))
+                entry = self._ours.pop(id_key(msg_id), None)
+                made = session_in(message.get("result"))
                 if entry is not None and "result" in message:
                     # A session made (session/new), or one the server would not stream before
                     # this request (session/load): its stream opens before the answer is seen.
@@ -331,15 +296,29 @@ class StreamableHttpTransport:
                     if opening is None and entry[1] and entry[0] is not None:
                         opening = entry[0]
                     if opening is not None:
-                        task = asyncio.ensure_future(self._deliver_after(opening, data))
-                        self._tasks.add(task)
-                        task.add_done_callback(self._tasks.discard)
+                        self._hold(self._deliver_after(opening, data))
                         return
-        self._inbox.put_nowait(_as_line(data))
+                # The RFD puts session/load's answer on the connection stream and its replay
+                # on the session's: two streams, whose order on arrival nobody promises. The
+                # answer waits a moment, so that updates sent before it are seen before it.
+                if entry is not None and entry[0] is not None and entry[0] != scope:
+                    if entry[0] in self._streams:
+                        self._hold(self._deliver_later(data))
+                        return
+        self._inbox.put_nowait(as_line(data))
+
+    def _hold(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _deliver_after(self, session: str, data: bytes) -> None:
         await self._open_session(session)
-        self._inbox.put_nowait(_as_line(data))
+        self._inbox.put_nowait(as_line(data))
+
+    async def _deliver_later(self, data: bytes) -> None:
+        await asyncio.sleep(CROSS_STREAM_GRACE)
+        self._inbox.put_nowait(as_line(data))
 
     async def _open_session(self, session: str) -> bool:
         """Open the stream of `session` unless it is open (or opening); whether it is open."""

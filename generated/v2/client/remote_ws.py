@@ -23,6 +23,7 @@ from .remote_client import (
     import_optional,
     store_cookies,
 )
+from .remote_messages import as_line
 
 __all__ = ["WebSocketTransport", "open_websocket"]
 
@@ -89,9 +90,7 @@ class WebSocketTransport:
                 return b""
             if isinstance(frame, bytes):
                 continue  # binary frames are ignored (RFD)
-            # A frame is a whole JSON text, whose newlines can only be whitespace: as a space
-            # they keep the one-message-per-line framing the connection reads.
-            return frame.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n"
+            return as_line(frame.encode("utf-8", "replace"))  # a frame is one JSON text
 
     # -- Writer --------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
