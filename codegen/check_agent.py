@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -139,6 +140,10 @@ def check_agent_command(
         typer.echo("error: --timeout must be positive", err=True)
         raise typer.Exit(2)
     if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme.lower() not in ("ws", "wss", "http", "https") or not parts.hostname:
+            typer.echo(f"error: {url!r} is no ws://, wss://, http:// or https:// URL with a host", err=True)
+            raise typer.Exit(2)
         _check_url(url, schema, unstable, as_json, strict, timeout, prompt, cancel_prompt)
         return
     if shutil.which(command[0]) is None:

@@ -27,7 +27,7 @@ from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
 from . import ir
-from .render import RUNTIME_FILES, Renderer, environment, sources, template_context
+from .render import RUNTIME_FILES, RUNTIME_ROLE, Renderer, environment, sources, template_context
 from .templates import bundled_runtime, bundled_templates
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "templates.md"
@@ -262,6 +262,11 @@ def _uses(env: jinja2.Environment, name: str) -> tuple[list[str], list[str], lis
     return variables, filters, imports, macros
 
 
+def _role_only(path: str) -> str:
+    role = RUNTIME_ROLE.get(path)
+    return "" if role is None else f" ({role} role only)"
+
+
 def page() -> str:
     env = _env()
     out: list[str] = [
@@ -331,7 +336,8 @@ def page() -> str:
         out.append("")
     out += ["## Runtime sources", ""]
     out += [
-        f"- `{name}` → `{path}`: plain Python, copied verbatim after the header `_runtime_header.jinja` renders"
+        f"- `{name}` → `{path}`{_role_only(path)}: plain Python, copied verbatim after the header"
+        " `_runtime_header.jinja` renders"
         for path, name in RUNTIME_FILES.items()
         if name in bundled_runtime()
     ]

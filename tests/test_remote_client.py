@@ -301,3 +301,133 @@ def test_after_a_server_restart_the_client_reconnects(sdk_server: Any, server: s
         assert outcome == "loaded" and texts[0] == "before" and texts[1].startswith("slow 1/20")
     else:
         assert (outcome, texts) == ("new session", ["after"])
+
+
+class RfdServer:
+    """A minimal Streamable HTTP server as the RFD lays it out, answering from a script: the
+    answers to session/new and session/load on the connection stream, the rest on the
+    session's. session/load replays two updates on the session stream, written *after* its
+    answer went out on the connection stream: the worst order two streams can give."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str | None, asyncio.Queue[bytes | None]] = {}
+        self.log: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        session = headers.get("acp-session-id")
+        if scope["method"] == "GET":
+            self.log.append(f"GET {session}")
+            queue = self.streams.setdefault(session, asyncio.Queue())
+            start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+            await send(start)
+            await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
+            while (event := await queue.get()) is not None:
+                await send({"type": "http.response.body", "body": b"data: " + event + b"\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] == "DELETE":
+            for queue in self.streams.values():
+                queue.put_nowait(None)
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        request = json.loads(body)
+        self.log.append(f"POST {request.get('method', 'answer')} {session}")
+        if request.get("method") == "initialize":
+            answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1}}
+            start = {"type": "http.response.start", "status": 200, "headers": [(b"acp-connection-id", b"c1")]}
+            await send(start)
+            await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+            return
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        if request.get("method") == "session/new":
+            self.emit(None, {"jsonrpc": "2.0", "id": request["id"], "result": {"sessionId": "s1"}})
+        elif request.get("method") == "session/load":
+            self.emit(None, {"jsonrpc": "2.0", "id": request["id"], "result": {}})
+            await asyncio.sleep(0.01)
+            for text in ("one", "two"):
+                update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+                self.emit(
+                    "s1",
+                    {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}},
+                )
+
+    def emit(self, stream: str | None, message: dict[str, Any]) -> None:
+        self.streams[stream].put_nowait(json.dumps(message).encode())
+
+
+@pytest.mark.slow
+def test_streamable_http_the_rfd_way_session_load_replays_before_its_answer(sdk_server: Any) -> None:
+    """The session stream is opened before session/load is posted, the load carries
+    Acp-Session-Id, and its replay, on another stream and a little late, is still seen before
+    the answer (remote_http.CROSS_STREAM_GRACE)."""
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        rfd = RfdServer()
+        client = RecordingClient()
+        async with served(sdk_server, "hypercorn", app=rfd) as (_, port):
+            async with gen_client.connect_remote(client, f"http://127.0.0.1:{port}/acp") as agent:
+                await agent.proxy.initialize(protocol_version=1, timeout=5)
+                assert agent.connection_id == "c1"
+                session = (await agent.proxy.session_new(cwd="/", mcp_servers=[], timeout=5)).session_id
+                await agent.proxy.session_load(session_id=session, cwd="/", mcp_servers=[], timeout=5)
+                texts = list(client.texts)
+        return rfd.log, texts
+
+    log, texts = run(scenario())
+    assert texts == ["one", "two"]
+    assert log == ["POST initialize None", "GET None", "POST session/new None", "GET s1", "POST session/load s1"]
+
+
+@pytest.mark.slow
+def test_the_conformance_checks_run_over_websocket(sdk_server: Any) -> None:
+    """What `acp-codegen check-agent --url` runs: every check on a fresh connection; the
+    stdio-only ones skipped as not applicable."""
+    from client import conformance_remote
+    from client.conformance import Options
+
+    async def scenario() -> Any:
+        async with served(sdk_server, "uvicorn") as (_, port):
+            return await conformance_remote.check_url_async(f"ws://127.0.0.1:{port}/acp", Options(timeout=5))
+
+    report = run(scenario())
+    assert report.ok(), str(report)
+    for check_id in conformance_remote.STDIO_ONLY:
+        result = report.result(check_id)
+        assert result.status == "skipped" and result.detail.startswith("not applicable over WebSocket")
+    others = [r for r in report.results if r.check.id not in conformance_remote.STDIO_ONLY]
+    assert sum(r.status == "passed" for r in others) >= len(others) - 1, str(report)
+
+
+def test_check_url_refuses_a_url_nothing_listens_on() -> None:
+    from client import conformance_remote
+
+    with pytest.raises(gen_client.RemoteUnavailable, match="cannot reach 127.0.0.1:9"):
+        conformance_remote.check_url("ws://127.0.0.1:9/acp")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--url", "ws://127.0.0.1:9/acp", "--", "python", "agent.py"], "either --url or an agent command"),
+        (["--url", "ftp://127.0.0.1/acp"], "is no ws://, wss://, http:// or https:// URL"),
+    ],
+)
+def test_cli_check_agent_url_misuse_exits_2_before_generating(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from codegen.cli import app
+
+    result = CliRunner().invoke(app, ["check-agent", *args], env={"ACP_CODEGEN_CACHE": str(tmp_path)})
+    assert result.exit_code == 2 and message in result.output
+    assert not list(tmp_path.iterdir())
