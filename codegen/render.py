@@ -21,6 +21,7 @@ from .ir import (
     ListOf,
     LiteralOf,
     MapOf,
+    Method,
     ObjectDef,
     Package,
     Scalar,
@@ -208,7 +209,17 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "uses_method_names": bool(package.called())
         or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
         "proxy_has_methods": bool(package.called()),
+        "resume": resume_methods(package),
     }
+
+
+def resume_methods(package: Package) -> tuple[Method, Method] | None:
+    """`initialize` and `session/load`, when this role calls both as requests: a client then
+    gets `reconnect_and_load`, which resumes a session on a new remote connection."""
+    called = {m.wire: m for m in package.called() if m.kind == "request" and m.params and m.result}
+    if "initialize" in called and "session/load" in called:
+        return called["initialize"], called["session/load"]
+    return None
 
 
 def sources(role: str) -> dict[str, str]:

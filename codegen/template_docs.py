@@ -47,6 +47,10 @@ CONTEXT = {
     "called": ("tuple[Method, ...]", "the methods this role calls on its peer (`pkg.called()`)"),
     "uses_method_names": ("bool", "whether the role module refers to `methods.<CONST>` (imports `methods`)"),
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
+    "resume": (
+        "tuple[Method, Method] | None",
+        "`initialize` and `session/load` when the role calls both (a client then gets `reconnect_and_load`)",
+    ),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
     "serde_imports": (

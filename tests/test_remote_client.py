@@ -284,12 +284,14 @@ def test_after_a_server_restart_the_client_reconnects(sdk_server: Any, server: s
             await asyncio.wait_for(agent.wait_closed(), 5)
             assert agent.closed
             async with served(sdk_server, server, port):  # and comes back
-                await agent.reconnect()
-                await agent.proxy.initialize(protocol_version=1, timeout=5)
                 client.texts.clear()
                 if scheme == "ws":
-                    await agent.proxy.session_load(session_id=session, cwd="/", mcp_servers=[], timeout=5)
+                    init = types.InitializeRequest(protocol_version=1)
+                    load = types.LoadSessionRequest(session_id=session, cwd="/", mcp_servers=[])
+                    await gen_client.reconnect_and_load(agent, init, load, timeout=5)
                     return "loaded", list(client.texts)
+                await agent.reconnect()
+                await agent.proxy.initialize(protocol_version=1, timeout=5)
                 with pytest.raises(gen_client.RequestError, match="HTTP 404"):
                     await agent.proxy.session_load(session_id=session, cwd="/", mcp_servers=[], timeout=5)
                 fresh = (await agent.proxy.session_new(cwd="/", mcp_servers=[], timeout=5)).session_id

@@ -21,7 +21,7 @@ Standard library only. Use it as::
 from typing import Final
 
 from . import types
-from .client import AgentProxy, Client, connect, connect_remote, spawn_agent
+from .client import AgentProxy, Client, connect, connect_remote, reconnect_and_load, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
@@ -41,6 +41,7 @@ __all__ = [
     "RemoteUnavailable",
     "connect",
     "connect_remote",
+    "reconnect_and_load",
     "spawn_agent",
     "Connection",
     "ConnectionClosed",

@@ -784,3 +784,19 @@ async def connect_remote(
         options,
     ) as agent:
         yield agent
+
+
+async def reconnect_and_load(
+    agent: RemoteAgent[AgentProxy],
+    initialize: types.InitializeRequest,
+    load: types.LoadSessionRequest,
+    *,
+    timeout: float | None = None,
+) -> tuple[types.InitializeResponse, types.LoadSessionResponse]:
+    """Resume a session on a new connection: `agent.reconnect()` (the same URL and cookies),
+    then `initialize` and `session/load` on it, each bounded by `timeout`; their answers.
+    Sessions outlive connections when the agent keeps them; in-flight messages are not replayed."""
+    proxy = await agent.reconnect()
+    initialized = await proxy.initialize(initialize, timeout=timeout)
+    loaded = await proxy.session_load(load, timeout=timeout)
+    return initialized, loaded
