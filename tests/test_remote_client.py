@@ -12,6 +12,9 @@ breaks, and the tests pin as such:
   session id"), so reconnect-and-load works over WebSocket only;
 - it sends the `session/load` response on the session stream, not the connection stream (our
   client takes a response on any stream: the same-connection load step passes).
+A minimal server laid out as the RFD says (`RfdServer`) checks the order of streams and POSTs
+and the replay that comes on another stream than its answer; the TypeScript SDK's server runs
+the scenario when `ACP_TS_SDK_NODE_MODULES` names its node_modules.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import http.cookiejar
 import importlib.util
 import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable
@@ -433,3 +438,30 @@ def test_cli_check_agent_url_misuse_exits_2_before_generating(tmp_path: Path, ar
     result = CliRunner().invoke(app, ["check-agent", *args], env={"ACP_CODEGEN_CACHE": str(tmp_path)})
     assert result.exit_code == 2 and message in result.output
     assert not list(tmp_path.iterdir())
+
+
+# -- against the TypeScript SDK's AcpServer (when its node_modules are given) ---------------------
+TS_SDK = os.environ.get("ACP_TS_SDK_NODE_MODULES")  # a node_modules with @agentclientprotocol/sdk 2.4 and ws
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TS_SDK or shutil.which("node") is None, reason="set ACP_TS_SDK_NODE_MODULES (and have node)")
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+def test_the_echo_scenario_against_the_typescript_sdk_server(tmp_path: Path, scheme: str) -> None:
+    """tests/ts_sdk_remote_server.mjs: HTTP/1.1 only, so Streamable HTTP falls back from h2c;
+    its server accepts session/load on a new connection, so reconnect-and-load passes on both."""
+    assert TS_SDK is not None
+    script = tmp_path / "server.mjs"
+    shutil.copy(ROOT / "tests" / "ts_sdk_remote_server.mjs", script)
+    (tmp_path / "node_modules").symlink_to(Path(TS_SDK).resolve())
+    server = subprocess.Popen(["node", str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline().split()[1])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = run(echo_client().amain([], f"{scheme}://127.0.0.1:{port}/acp", reconnect=True))
+        assert code == 0 and out.getvalue().strip().endswith("10 passed, 0 failed"), out.getvalue()
+    finally:
+        server.terminate()
+        server.wait(10)
