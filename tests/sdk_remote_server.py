@@ -75,6 +75,7 @@ class Affinity:
             "content_type": headers.get("content-type"),
             "connection_id": headers.get("acp-connection-id"),
             "session_id": headers.get("acp-session-id"),
+            "authorization": headers.get("authorization"),
             "body": b"",
         }
         self.requests.append(record)

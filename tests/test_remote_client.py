@@ -235,8 +235,11 @@ def test_http2_with_many_open_streams_and_posts_does_not_hang(sdk_server: Any) -
     connection (see remote_http._make_clients)."""
 
     async def scenario() -> list[tuple[str, str]]:
-        async with served(sdk_server, "hypercorn") as (_, port):
-            async with gen_client.connect_remote(RecordingClient(), f"http://127.0.0.1:{port}/acp") as agent:
+        async with served(sdk_server, "hypercorn") as (app, port):
+            url = f"http://127.0.0.1:{port}/acp"
+            async with gen_client.connect_remote(
+                RecordingClient(), url, headers={"Authorization": "Bearer t"}
+            ) as agent:
                 proxy = agent.proxy
                 await proxy.initialize(protocol_version=1, timeout=5)
                 sessions = [(await proxy.session_new(cwd="/", mcp_servers=[], timeout=5)).session_id for _ in range(3)]
@@ -256,7 +259,8 @@ def test_http2_with_many_open_streams_and_posts_does_not_hang(sdk_server: Any) -
                 results: list[tuple[str, str]] = []
                 for _ in range(2):
                     results += await asyncio.gather(*(turn(session) for session in sessions))
-                return results
+        assert {r["authorization"] for r in app.requests} == {"Bearer t"}  # headers= on every request
+        return results
 
     assert run(scenario()) == [("cancelled", "end_turn")] * 6
 
