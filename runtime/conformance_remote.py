@@ -21,7 +21,7 @@ from typing import Final
 
 from .conformance import run_checks
 from .conformance_checks import Options, script_of
-from .conformance_report import Report
+from .conformance_report import CheckResult, Report
 from .remote_client import RemoteOptions, RemoteUnavailable, open_transport, profile_of
 from .testing import AgentRun, Answer, Opener, ScriptedClient
 
@@ -71,6 +71,12 @@ async def _reachable(url: str, timeout: float) -> None:
     writer.close()
 
 
+def _not_applicable(result: CheckResult, why: str) -> CheckResult:
+    if result.check.id not in STDIO_ONLY:
+        return result
+    return dataclasses.replace(result, status="skipped", detail=why, offending=None, warnings=[])
+
+
 async def check_url_async(url: str, options: Options | None = None) -> Report:
     """`check_url`, for a caller already in an event loop."""
     options = options or Options()
@@ -79,12 +85,7 @@ async def check_url_async(url: str, options: Options | None = None) -> Report:
     remote = RemoteOptions(cookies=http.cookiejar.CookieJar(), open_timeout=options.timeout)
     report = await run_checks(over_remote(url, script_of(options), remote), url, options)
     why = f"not applicable over {_PROFILE_NAMES[profile]}: a rule of the stdio transport"
-    results = [
-        dataclasses.replace(result, status="skipped", detail=why, offending=None, warnings=[])
-        if result.check.id in STDIO_ONLY
-        else result
-        for result in report.results
-    ]
+    results = [_not_applicable(result, why) for result in report.results]
     return Report(report.target, results)
 
 
