@@ -33,7 +33,6 @@ from .connection import Connection, Reader, Writer
 
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT",
-    "REMOTE_EXTRA",
     "RemoteAgent",
     "RemoteOptions",
     "RemoteUnavailable",
@@ -43,8 +42,6 @@ __all__ = [
 P = TypeVar("P")
 
 DEFAULT_OPEN_TIMEOUT: Final = 10.0
-REMOTE_EXTRA: Final = "websockets 'httpx[http2]'"
-"""What `pip install` needs for both profiles (acp-codegen's own extra is `acp-codegen[remote]`)."""
 
 _PROFILES: Final = {"ws": "websocket", "wss": "websocket", "http": "http", "https": "http"}
 
@@ -62,7 +59,7 @@ def import_optional(module: str, purpose: str, install: str) -> ModuleType:
         raise RemoteUnavailable(
             f"{purpose} needs the {module.split('.')[0]!r} package, which is not installed "
             f"({exc}); install it with: pip install {install}"
-        ) from exc
+        ) from None
 
 
 def profile_of(url: str) -> str:
