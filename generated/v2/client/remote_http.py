@@ -383,6 +383,8 @@ class StreamableHttpTransport:
                 _log.debug("closing a stream failed: %s", exc)
             await _close_client(client)
             if session is None:
+                if self._tasks:  # answers held back still go before the end
+                    await asyncio.wait(set(self._tasks), timeout=self._options.open_timeout)
                 self._end("the server closed the connection stream")
 
 
