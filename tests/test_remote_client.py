@@ -469,3 +469,49 @@ def test_the_echo_scenario_against_the_typescript_sdk_server(tmp_path: Path, sch
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_websocket_frames_binary_ignored_pretty_json_read_cookies_and_connection_id_kept() -> None:
+    """A plain websockets server: a binary frame is skipped (the RFD), a pretty-printed JSON
+    frame is one message, a pre-seeded cookie goes on the upgrade, and the upgrade response's
+    Acp-Connection-Id and Set-Cookie are kept."""
+    from websockets.asyncio.server import serve
+    from websockets.exceptions import ConnectionClosed
+
+    seen: dict[str, Any] = {}
+
+    def process_request(connection: Any, request: Any) -> None:
+        seen["cookie"] = request.headers.get("Cookie")
+
+    def process_response(connection: Any, request: Any, response: Any) -> Any:
+        response.headers["Acp-Connection-Id"] = "conn-7"
+        response.headers["Set-Cookie"] = "lb=b2; Path=/"
+        return response
+
+    async def handler(socket: Any) -> None:
+        request = json.loads(await socket.recv())
+        await socket.send(b"\x00 not a message")
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"protocolVersion": 1}}
+        await socket.send(json.dumps(answer, indent=2))
+        try:  # a frame taken for a message would have been answered (-32700)
+            seen["answered"] = await asyncio.wait_for(socket.recv(), 0.3)
+        except (asyncio.TimeoutError, ConnectionClosed):
+            seen["answered"] = None
+
+    async def scenario() -> tuple[int, str | None, str | None]:
+        jar = http.cookiejar.CookieJar()
+        remote_client.store_cookies(jar, "http://127.0.0.1/", ["seed=1; Path=/"])
+        async with serve(
+            handler, "127.0.0.1", 0, process_request=process_request, process_response=process_response
+        ) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            async with gen_client.connect_remote(RecordingClient(), f"ws://127.0.0.1:{port}/acp", cookies=jar) as agent:
+                answer = await agent.proxy.initialize(protocol_version=1, timeout=5)
+                await asyncio.sleep(0.4)
+                return answer.protocol_version, agent.connection_id, remote_client.cookie_header(jar, "ws://127.0.0.1/")
+
+    version, connection_id, cookies = run(scenario())
+    assert (version, connection_id) == (1, "conn-7")
+    assert cookies is not None and sorted(cookies.split("; ")) == ["lb=b2", "seed=1"]
+    assert seen["cookie"] == "seed=1"
+    assert seen["answered"] is None
