@@ -1,9 +1,11 @@
-"""`acp-codegen check-agent -- COMMAND...`: the conformance checks against any agent executable.
+"""`acp-codegen check-agent -- COMMAND...`: the conformance checks against any agent executable;
+`acp-codegen check-agent --url URL`: against an agent served remotely (WebSocket or Streamable HTTP).
 
-The checks themselves live in the generated package (`testing/conformance.py`):
+The checks themselves live in the generated package (`testing/conformance.py`,
+`testing/conformance_remote.py`):
 this command generates client-role bindings from the chosen schema once, keeps them in a
 cache keyed by everything they are made from, imports them and runs
-`conformance.check_command` on the agent's stdio.
+`conformance.check_command` on the agent's stdio (or `conformance_remote.check_url`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import os
 import shutil
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import typer
 
@@ -78,8 +82,9 @@ def _write_package(root: Path, package: str, schema: str | None, unstable: bool)
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def load_bindings(schema: str | None, unstable: bool) -> ModuleType:
-    """The generated client package for (schema, unstable), from the cache or freshly made."""
+def load_bindings(schema: str | None, unstable: bool, module_name: str = "conformance") -> ModuleType:
+    """A module of the generated client package for (schema, unstable), from the cache or
+    freshly made."""
     package = PACKAGE_PREFIX + bindings_key(schema, unstable)
     root = cache_root()
     try:
@@ -89,7 +94,7 @@ def load_bindings(schema: str | None, unstable: bool) -> ModuleType:
         _write_package(root, package, schema, unstable)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    module = importlib.import_module(f"{package}.testing.conformance")
+    module = importlib.import_module(f"{package}.testing.{module_name}")
     # The client side's own log lines (a dropped invalid notification, ...) are the report's
     # business, not stderr's.
     quiet = logging.getLogger(package)
@@ -111,21 +116,39 @@ def check_agent_command(
     cancel_prompt: str | None = typer.Option(
         None, "--cancel-prompt", help="Prompt the cancel check sends and cancels (one that runs long)."
     ),
+    url: str | None = typer.Option(
+        None,
+        "--url",
+        help="Check the agent served at this URL instead: ws:// or wss:// (WebSocket), http:// or https:// "
+        "(Streamable HTTP). Needs acp-codegen[remote].",
+    ),
 ) -> None:
-    """Check that an ACP agent follows the protocol: `acp-codegen check-agent -- python agent.py`.
+    """Check that an ACP agent follows the protocol: `acp-codegen check-agent -- python agent.py`,
+    or `acp-codegen check-agent --url ws://127.0.0.1:8000/acp` for one served remotely.
 
-    Every check starts the agent afresh over stdio. One line per check, then `N passed, M
+    Every check starts the agent afresh over stdio (with --url: opens a new connection; the
+    stdio-only checks are skipped as not applicable). One line per check, then `N passed, M
     failed, ...`. Exit 0 only when every MUST check passed (--strict: every SHOULD one too),
     1 otherwise, 2 when the agent cannot be checked at all.
     """
-    if not command:
-        typer.echo("error: no agent command (fix: acp-codegen check-agent -- python my_agent.py)", err=True)
+    if url is not None and command:
+        typer.echo("error: give either --url or an agent command, not both", err=True)
         raise typer.Exit(2)
-    if shutil.which(command[0]) is None:
-        typer.echo(f"error: agent command {command[0]!r} not found or not executable", err=True)
+    if url is None and not command:
+        typer.echo("error: no agent command (fix: acp-codegen check-agent -- python my_agent.py)", err=True)
         raise typer.Exit(2)
     if timeout <= 0:
         typer.echo("error: --timeout must be positive", err=True)
+        raise typer.Exit(2)
+    if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme.lower() not in ("ws", "wss", "http", "https") or not parts.hostname:
+            typer.echo(f"error: {url!r} is no ws://, wss://, http:// or https:// URL with a host", err=True)
+            raise typer.Exit(2)
+        _check_url(url, schema, unstable, as_json, strict, timeout, prompt, cancel_prompt)
+        return
+    if shutil.which(command[0]) is None:
+        typer.echo(f"error: agent command {command[0]!r} not found or not executable", err=True)
         raise typer.Exit(2)
     try:
         conformance = load_bindings(schema, unstable)
@@ -137,6 +160,34 @@ def check_agent_command(
     except OSError as exc:  # the command does not exist, is not executable, ...
         typer.echo(f"error: cannot start the agent {command[0]!r}: {exc}", err=True)
         raise typer.Exit(2) from None
+    _print_report(report, as_json, strict)
+
+
+def _check_url(
+    url: str,
+    schema: str | None,
+    unstable: bool,
+    as_json: bool,
+    strict: bool,
+    timeout: float,
+    prompt: str,
+    cancel_prompt: str | None,
+) -> None:
+    try:
+        remote = load_bindings(schema, unstable, "conformance_remote")
+    except CodegenError as exc:
+        exit_with_problems(exc)
+    conformance = importlib.import_module(remote.__name__.rpartition(".")[0] + ".conformance")
+    options = conformance.Options(timeout=timeout, prompt=prompt, cancel_prompt=cancel_prompt)
+    try:
+        report = remote.check_url(url, options)
+    except remote.RemoteUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _print_report(report, as_json, strict)
+
+
+def _print_report(report: Any, as_json: bool, strict: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

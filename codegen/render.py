@@ -16,6 +16,7 @@ import jinja2.bccache
 from .build_helpers import SDK_ORDER
 from .format import LINE_LENGTH
 from .ir import (
+    AliasDef,
     Builder,
     BuilderExpr,
     BuilderParam,
@@ -28,6 +29,7 @@ from .ir import (
     ListOf,
     LiteralOf,
     MapOf,
+    Method,
     New,
     ObjectDef,
     Package,
@@ -56,6 +58,11 @@ RUNTIME_FILES = {
     "jsonline.py": "jsonline.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
+    "remote_client.py": "remote_client.py",
+    "remote_http.py": "remote_http.py",
+    "remote_messages.py": "remote_messages.py",
+    "remote_sse.py": "remote_sse.py",
+    "remote_ws.py": "remote_ws.py",
     "serde.py": "serde.py",
     "streams.py": "streams.py",
     "wiretap.py": "wiretap.py",
@@ -67,12 +74,23 @@ RUNTIME_FILES = {
     "testing/conformance_harness.py": "testing/conformance_harness.py",
     "testing/conformance_messages.py": "testing/conformance_messages.py",
     "testing/conformance_probes.py": "testing/conformance_probes.py",
+    "testing/conformance_remote.py": "testing/conformance_remote.py",
     "testing/conformance_report.py": "testing/conformance_report.py",
     "testing/memstream.py": "testing/memstream.py",
     "testing/runners.py": "testing/runners.py",
     "testing/scripted.py": "testing/scripted.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
+# runtime output file -> the one role whose packages get it (the others go to both roles):
+# reaching a remote agent is the client's business.
+RUNTIME_ROLE: dict[str, str] = {
+    "remote_client.py": "client",
+    "remote_http.py": "client",
+    "remote_messages.py": "client",
+    "remote_sse.py": "client",
+    "remote_ws.py": "client",
+    "testing/conformance_remote.py": "client",
+}
 
 
 class Renderer(DecodePlanner):
@@ -247,15 +265,36 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "proxy_has_methods": bool(package.called()),
         "helpers_imports": renderer.helpers_imports(package.builders),
         "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
+        "resume": resume_methods(package),
     }
+
+
+def resume_methods(package: Package) -> tuple[Method, Method] | None:
+    """`initialize` and `session/load`, when this role calls both as requests with a result
+    (not JSON null, as `session/load`'s is in the oldest releases): a client then gets
+    `reconnect_and_load`, which resumes a session on a new remote connection and returns both answers."""
+    nulls = {d.name for d in package.definitions if isinstance(d, AliasDef) and d.target == Scalar("null")}
+    called = {
+        m.wire: m
+        for m in package.called()
+        if m.kind == "request" and m.params and m.result and m.result not in nulls
+    }
+    if "initialize" in called and "session/load" in called:
+        return called["initialize"], called["session/load"]
+    return None
 
 
 def sources(role: str) -> dict[str, str]:
     """Output file -> the template (`*.jinja`) or runtime source (`*.py`) it is made from."""
     files = dict(FILES)
     files[ROLE_FILES[role]] = f"{role}.py.jinja"
-    files.update(RUNTIME_FILES)
+    files.update(runtime_files(role))
     return files
+
+
+def runtime_files(role: str) -> dict[str, str]:
+    """The runtime output files (-> their source) a package of `role` gets."""
+    return {path: source for path, source in RUNTIME_FILES.items() if RUNTIME_ROLE.get(path, role) == role}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
 from . import ir
-from .render import RUNTIME_FILES, Renderer, environment, sources, template_context
+from .render import RUNTIME_FILES, RUNTIME_ROLE, Renderer, environment, sources, template_context
 from .templates import bundled_runtime, bundled_templates
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "templates.md"
@@ -47,6 +47,10 @@ CONTEXT = {
     "called": ("tuple[Method, ...]", "the methods this role calls on its peer (`pkg.called()`)"),
     "uses_method_names": ("bool", "whether the role module refers to `methods.<CONST>` (imports `methods`)"),
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
+    "resume": (
+        "tuple[Method, Method] | None",
+        "`initialize` and `session/load` when the role calls both with a non-null result (a client then gets `reconnect_and_load`)",
+    ),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
     "helpers_imports": (
@@ -277,6 +281,11 @@ def _uses(env: jinja2.Environment, name: str) -> tuple[list[str], list[str], lis
     return variables, filters, imports, macros
 
 
+def _role_only(path: str) -> str:
+    role = RUNTIME_ROLE.get(path)
+    return "" if role is None else f" ({role} role only)"
+
+
 def page() -> str:
     env = _env()
     out: list[str] = [
@@ -346,7 +355,8 @@ def page() -> str:
         out.append("")
     out += ["## Runtime sources", ""]
     out += [
-        f"- `{name}` → `{path}`: plain Python, copied verbatim after the header `_runtime_header.jinja` renders"
+        f"- `{name}` → `{path}`{_role_only(path)}: plain Python, copied verbatim after the header"
+        " `_runtime_header.jinja` renders"
         for path, name in RUNTIME_FILES.items()
         if name in bundled_runtime()
     ]

@@ -3,11 +3,16 @@
 
     python examples/echo_client.py <agent command...>
     python examples/echo_client.py python examples/echo_agent.py
+    python examples/echo_client.py --url ws://127.0.0.1:8000/acp [--reconnect]
+    python examples/echo_client.py --url http://127.0.0.1:8000/acp [--reconnect]
 
-Spawns the agent, runs one scripted session against it (initialize, session/new, an echo,
-a file read it serves, a permission request it grants, a slow turn it cancels, a switch to
-the `code` mode and a prompt in it, and session/load if the agent supports it), prints one
-line per step and a closing line `N passed, M failed`. Exits 0 when every step passed.
+Spawns the agent (or, with `--url`, connects to one served remotely: WebSocket for ws://,
+Streamable HTTP for http://), runs one scripted session against it (initialize, session/new,
+an echo, a file read it serves, a permission request it grants, a slow turn it cancels, a
+switch to the `code` mode and a prompt in it, and session/load if the agent supports it),
+prints one line per step and a closing line `N passed, M failed`. Exits 0 when every step
+passed. `--reconnect` (remote only) adds a last step: drop the connection, open a new one,
+initialize again and session/load the session there (sessions outlive connections).
 
 Calls use the proxies' keyword form: `agent.session_prompt(session_id=..., prompt=[...])`.
 """
@@ -19,7 +24,8 @@ import asyncio
 import os
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +37,9 @@ from client import (
     PROTOCOL_VERSION,
     AgentProxy,
     Client,
+    RemoteUnavailable,
     RequestError,
+    connect_remote,
     spawn_agent,
     types,
 )  # noqa: E402
@@ -119,8 +127,15 @@ def text_of(update: types.SessionUpdate) -> str | None:
 
 
 class Script:
-    def __init__(self, agent: AgentProxy, client: EchoClient, sandbox: Path) -> None:
+    def __init__(
+        self,
+        agent: AgentProxy,
+        client: EchoClient,
+        sandbox: Path,
+        reconnect: Callable[[], Awaitable[AgentProxy]] | None = None,
+    ) -> None:
         self.agent = agent
+        self.reconnect = reconnect
         self.client = client
         self.sandbox = sandbox
         self.passed = 0
@@ -267,6 +282,13 @@ class Script:
             raise StepFailed(f"replayed {len(replay)} updates, expected {len(self.history)}")
         return f"replayed {len(replay)} updates in order"
 
+    async def reconnect_and_load(self) -> str:
+        assert self.reconnect is not None
+        self.agent = await self.reconnect()
+        await self.initialize()
+        detail = await self.load()
+        return f"new connection, initialized, {detail}"
+
     async def set_mode(self) -> str:
         await self.agent.session_set_mode(session_id=self.session_id, mode_id=CODE_MODE)
         self.mode = CODE_MODE
@@ -297,18 +319,34 @@ class Script:
             self.skip("prompt in code mode", "session/set_mode failed")
         if self.load_session:
             await self.step("session/load", self.load)
+            if self.reconnect is not None:
+                await self.step("reconnect + session/load", self.reconnect_and_load)
         else:
             print("skip session/load: the agent does not advertise loadSession", flush=True)
 
 
-async def amain(command: list[str]) -> int:
+@asynccontextmanager
+async def remote(client: EchoClient, url: str, reconnect: bool) -> AsyncIterator[Script]:
+    async with connect_remote(client, url, open_timeout=STEP_TIMEOUT) as agent:
+        yield Script(agent.proxy, client, client.sandbox, agent.reconnect if reconnect else None)
+
+
+async def amain(command: list[str], url: str | None = None, reconnect: bool = False) -> int:
     with tempfile.TemporaryDirectory(prefix="acp-echo-client-") as tmp:
         sandbox = Path(tmp).resolve()
         client = EchoClient(sandbox)
         try:
-            async with spawn_agent(client, command) as agent:
-                script = Script(agent.proxy, client, sandbox)
-                await script.run()
+            if url is not None:
+                async with remote(client, url, reconnect) as script:
+                    await script.run()
+            else:
+                async with spawn_agent(client, command) as agent:
+                    script = Script(agent.proxy, client, sandbox)
+                    await script.run()
+        except RemoteUnavailable as exc:
+            print(f"FAIL connect: {exc}", flush=True)
+            print("0 passed, 1 failed", flush=True)
+            return 1
         except OSError as exc:
             print(f"FAIL spawn: cannot start {command[0]!r}: {exc}", flush=True)
             print("0 passed, 1 failed", flush=True)
@@ -319,11 +357,17 @@ async def amain(command: list[str]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="a remote agent's endpoint: ws://, wss://, http:// or https://")
+    parser.add_argument("--reconnect", action="store_true", help="with --url: also reconnect and session/load")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the agent command line")
     args = parser.parse_args()
-    if not args.command:
+    if args.url is not None and args.command:
+        parser.error("give either --url or an agent command, not both")
+    if args.url is None and args.reconnect:
+        parser.error("--reconnect needs --url")
+    if args.url is None and not args.command:
         parser.error("give the agent command, e.g.: python examples/echo_client.py python examples/echo_agent.py")
-    sys.exit(asyncio.run(amain(args.command)))
+    sys.exit(asyncio.run(amain(args.command, args.url, args.reconnect)))
 
 
 if __name__ == "__main__":

@@ -538,6 +538,8 @@ ALLOWED_IMPORTS = {
     # connection.py's wire log stamps lines with the time.
     "signal", "subprocess", "time",
     "shutil", "tempfile",  # the conformance kit's scratch directory
+    # the remote client: URLs, cookies (the stdlib jar, for load-balancer affinity), headers
+    "email.message", "http.cookiejar", "types", "urllib.parse", "urllib.request",
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
@@ -550,7 +552,12 @@ ALLOWED_DYNAMIC_NAMES = {
 }
 # The one module imported by a computed name: conformance.py's check_agent takes `run_agent`
 # from its own package's role module (testing/ sits in that package) (a constant name; absent from the client package).
-ALLOWED_IMPORT_MODULE = {"conformance.py": "f'{_PACKAGE}.agent'"}
+ALLOWED_IMPORT_MODULE = {
+    "conformance.py": "f'{_PACKAGE}.agent'",
+    # websockets/httpx, imported only when a remote connection is opened: `module` is typed as
+    # a Literal of those names (remote_client.OptionalModule)
+    "remote_client.py": "module",
+}
 
 
 def runtime_modules() -> list[Path]:

@@ -27,6 +27,14 @@ RUNTIME = [
     "testing/runners.py",
     "testing/scripted.py",
 ]
+CLIENT_RUNTIME = [  # the client role's only: reaching a remote agent
+    "testing/conformance_remote.py",
+    "remote_client.py",
+    "remote_http.py",
+    "remote_messages.py",
+    "remote_sse.py",
+    "remote_ws.py",
+]
 
 
 @pytest.mark.xdist_group("pyright")
@@ -35,6 +43,7 @@ def test_basedpyright_strict_on_the_runtime(golden_pyright: PyrightRun) -> None:
     no error and no warning in any."""
     packages = sorted(p.parent for p in (ROOT / "generated").rglob("py.typed"))
     copies = [package / name for package in packages for name in RUNTIME]
+    copies += [package / name for package in packages if package.name == "client" for name in CLIENT_RUNTIME]
     assert len(packages) >= 6 and all(path.is_file() for path in copies)
     problems = [line for path in copies for line in golden_pyright.problems(path, ("error", "warning"))]
     assert not problems, "\n".join(problems)

@@ -22,11 +22,12 @@ Standard library only. Use it as::
 from typing import Final
 
 from . import helpers, types
-from .client import AgentProxy, Client, connect, spawn_agent
+from .client import AgentProxy, Client, connect, connect_remote, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .process import AgentProcess
+from .remote_client import RemoteAgent, RemoteUnavailable
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
 
 SCHEMA_RELEASE: Final = "2.0.0-alpha.3"
@@ -37,7 +38,10 @@ __all__ = [
     "Client",
     "AgentProxy",
     "AgentProcess",
+    "RemoteAgent",
+    "RemoteUnavailable",
     "connect",
+    "connect_remote",
     "spawn_agent",
     "Connection",
     "ConnectionClosed",

@@ -2,7 +2,8 @@
 # schema sha256 e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e
 # do not edit; regenerate with: acp-codegen generate
 """Write an ACP client: subclass `Client`, implement its handlers, then
-`async with spawn_agent(MyClient(), ["my-agent"]) as agent: ...` (`agent.proxy` calls it).
+`async with spawn_agent(MyClient(), ["my-agent"]) as agent: ...` (`agent.proxy` calls it),
+or, for an agent served remotely, `async with connect_remote(MyClient(), "ws://host/acp")`.
 
 `AgentProxy` calls the agent: initialize, sessions, prompts, cancellation.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import http.cookiejar
 import os
 import typing
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -28,6 +30,7 @@ from .connection import (
 from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentProcess, spawn_peer
+from .remote_client import DEFAULT_OPEN_TIMEOUT, RemoteAgent, RemoteOptions, remote_peer
 
 
 class AgentProxy:
@@ -598,5 +601,53 @@ async def spawn_agent(
         on_stderr_line=on_stderr_line,
         shutdown_timeout=shutdown_timeout,
         terminate_timeout=terminate_timeout,
+    ) as agent:
+        yield agent
+
+
+@contextlib.asynccontextmanager
+async def connect_remote(
+    client: Client,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    cookies: http.cookiejar.CookieJar | None = None,
+    http2: bool | None = None,
+    open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+    ctx: types.DecodeContext | None = None,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    tap: Tap | None = None,
+) -> AsyncGenerator[RemoteAgent[AgentProxy], None]:
+    """Connect `client` to the agent served at `url`; yield the handle: `.proxy` calls the
+    agent, `.connection` serves it, `.cookies` is the cookie store, `.reconnect()` opens a new
+    connection to the same URL (then `initialize` and `session_load` resume a session).
+
+    `ws://` / `wss://`: WebSocket (needs the `websockets` package); `http://` / `https://`:
+    Streamable HTTP (needs `httpx[http2]`); a missing one raises `RemoteUnavailable` saying
+    what to install. `headers` go on every request. Cookies the server sets are kept in
+    `cookies` (a fresh jar if None) and sent on every request, reconnects included. `http2`
+    (Streamable HTTP): True HTTP/2 only, False HTTP/1.1, None HTTP/2 where the server speaks
+    it. `tap` and the rest as for `connect`. The connection closes on leaving the context.
+    """
+    options = RemoteOptions(
+        headers=dict(headers or {}),
+        cookies=http.cookiejar.CookieJar() if cookies is None else cookies,
+        http2=http2,
+        open_timeout=open_timeout,
+        max_message_size=max_message_size,
+    )
+    async with remote_peer(
+        url,
+        lambda reader, writer: connect(
+            client,
+            reader,
+            writer,
+            ctx=ctx,
+            max_message_size=max_message_size,
+            shutdown_grace=shutdown_grace,
+            tap=tap,
+        ),
+        options,
     ) as agent:
         yield agent
