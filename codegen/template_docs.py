@@ -49,7 +49,8 @@ CONTEXT = {
     "proxy_has_methods": ("bool", "whether the proxy has any method (the role module uses `METHODS`, `typing`)"),
     "resume": (
         "tuple[Method, Method] | None",
-        "`initialize` and `session/load` when the role calls both with a non-null result (a client then gets `reconnect_and_load`)",
+        "`initialize` and `session/load` when the role calls both with a non-null result"
+        " (a client then gets `reconnect_and_load`)",
     ),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),

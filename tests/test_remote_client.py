@@ -404,8 +404,7 @@ def test_streamable_http_the_rfd_way_session_load_replays_before_its_answer(sdk_
 def test_the_conformance_checks_run_over_websocket(sdk_server: Any) -> None:
     """What `acp-codegen check-agent --url` runs: every check on a fresh connection; the
     stdio-only ones skipped as not applicable."""
-    from client.testing import Options
-    from client.testing import conformance_remote
+    from client.testing import Options, conformance_remote
 
     async def scenario() -> Any:
         async with served(sdk_server, "uvicorn") as (_, port):
