@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 import jinja2.bccache
 
+from .build_contrib import build_contrib
 from .format import LINE_LENGTH
 from .ir import (
     DefaultScalar,
@@ -34,6 +35,7 @@ from .templates import CustomTemplates, blame, loader, render_error, runtime_sou
 # output file -> template
 FILES = {
     "__init__.py": "__init__.py.jinja",
+    "contrib.py": "contrib.py.jinja",
     "types.py": "types.py.jinja",
     "methods.py": "methods.py.jinja",
     "py.typed": "py.typed.jinja",
@@ -48,6 +50,7 @@ RUNTIME_FILES = {
     "conformance_probes.py": "conformance_probes.py",
     "conformance_report.py": "conformance_report.py",
     "connection.py": "connection.py",
+    "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
     "jsonline.py": "jsonline.py",
     "memstream.py": "memstream.py",
@@ -192,6 +195,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "uses_method_names": bool(package.called())
         or any(m.optional and m.kind == "request" and not m.runtime for m in package.handled()),
         "proxy_has_methods": bool(package.called()),
+        "contrib": build_contrib(package),
     }
 
 

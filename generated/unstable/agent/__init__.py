@@ -4,7 +4,8 @@
 """ACP bindings for the agent role, generated from ACP schema 1.21.0.
 
 `types` holds the protocol types, `methods` the method table, `agent` the base class
-to implement and the proxy for calling the client, `connection` the JSON-RPC runtime.
+to implement and the proxy for calling the client, `connection` the JSON-RPC runtime,
+`contrib` the session-state helpers (`SessionAccumulator`, `ToolCallTracker`, ...).
 Standard library only. Use it as::
 
     from agent import Agent, run_agent, types
@@ -19,7 +20,7 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import types
+from . import contrib, types
 from .agent import Agent, ClientProxy, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
@@ -53,5 +54,6 @@ __all__ = [
     "UNSET",
     "Unset",
     "WireLog",
+    "contrib",
     "types",
 ]

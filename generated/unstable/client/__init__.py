@@ -4,7 +4,8 @@
 """ACP bindings for the client role, generated from ACP schema 1.21.0.
 
 `types` holds the protocol types, `methods` the method table, `client` the base class
-to implement and the proxy for calling the agent, `connection` the JSON-RPC runtime.
+to implement and the proxy for calling the agent, `connection` the JSON-RPC runtime,
+`contrib` the session-state helpers (`SessionAccumulator`, `ToolCallTracker`, ...).
 Standard library only. Use it as::
 
     from client import Client, spawn_agent, types
@@ -20,7 +21,7 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import types
+from . import contrib, types
 from .client import AgentProxy, Client, connect, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
@@ -57,5 +58,6 @@ __all__ = [
     "UNSET",
     "Unset",
     "WireLog",
+    "contrib",
     "types",
 ]
