@@ -82,7 +82,9 @@ def _update(rng: random.Random) -> dict[str, Any]:
         ]
         return {"sessionUpdate": "plan", "entries": entries}
     if kind == "commands":
-        commands = [{"name": n, "description": f"do {n}"} for n in rng.sample(["web", "test", "plan"], rng.randrange(3))]
+        commands = [
+            {"name": n, "description": f"do {n}"} for n in rng.sample(["web", "test", "plan"], rng.randrange(3))
+        ]
         return {"sessionUpdate": "available_commands_update", "availableCommands": commands}
     if kind == "mode":
         return {"sessionUpdate": "current_mode_update", "currentModeId": rng.choice(["ask", "code"])}
@@ -221,7 +223,9 @@ def _both_content(items: list[dict[str, Any]]) -> tuple[list[types.ToolCallConte
 
 
 def _both_locations(items: list[dict[str, Any]]) -> tuple[list[types.ToolCallLocation], list[Any]]:
-    return [types.ToolCallLocation.from_dict(i) for i in items], [sdk_schema.ToolCallLocation.model_validate(i) for i in items]
+    return [types.ToolCallLocation.from_dict(i) for i in items], [
+        sdk_schema.ToolCallLocation.model_validate(i) for i in items
+    ]
 
 
 def _kwargs(rng: random.Random, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -295,8 +299,12 @@ def test_tracker_and_broker_match_the_sdk(seed: int) -> None:
             extra: dict[str, Any] = {}
             if rng.random() < 0.3:
                 extra = {"content": _both_content(_content(rng))}
-            got = asyncio.run(our_broker.request_for(ext, description=description, **{k: v[0] for k, v in extra.items()}))
-            expected = asyncio.run(sdk_broker.request_for(ext, description=description, **{k: v[1] for k, v in extra.items()}))
+            got = asyncio.run(
+                our_broker.request_for(ext, description=description, **{k: v[0] for k, v in extra.items()})
+            )
+            expected = asyncio.run(
+                sdk_broker.request_for(ext, description=description, **{k: v[1] for k, v in extra.items()})
+            )
             assert got is reply[0] and expected is reply[1]
             got, expected = sent[-1]
         assert _ours(got) == _sdk(expected), op
@@ -320,11 +328,17 @@ def test_broker_with_explicit_tool_call_and_options() -> None:
     assert tool_call.content is types.UNSET  # the caller's object is left alone, as the SDK's deep copy does
     assert got[-1].to_dict() == {
         "sessionId": "s1",
-        "toolCall": {"toolCallId": "t", "title": "Edit", "content": [{"type": "content", "content": {"type": "text", "text": "why"}}]},
+        "toolCall": {
+            "toolCallId": "t",
+            "title": "Edit",
+            "content": [{"type": "content", "content": {"type": "text", "text": "why"}}],
+        },
         "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
     }
     asyncio.run(broker.request_for("x", tool_call=tool_call, options=[]))  # empty: the defaults, as in the SDK
-    assert [o.to_dict() for o in got[-1].options] == [o.model_dump(by_alias=True, exclude_none=True) for o in sdk.default_permission_options()]
+    assert [o.to_dict() for o in got[-1].options] == [
+        o.model_dump(by_alias=True, exclude_none=True) for o in sdk.default_permission_options()
+    ]
     assert [o.to_dict() for o in contrib.default_permission_options()] == [
         o.model_dump(by_alias=True, exclude_none=True) for o in sdk.default_permission_options()
     ]
