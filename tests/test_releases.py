@@ -3,7 +3,8 @@
 For each vendored release x {stable, unstable where shipped} x {agent, client}: generate, import,
 and compare `METHODS` with the methods the schema defines, derived here independently of the
 generator from meta.json and the variants of the message unions (AgentRequest, ClientResponse,
-...). All packages then go through `mypy --strict`, batched in two runs (see `mypy_errors`).
+...). All packages then go through `mypy --strict`, batched in two runs (see `mypy_errors`), and one
+`contrib.py` per distinct text through basedpyright strict (see `contrib_pyright`).
 
 A case that is also a [tool.acp-codegen] target of this repository (same role, same schema file)
 is not generated again: its package is the golden one in generated/, which tests/test_golden.py
@@ -23,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typecheck import mypy_strict, packages
+from typecheck import PyrightRun, mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
 from codegen.errors import CodegenError
@@ -273,3 +274,32 @@ def test_mypy_strict(
     mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
 ) -> None:
     assert mypy_errors.get(_package(case_id)) == []
+
+
+# -- basedpyright strict on contrib.py, one per distinct text ------------------------------------
+def _body(path: Path) -> str:
+    """A generated file without its header comments (which name the schema and the package)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith("#")) :])
+
+
+@pytest.fixture(scope="session")
+def contrib_pyright(generated: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[PyrightRun, dict[str, Path]]:
+    """basedpyright strict over the releases' `contrib.py` (the goldens' are in the suite's golden
+    run): one file per distinct text (mypy above sees every one). The contrib helpers vary with
+    what each schema has; releases with the same variants and names give the same file, whose
+    diagnostics then stand for all of them. Returns the run and, per case, the file checked."""
+    chosen: dict[str, Path] = {}
+    checked: dict[str, Path] = {}
+    for case_id, *_ in CASES:
+        path = generated / _package(case_id) / "contrib.py"
+        if case_id not in GOLDEN and path.is_file():
+            checked[case_id] = chosen.setdefault(_body(path), path)
+    work = tmp_path_factory.mktemp("contrib_pyright")
+    return pyright_strict([], work, files=sorted(set(checked.values()))), checked
+
+
+def test_contrib_passes_pyright_strict(contrib_pyright: tuple[PyrightRun, dict[str, Path]]) -> None:
+    run, checked = contrib_pyright
+    assert len(checked) == len([c for c in CASES if c[0] not in GOLDEN])
+    assert run.all_problems() == []
