@@ -30,3 +30,16 @@ def test_the_snippets_run_and_print_what_the_page_shows() -> None:
         with contextlib.redirect_stdout(printed):
             exec(compile(source, f"{PAGE.name} snippet {i + 1}", "exec"), namespace)
         assert printed.getvalue() == expected, f"snippet {i + 1} of {PAGE}"
+
+
+def test_the_readme_contrib_snippets_run() -> None:
+    """The README's contrib snippets (agent and client) run; a `# prints X` comment is the output."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if ".acp.contrib import" in b]
+    assert len(blocks) == 2
+    for source in blocks:
+        source = source.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+        assert printed.getvalue() == "".join(f"{line}\n" for line in re.findall(r"# prints (.*)", source))
