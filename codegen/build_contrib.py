@@ -334,7 +334,8 @@ def _imports(
     ]
     if typing:
         lines.append(f"from typing import {', '.join(typing)}")
-    lines.append("")
+    if lines and (support or exports):
+        lines.append("")  # between the standard library and the package's own modules
     if support or exports:
         lines.append("from . import types")
     if support:

@@ -250,10 +250,9 @@ class SessionAccumulator:
         )
 
 
-def default_permission_options() -> tuple[
-    types.PermissionOption, types.PermissionOption, types.PermissionOption
-]:
-    """Approve (allow_once), approve for session (allow_always), reject (reject_once), as the SDK's."""
+def default_permission_options() -> tuple[types.PermissionOption, ...]:
+    """Approve (allow_once), approve for session (allow_always), reject (reject_once), as the SDK's
+    (three fresh objects each call)."""
     return (
         types.PermissionOption(option_id="approve", name="Approve", kind="allow_once"),
         types.PermissionOption(
