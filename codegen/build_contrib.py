@@ -115,13 +115,22 @@ def _tool_fields(s: _Schema, update: ObjectDef, start: ObjectDef | None) -> tupl
     return tuple(out)
 
 
-def _accumulator(s: _Schema) -> AccumulatorPlan | None:
+def _session_update(s: _Schema) -> tuple[ObjectDef, UnionDef] | None:
+    """The `session/update` params class and the union of its `update` field."""
     method = s.method("session/update")
     notification = s.obj(method.params if method else None)
     update = _field(notification, "update")
     union = s.named(update.type, UnionDef) if update else None
     if notification is None or _field(notification, "session_id") is None or not isinstance(union, UnionDef):
         return None
+    return notification, union
+
+
+def _accumulator(s: _Schema) -> AccumulatorPlan | None:
+    found = _session_update(s)
+    if found is None:
+        return None
+    notification, union = found
     objects = union.objects
     if objects is None or objects.keyed or objects.fallback or union.arrays or union.scalars:
         return None  # `_fold` matches the tagged variants (and the unknown one) only
@@ -187,15 +196,13 @@ def _accumulator(s: _Schema) -> AccumulatorPlan | None:
 
 
 def _tracker(s: _Schema) -> TrackerPlan | None:
-    method = s.method("session/update")
-    update = _field(s.obj(method.params if method else None), "update")
-    union = s.named(update.type, UnionDef) if update else None
+    found = _session_update(s)
     permission = s.method("session/request_permission")
     carried = _field(s.obj(permission.params if permission else None), "tool_call")
     tool_call = s.named(carried.type, ObjectDef) if carried else None
-    if not isinstance(union, UnionDef) or not isinstance(tool_call, ObjectDef):
+    if found is None or not isinstance(tool_call, ObjectDef):
         return None
-    variants = s.variants(union)
+    variants = s.variants(found[1])
     start, progress = variants.get("tool_call"), variants.get("tool_call_update")
     if start is None or progress is None or _required(start) != {"tool_call_id", "title"}:
         return None
@@ -288,12 +295,13 @@ def _imports(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The import lines `contrib.py` needs and its `__all__`: exactly the names it uses."""
     fields = t.fields if t else a.tool_fields if a and a.tool_call_update else ()
+    view = t is not None or bool(a and a.tool_call_update)
     hints = [f.hint for f in fields]
     if a:
         hints += [x.hint for x in a.latest] + ([f.hint for f in a.session_info.fields] if a.session_info else [])
     support: set[str] = set()
     exports: set[str] = set()
-    if fields:
+    if view:
         exports |= {"ToolCallView", "TrackedToolCallView"}
     if a:
         support |= {"Subscribers", "SessionNotificationMismatchError", "SessionSnapshotUnavailableError"}
@@ -327,7 +335,7 @@ def _imports(
     abc = [n for n, used in (("Awaitable", b), ("Callable", a or t or b), ("Sequence", t or b)) if used]
     if abc:
         lines.append(f"from collections.abc import {', '.join(abc)}")
-    if fields or a or t:
+    if a or t:
         lines.append("from dataclasses import dataclass")
     typing = [
         n for n, used in (("Any", any(re.search(r"\bAny\b", h) for h in hints)), ("TypeAlias", a and a.chunks)) if used

@@ -195,6 +195,11 @@ class ContribPlan:
     """`__all__` of `contrib.py`, sorted."""
 
     @property
+    def has_view(self) -> bool:
+        """`ToolCallView` exists: the tracker or the snapshot's tool calls use it."""
+        return self.tracker is not None or bool(self.accumulator and self.accumulator.tool_call_update)
+
+    @property
     def view_fields(self) -> tuple[ToolField, ...]:
         """The fields of `ToolCallView` besides `tool_call_id` (the tracker's and the accumulator's)."""
         if self.tracker is not None:
