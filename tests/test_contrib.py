@@ -11,6 +11,7 @@ and small: a few hundred notifications and calls in all.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from acp import contrib as sdk
 from acp import schema as sdk_schema
 from agent import contrib, types
+from golden_import import load_golden
 
 SEEDS = range(12)
 SESSIONS = ("s1", "s2")
@@ -342,3 +344,31 @@ def test_broker_with_explicit_tool_call_and_options() -> None:
     assert [o.to_dict() for o in contrib.default_permission_options()] == [
         o.model_dump(by_alias=True, exclude_none=True) for o in sdk.default_permission_options()
     ]
+
+
+# -- what each schema gets -------------------------------------------------------------------
+def test_each_schema_gets_what_it_has() -> None:
+    """v2 has no `tool_call` start, no `plan`, no mode update and no terminal methods; --unstable
+    adds variants the snapshot does not fold and a `name` on tool calls."""
+    v2 = load_golden("v2/agent")
+    assert not hasattr(v2.contrib, "ToolCallTracker") and not hasattr(v2.contrib, "PermissionBroker")
+    assert hasattr(v2.contrib, "default_permission_options")
+    snapshot_fields = {f.name for f in dataclasses.fields(v2.contrib.SessionSnapshot)}
+    assert {"plan_entries", "current_mode_id"}.isdisjoint(snapshot_fields)
+    assert {"tool_calls", "messages", "other_updates", "unknown_updates"} <= snapshot_fields
+    assert not hasattr(v2.agent.ClientProxy, "create_terminal") and not hasattr(v2.agent, "TerminalHandle")
+    acc = v2.contrib.SessionAccumulator()
+    for update in (
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "Run", "status": "in_progress"},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": {"type": "text", "text": "a"}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": {"type": "text", "text": "b"}},
+        {"sessionUpdate": "user_message", "messageId": "u"},
+    ):
+        snap = acc.apply(v2.types.UpdateSessionNotification.from_dict({"sessionId": "s", "update": update}))
+    assert (snap.tool_calls["t"].title, snap.tool_calls["t"].status) == ("Run", "in_progress")
+    assert [(m.message_id, m.text) for m in snap.messages] == [("m", "ab")]
+    assert [u.to_dict() for u in snap.other_updates] == [{"sessionUpdate": "user_message", "messageId": "u"}]
+    unstable = load_golden("unstable/agent")
+    assert "name" in {f.name for f in dataclasses.fields(unstable.contrib.ToolCallView)}
+    assert "other_updates" in {f.name for f in dataclasses.fields(unstable.contrib.SessionSnapshot)}
+    assert "other_updates" not in {f.name for f in dataclasses.fields(contrib.SessionSnapshot)}
