@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from agent import Agent, ClientProxy, RequestError, run_agent, types
-from agent.agent import TerminalHandle
+from agent import Agent, ClientProxy, RequestError, TerminalHandle, run_agent, types
 from agent.testing import ScriptedClient, memory_streams
 
 

@@ -21,7 +21,7 @@ Standard library only. Use it as::
 from typing import Final
 
 from . import contrib, types
-from .agent import Agent, ClientProxy, run_agent
+from .agent import Agent, ClientProxy, TerminalHandle, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
@@ -51,6 +51,7 @@ __all__ = [
     "SCHEMA_RELEASE",
     "SCHEMA_SHA256",
     "Tap",
+    "TerminalHandle",
     "UNSET",
     "Unset",
     "WireLog",
