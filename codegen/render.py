@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 import jinja2.bccache
 
+from .build_contrib import build_contrib
 from .build_helpers import SDK_ORDER
 from .format import LINE_LENGTH
 from .ir import (
@@ -46,6 +47,7 @@ from .templates import CustomTemplates, blame, loader, render_error, runtime_sou
 FILES = {
     "__init__.py": "__init__.py.jinja",
     "helpers.py": "helpers.py.jinja",
+    "contrib.py": "contrib.py.jinja",
     "types.py": "types.py.jinja",
     "methods.py": "methods.py.jinja",
     "py.typed": "py.typed.jinja",
@@ -54,6 +56,7 @@ FILES = {
 # kept as real Python (linted and type-checked as such) and only gets the generated header.
 RUNTIME_FILES = {
     "connection.py": "connection.py",
+    "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
     "jsonline.py": "jsonline.py",
     "process.py": "process.py",
@@ -266,6 +269,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "helpers_imports": renderer.helpers_imports(package.builders),
         "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
         "resume": resume_methods(package),
+        "contrib": build_contrib(package),
     }
 
 

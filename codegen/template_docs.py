@@ -26,7 +26,7 @@ import jinja2.meta
 from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
-from . import ir
+from . import ir, ir_contrib
 from .render import RUNTIME_FILES, RUNTIME_ROLE, Renderer, environment, sources, template_context
 from .templates import bundled_runtime, bundled_templates
 
@@ -51,6 +51,10 @@ CONTEXT = {
         "tuple[Method, Method] | None",
         "`initialize` and `session/load` when the role calls both with a non-null result"
         " (a client then gets `reconnect_and_load`)",
+    ),
+    "contrib": (
+        "ContribPlan",
+        "what `contrib.py` and the agent's terminal handle hold for this schema (`codegen.build_contrib`)",
     ),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
@@ -248,7 +252,8 @@ def problems(source: str | None = None) -> list[str]:
         found.append(f"filters {sorted(custom_filters(env))} != documented {sorted(FILTERS)}")
     if sorted(custom_tests(env)) != sorted(TESTS):
         found.append(f"tests {sorted(custom_tests(env))} != documented {sorted(TESTS)}")
-    for cls in ir_classes(ir_source() if source is None else source):
+    contrib = ir_classes(Path(ir_contrib.__file__).read_text(encoding="utf-8"))
+    for cls in ir_classes(ir_source() if source is None else source) + contrib:
         if not cls.doc:
             found.append(f"codegen/ir.py: class {cls.name} has no docstring")
         for f in cls.fields:
@@ -370,7 +375,11 @@ def page() -> str:
     out += ["", "## The IR", "", "From `codegen/ir.py`:", "", "```text", (ir.__doc__ or "").strip(), "```", ""]
     source = ir_source()
     out += ["Type aliases:", "", "```python", *ir_aliases(source), "```", ""]
-    for cls in ir_classes(source):
+    contrib = ir_classes(Path(ir_contrib.__file__).read_text(encoding="utf-8"))
+    plan = ["", "### From `codegen/ir_contrib.py`", "", (ir_contrib.__doc__ or "").strip(), ""]
+    for cls in ir_classes(source) + contrib:
+        if cls is contrib[0]:
+            out += plan
         out += [f"### `{cls.name}`", "", cls.doc, ""]
         if cls.fields:
             out += ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]

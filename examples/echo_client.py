@@ -15,6 +15,8 @@ passed. `--reconnect` (remote only) adds a last step: drop the connection, open 
 initialize again and session/load the session there (sessions outlive connections).
 
 Calls use the proxies' keyword form: `agent.session_prompt(session_id=..., prompt=[...])`.
+The session's state is a `contrib.SessionAccumulator` (one per session): the steps read the
+turns from its snapshot, and at the end the transcript it rendered goes to stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 # The example imports the checked-in generated package, wherever it is run from.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
@@ -40,6 +41,7 @@ from client import (
     RemoteUnavailable,
     RequestError,
     connect_remote,
+    contrib,
     spawn_agent,
     types,
 )  # noqa: E402
@@ -67,18 +69,30 @@ def check(condition: bool, message: str) -> None:
 
 
 class EchoClient(Client):
-    """Records every session/update; serves the file system inside its sandbox directory."""
+    """Folds every session/update into its session's accumulator; serves the file system
+    inside its sandbox directory."""
 
     def __init__(self, sandbox: Path) -> None:
         self.sandbox = sandbox.resolve()
-        self.updates: dict[str, list[types.SessionUpdate]] = {}
+        self.sessions: dict[str, contrib.SessionAccumulator] = {}
+        self.updates_seen: dict[str, int] = {}  # notifications per session (a subscriber counts)
         self.update_arrived = asyncio.Event()
         self.permission_requests: list[types.RequestPermissionRequest] = []
         self.file_reads: list[types.ReadTextFileRequest] = []
 
-    async def session_update(self, params: types.SessionNotification) -> None:
-        self.updates.setdefault(params.session_id, []).append(params.update)
+    def session(self, session_id: str) -> contrib.SessionAccumulator:
+        if session_id not in self.sessions:
+            accumulator = self.sessions[session_id] = contrib.SessionAccumulator()
+            self.updates_seen[session_id] = 0
+            accumulator.subscribe(self._arrived)
+        return self.sessions[session_id]
+
+    def _arrived(self, snapshot: contrib.SessionSnapshot, notification: types.SessionNotification) -> None:
+        self.updates_seen[snapshot.session_id] += 1
         self.update_arrived.set()
+
+    async def session_update(self, params: types.SessionNotification) -> None:
+        self.session(params.session_id).apply(params)
 
     async def session_request_permission(
         self, params: types.RequestPermissionRequest
@@ -120,10 +134,13 @@ class EchoClient(Client):
         return path
 
 
-def text_of(update: types.SessionUpdate) -> str | None:
-    if isinstance(update, types.SessionUpdateAgentMessageChunk) and isinstance(update.content, types.TextContent):
-        return update.content.text
-    return None
+def text_of(chunk: types.SessionUpdateAgentMessageChunk) -> str | None:
+    return chunk.content.text if isinstance(chunk.content, types.TextContent) else None
+
+
+def transcript(snapshot: contrib.SessionSnapshot) -> list[str]:
+    """The conversation as a UI would show it: one line per message, from the snapshot."""
+    return [f"{message.role}: {message.text!r}" for message in snapshot.messages]
 
 
 class Script:
@@ -143,8 +160,6 @@ class Script:
         self.session_id = ""
         self.load_session = False
         self.mode: str | None = None  # set by session/set_mode
-        # What session/load must replay: user blocks and agent chunks, in order.
-        self.history: list[dict[str, Any]] = []
 
     async def step(self, name: str, body: Callable[[], Awaitable[str]]) -> bool:
         try:
@@ -170,16 +185,20 @@ class Script:
     def skip(self, name: str, why: str) -> None:
         self._report(False, name, f"not run: {why}")
 
-    async def prompt(self, text: str) -> tuple[types.PromptResponse, list[types.SessionUpdate]]:
-        """One prompt turn; returns the response and the updates of the turn."""
-        seen = len(self.client.updates.get(self.session_id, []))
+    async def prompt(self, text: str) -> tuple[types.PromptResponse, tuple[types.SessionUpdateAgentMessageChunk, ...]]:
+        """One prompt turn; returns the response and the agent's chunks of the turn."""
         block = types.TextContent(text=text)
+        # A UI shows the user's own message too: it goes into the session state like the agent's.
+        own = types.SessionUpdateUserMessageChunk(content=block)
+        state = self.client.session(self.session_id)
+        seen = len(state.apply(types.SessionNotification(session_id=self.session_id, update=own)).agent_messages)
+        updates = self.client.updates_seen[self.session_id]
         response = await self.agent.session_prompt(session_id=self.session_id, prompt=[block])
         # The runtime hands us the response only after the updates sent before it.
-        updates = self.client.updates.get(self.session_id, [])[seen:]
-        self.history.append(types.SessionUpdateUserMessageChunk(content=block).to_dict())
-        self.history.extend(update.to_dict() for update in updates)
-        return response, updates
+        chunks = state.snapshot().agent_messages[seen:]
+        others = self.client.updates_seen[self.session_id] - updates - len(chunks)
+        check(others == 0, f"{others} update(s) other than agent_message_chunk in the turn")
+        return response, chunks
 
     # -- the steps -------------------------------------------------------------------
     async def initialize(self) -> str:
@@ -243,12 +262,13 @@ class Script:
         return f"granted {chosen}, agent confirmed"
 
     async def slow_cancel(self) -> str:
-        updates = self.client.updates.setdefault(self.session_id, [])
-        seen = len(updates)
+        self.client.session(self.session_id)
+        updates = self.client.updates_seen
+        seen = updates[self.session_id]
         turn = asyncio.ensure_future(self.prompt("slow"))
         try:
-            # Cancel midway: once a few chunks have streamed.
-            while len(updates) < seen + 3 and not turn.done():
+            # Cancel midway: once a few chunks have streamed (after the turn's own user chunk).
+            while updates[self.session_id] < seen + 4 and not turn.done():
                 self.client.update_arrived.clear()
                 arrived = asyncio.ensure_future(self.client.update_arrived.wait())
                 await asyncio.wait([arrived, turn], return_when=asyncio.FIRST_COMPLETED)
@@ -262,24 +282,32 @@ class Script:
         texts = [text_of(update) for update in turn_updates]
         check(0 < len(texts) < 20, f"{len(texts)} chunks before the cancel took effect")
         check(texts == [f"slow {i}/20\n" for i in range(1, len(texts) + 1)], f"unexpected chunks {texts!r}")
-        after = len(updates)
+        after = updates[self.session_id]
         await asyncio.sleep(0.2)
-        check(len(updates) == after, f"{len(updates) - after} update(s) after the cancelled turn's response")
+        late = updates[self.session_id] - after
+        check(late == 0, f"{late} update(s) after the cancelled turn's response")
         return f"cancelled after {len(texts)} of 20 chunks, stopReason cancelled, nothing after"
 
     async def load(self) -> str:
-        updates = self.client.updates.setdefault(self.session_id, [])
-        seen = len(updates)
+        # The replay must repeat the transcript so far, chunk for chunk: user blocks, agent chunks.
+        # As a UI would, the state starts afresh and the replay rebuilds it.
+        state = self.client.session(self.session_id)
+        history = [chunk.to_dict() for message in state.snapshot().messages for chunk in message.chunks]
+        state.reset()
+        updates = self.client.updates_seen[self.session_id]
         response = await self.agent.session_load(session_id=self.session_id, cwd=str(self.sandbox), mcp_servers=[])
         if self.mode is not None and isinstance(response.modes, types.SessionModeState):
             mode = response.modes.current_mode_id
             check(mode == self.mode, f"the loaded session is in mode {mode!r}, expected {self.mode!r}")
-        replay = [update.to_dict() for update in updates[seen:]]
-        if replay != self.history:
-            for i, (got, want) in enumerate(zip(replay, self.history, strict=False)):
+        messages = state.snapshot().messages if state.session_id is not None else ()
+        replay = [chunk.to_dict() for message in messages for chunk in message.chunks]
+        others = self.client.updates_seen[self.session_id] - updates - len(replay)
+        check(others == 0, f"{others} replayed update(s) other than message chunks")
+        if replay != history:
+            for i, (got, want) in enumerate(zip(replay, history, strict=False)):
                 if got != want:
                     raise StepFailed(f"replay item {i}: got {got!r}, expected {want!r}")
-            raise StepFailed(f"replayed {len(replay)} updates, expected {len(self.history)}")
+            raise StepFailed(f"replayed {len(replay)} updates, expected {len(history)}")
         return f"replayed {len(replay)} updates in order"
 
     async def reconnect_and_load(self) -> str:
@@ -343,6 +371,11 @@ async def amain(command: list[str], url: str | None = None, reconnect: bool = Fa
                 async with spawn_agent(client, command) as agent:
                     script = Script(agent.proxy, client, sandbox)
                     await script.run()
+            for session_id, state in client.sessions.items():  # stdout is for the steps alone
+                if state.session_id is not None:
+                    print(f"transcript of session {session_id}:", file=sys.stderr)
+                    for line in transcript(state.snapshot()):
+                        print(f"  {line}", file=sys.stderr)
         except RemoteUnavailable as exc:
             print(f"FAIL connect: {exc}", flush=True)
             print("0 passed, 1 failed", flush=True)

@@ -385,20 +385,26 @@ def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
 
 @pytest.mark.xdist_group("keyword-mypy")
 def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
-    """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
+    """The README's agent and client examples (keyword calls, timeout=) and its contrib snippets pass mypy --strict."""
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     examples = {"agent": "from myagent.acp import", "client": "from myclient.acp import"}
     for role, marker in examples.items():
-        (source,) = [block for block in blocks if marker in block]
+        # The role's complete example: the one that runs it (other blocks import from the package too).
+        (source,) = [b for b in blocks if marker in b and ("run_agent(" in b or "spawn_agent(" in b)]
         (tmp_path / f"readme_{role}.py").write_text(source.replace(marker.removesuffix(" import"), f"from {role}"))
+    # The contrib snippets (tool calls, permissions, terminals; the session accumulator).
+    contrib = [b for b in blocks if ".acp.contrib import" in b]
+    for i, block in enumerate(contrib):
+        source = block.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+        (tmp_path / f"readme_contrib_{i}.py").write_text(source)
     calls = [block for block in blocks if "await agent.session_prompt(" in block and "import" not in block]
     assert calls, "the README shows the calling forms"
     header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"
     (tmp_path / "readme_calls.py").write_text(header + textwrap.indent(calls[0], "    "))
     mypy = mypy_strict(
         tmp_path,
-        *[f"readme_{name}.py" for name in (*examples, "calls")],
+        *[f"readme_{name}.py" for name in (*examples, "calls", *(f"contrib_{i}" for i in range(len(contrib))))],
         cache=mypy_cache,
         mypypath=ROOT / "generated",
     )

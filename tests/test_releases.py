@@ -3,7 +3,8 @@
 For each vendored release x {stable, unstable where shipped} x {agent, client}: generate, import,
 and compare `METHODS` with the methods the schema defines, derived here independently of the
 generator from meta.json and the variants of the message unions (AgentRequest, ClientResponse,
-...). All packages then go through `mypy --strict`, batched in two runs (see `mypy_errors`).
+...). All packages then go through `mypy --strict`, batched in two runs (see `mypy_errors`), and one
+`contrib.py` per distinct text through basedpyright strict (see `contrib_pyright`).
 
 A case that is also a [tool.acp-codegen] target of this repository (same role, same schema file)
 is not generated again: its package is the golden one in generated/, which tests/test_golden.py
@@ -23,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typecheck import mypy_strict, packages, pyright_strict
+from typecheck import PyrightRun, mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
 from codegen.errors import CodegenError
@@ -275,18 +276,37 @@ def test_mypy_strict(
     assert mypy_errors.get(_package(case_id)) == []
 
 
-# -- basedpyright strict on every package's helpers.py --------------------------------------------
-def test_helpers_are_pyright_strict_clean(generated: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """helpers.py is checked on its own, in one run: once per distinct pair of its text and the
-    types.py it imports (an agent and a client of one schema share both), each file with its own
-    package as the root, so only what it uses of types.py is analysed. The goldens are left to
-    the suite's full run (tests/conftest.py `pyright_run`, tests/test_static.py)."""
-    distinct: dict[tuple[str, str], Path] = {}
+# -- basedpyright strict on helpers.py and contrib.py, one run ------------------------------------
+def _body(path: Path) -> str:
+    """A generated file without its header comments (which name the schema and the package)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[next(i for i, line in enumerate(lines) if not line.startswith("#")) :])
+
+
+@pytest.fixture(scope="session")
+def builders_pyright(generated: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[PyrightRun, list[Path]]:
+    """One basedpyright strict run over the releases' `helpers.py` and `contrib.py` (the goldens'
+    are in the suite's golden run; mypy above sees every package whole). Both vary with what each
+    schema has: helpers.py is checked once per distinct pair of its text and the types.py it
+    imports, contrib.py once per distinct text (header aside); each file with its own package as
+    the root, so only what it uses of types.py is analysed."""
+    helpers: dict[tuple[str, str], Path] = {}
+    contrib: dict[str, Path] = {}
     for case_id, *_ in CASES:
         package = generated / _package(case_id)
-        if package.is_dir() and case_id not in GOLDEN:
-            key = ((package / "helpers.py").read_text(), (package / "types.py").read_text())
-            distinct.setdefault(key, package / "helpers.py")
-    run = pyright_strict([], tmp_path_factory.mktemp("helpers_pyright"), files=sorted(distinct.values()))
-    problems = [line for path in distinct.values() for line in run.problems(path)]
+        if not package.is_dir() or case_id in GOLDEN:
+            continue
+        helpers.setdefault(
+            ((package / "helpers.py").read_text(), (package / "types.py").read_text()), package / "helpers.py"
+        )
+        if (package / "contrib.py").is_file():
+            contrib.setdefault(_body(package / "contrib.py"), package / "contrib.py")
+    files = sorted({*helpers.values(), *contrib.values()})
+    return pyright_strict([], tmp_path_factory.mktemp("builders_pyright"), files=files), files
+
+
+def test_helpers_and_contrib_are_pyright_strict_clean(builders_pyright: tuple[PyrightRun, list[Path]]) -> None:
+    run, files = builders_pyright
+    assert any(p.name == "helpers.py" for p in files) and any(p.name == "contrib.py" for p in files)
+    problems = [line for path in files for line in run.problems(path, ("error", "warning"))]
     assert problems == [], "\n".join(problems)

@@ -470,6 +470,99 @@ class ClientProxy:
         """Send an extension notification (its name must start with `_`)."""
         await self.connection.notify(method, params)
 
+    @typing.overload
+    async def create_terminal(
+        self, params: types.CreateTerminalRequest, /, *, timeout: float | None = None
+    ) -> TerminalHandle: ...
+
+    @typing.overload
+    async def create_terminal(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        command: str,
+        args: list[str] | types.Unset = types.UNSET,
+        env: list[types.EnvVariable] | types.Unset = types.UNSET,
+        cwd: str | None | types.Unset = types.UNSET,
+        output_byte_limit: int | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> TerminalHandle: ...
+
+    async def create_terminal(
+        self,
+        params: types.CreateTerminalRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> TerminalHandle:
+        """`terminal/create`, returning a `TerminalHandle` for the new terminal (`terminal_create`
+        returns the raw result). Use it as `async with await proxy.create_terminal(...) as terminal:`
+        to release the terminal when the block exits, also by an exception."""
+        if params is None:
+            params = types.CreateTerminalRequest(**fields)
+        elif fields:
+            raise TypeError(
+                "create_terminal() takes a types.CreateTerminalRequest or its fields as keywords, not both"
+            )
+        created = await self.terminal_create(params, timeout=timeout)
+        return TerminalHandle(self, params.session_id, created.terminal_id)
+
+
+class TerminalHandle:
+    """A terminal the client runs for the agent (`ClientProxy.create_terminal`).
+
+    One call each to read its output, wait for its exit, kill or release it; every method
+    takes `timeout=` like the proxy's. As an async context manager it releases the terminal
+    on exit, also when the block raises (a failed release then chains onto that exception).
+    """
+
+    def __init__(self, proxy: ClientProxy, session_id: str, terminal_id: str) -> None:
+        self.proxy = proxy
+        self.session_id = session_id
+        self.terminal_id = terminal_id
+        self.released = False
+        """Set by the first `release()`: later calls send nothing."""
+
+    async def output(self, *, timeout: float | None = None) -> types.TerminalOutputResponse:
+        """`terminal/output`: the output so far, whether it was truncated, and the exit status once exited."""
+        params = types.TerminalOutputRequest(
+            session_id=self.session_id, terminal_id=self.terminal_id
+        )
+        return await self.proxy.terminal_output(params, timeout=timeout)
+
+    async def wait_for_exit(
+        self, *, timeout: float | None = None
+    ) -> types.WaitForTerminalExitResponse:
+        """`terminal/wait_for_exit`: returns once the command exited (its exit code or signal)."""
+        params = types.WaitForTerminalExitRequest(
+            session_id=self.session_id, terminal_id=self.terminal_id
+        )
+        return await self.proxy.terminal_wait_for_exit(params, timeout=timeout)
+
+    async def kill(self, *, timeout: float | None = None) -> types.KillTerminalResponse:
+        """`terminal/kill`: stop the command; the terminal stays until released (its output stays readable)."""
+        params = types.KillTerminalRequest(session_id=self.session_id, terminal_id=self.terminal_id)
+        return await self.proxy.terminal_kill(params, timeout=timeout)
+
+    async def release(self, *, timeout: float | None = None) -> None:
+        """`terminal/release` (once; later calls do nothing): kills the command if it still runs and frees the terminal."""
+        if self.released:
+            return
+        self.released = True
+        params = types.ReleaseTerminalRequest(
+            session_id=self.session_id, terminal_id=self.terminal_id
+        )
+        await self.proxy.terminal_release(params, timeout=timeout)
+
+    async def __aenter__(self) -> TerminalHandle:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.release()
+
 
 class Agent(abc.ABC):
     """Base class for an ACP agent: one async handler per method the agent answers.

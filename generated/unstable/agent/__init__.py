@@ -5,7 +5,8 @@
 
 `types` holds the protocol types, `helpers` builders for them (`helpers.text_block("hi")`),
 `methods` the method table, `agent` the base class to implement and the proxy for
-calling the client, `connection` the JSON-RPC runtime.
+calling the client, `connection` the JSON-RPC runtime, `contrib` the session-state
+helpers (`SessionAccumulator`, `ToolCallTracker`, ...).
 Standard library only. Use it as::
 
     from agent import Agent, run_agent, types
@@ -20,8 +21,8 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import helpers, types
-from .agent import Agent, ClientProxy, run_agent
+from . import contrib, helpers, types
+from .agent import Agent, ClientProxy, TerminalHandle, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
@@ -51,9 +52,11 @@ __all__ = [
     "SCHEMA_RELEASE",
     "SCHEMA_SHA256",
     "Tap",
+    "TerminalHandle",
     "UNSET",
     "Unset",
     "WireLog",
+    "contrib",
     "helpers",
     "types",
 ]

@@ -5,7 +5,8 @@
 
 `types` holds the protocol types, `helpers` builders for them (`helpers.text_block("hi")`),
 `methods` the method table, `client` the base class to implement and the proxy for
-calling the agent, `connection` the JSON-RPC runtime.
+calling the agent, `connection` the JSON-RPC runtime, `contrib` the session-state
+helpers (`SessionAccumulator`, `ToolCallTracker`, ...).
 Standard library only. Use it as::
 
     from client import Client, spawn_agent, types
@@ -21,7 +22,7 @@ Standard library only. Use it as::
 
 from typing import Final
 
-from . import helpers, types
+from . import contrib, helpers, types
 from .client import AgentProxy, Client, connect, connect_remote, spawn_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
@@ -62,6 +63,7 @@ __all__ = [
     "UNSET",
     "Unset",
     "WireLog",
+    "contrib",
     "helpers",
     "types",
 ]

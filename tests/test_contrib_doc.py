@@ -1,0 +1,45 @@
+"""Every snippet of docs/contrib.md runs, in order, and prints the output the page shows.
+
+The python blocks share one namespace (later ones use what earlier ones defined), as a reader
+would paste them; an `<!-- output -->` marker before a text block is the exact stdout of the
+python block before it. They import the golden packages (`agent`, `client`) by name and run in
+this process: no subprocess, no server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "contrib.md"
+BLOCK = re.compile(r"```python\n(.*?)```\n(?:\n<!-- output -->\n```text\n(.*?)```\n)?", re.S)
+
+
+def test_the_snippets_run_and_print_what_the_page_shows() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    blocks = BLOCK.findall(text)
+    assert len(blocks) == text.count("```python") >= 4
+    assert text.count("<!-- output -->") == sum(1 for _, out in blocks if out)
+    namespace: dict[str, Any] = {"__name__": "contrib_doc"}
+    for i, (source, expected) in enumerate(blocks):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, f"{PAGE.name} snippet {i + 1}", "exec"), namespace)
+        assert printed.getvalue() == expected, f"snippet {i + 1} of {PAGE}"
+
+
+def test_the_readme_contrib_snippets_run() -> None:
+    """The README's contrib snippets (agent and client) run; a `# prints X` comment is the output."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if ".acp.contrib import" in b]
+    assert len(blocks) == 2
+    for source in blocks:
+        source = source.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+        assert printed.getvalue() == "".join(f"{line}\n" for line in re.findall(r"# prints (.*)", source))
