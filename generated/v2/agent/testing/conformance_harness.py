@@ -318,7 +318,7 @@ class Harness:
             self.turns += 1
         return reply
 
-    def prompt_failed(self, run: AgentRun, reply: Reply) -> None:
+    def prompt_failed(self, run: AgentRun, reply: Reply, detail: str = "") -> None:
         """Stop the probe when a prompt did not end with a result: Fail for a broken answer,
         NotTestable (saying what blocks it) for a refusal or a timeout."""
         if reply.ok:
@@ -326,7 +326,7 @@ class Harness:
         if reply.timed_out:
             wait = self.options.timeout
             raise NotTestable(
-                f"no answer to the prompt within {wait:g} s",
+                detail or f"no answer to the prompt within {wait:g} s",
                 "blocked: prompts get no answer in time (a slow model? raise --timeout)",
             )
         if reply.response is None:
@@ -335,12 +335,12 @@ class Harness:
             raise Fail("the error response is not a JSON-RPC error", reply.response)
         if reply.error_code == AUTH_REQUIRED:
             raise NotTestable(
-                f"the prompt failed: {error_text(reply)}",
+                detail or f"the prompt failed: {error_text(reply)}",
                 "blocked by authentication: prompts are refused (-32000): pass `--auth-method ID` "
                 "and the agent's env (--env KEY=VALUE)",
             )
         raise NotTestable(
-            f"the prompt failed: {error_text(reply)}",
+            detail or f"the prompt failed: {error_text(reply)}",
             "blocked: prompts fail (no credentials or model? give the agent its env with "
             "--env KEY=VALUE, or --auth-method ID)",
         )

@@ -14,6 +14,7 @@ from typing import Any
 
 from .conformance_checks import Outcome
 from .conformance_harness import Fail, NotTestable, Skip, error_text, is_conversation
+from .conformance_messages import well_formed_error
 from .conformance_probes import PASSED, passed
 from .conformance_probes_turn import TurnProbes
 from .runners import AgentRun, Reply, as_list, as_object
@@ -50,6 +51,13 @@ class SessionProbes(TurnProbes):
         session_id, _ = await self.open_session(run, init, **extra)
         return init, session_id
 
+    def nothing_to_reopen(self, run: AgentRun, turn: Reply, reply: Reply, method: str) -> None:
+        """NotTestable when `method` refused a session whose prompt had failed: with no turn,
+        there may be nothing stored to load or resume (the check is about the replay)."""
+        if not turn.ok and reply.response is not None and not reply.ok:
+            detail = f"{method} answered {error_text(reply)}; the prompt before it failed"
+            self.prompt_failed(run, turn, detail)
+
     def session_params(self, session_id: str) -> dict[str, Any]:
         return {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
 
@@ -58,9 +66,12 @@ class SessionProbes(TurnProbes):
         async with self.agent() as run:
             _, session_id = await self.advertised(run, "loadSession")
             turn = await self.prompt(run, session_id, self.options.prompt)
+            if turn.response is not None:  # the turn's own late updates are prompt-turn's
+                await self.late_conversation(run, turn.response, session_id)
             before = len(run.client.lines)
             reply = await self.call(run, "session/load", self.session_params(session_id))
             if not reply.ok or reply.response is None:
+                self.nothing_to_reopen(run, turn, reply, "session/load")
                 raise Fail(f"session/load failed: {self.why(run, reply)}", reply.response)
             answer = reply.response
             replayed = [
@@ -113,6 +124,7 @@ class SessionProbes(TurnProbes):
                 run, "session/resume", {"sessionId": session_id, "cwd": self.cwd}
             )
         if not reply.ok or reply.response is None:
+            self.nothing_to_reopen(run, turn, reply, "session/resume")
             raise Fail(f"session/resume failed: {self.why(run, reply)}", reply.response)
         for line in run.client.received:
             if mark <= line.index < reply.response.index and is_conversation(line, session_id):
@@ -268,6 +280,9 @@ class SessionProbes(TurnProbes):
             option, value = choice
             params = {"sessionId": session_id, "configId": option.get("id"), "value": value}
             reply = await self.call(run, "session/set_config_option", params)
+        if not reply.ok and reply.response is not None and well_formed_error(reply.error):
+            detail = f"session/set_config_option refused the change: {error_text(reply)}"
+            return valid, ("not testable", detail, None, [])
         if not reply.ok:
             return valid, (
                 "failed",
