@@ -60,6 +60,7 @@ RUNTIME_FILES = {
     "testing/conformance_probes.py": "testing/conformance_probes.py",
     "testing/conformance_probes_session.py": "testing/conformance_probes_session.py",
     "testing/conformance_probes_turn.py": "testing/conformance_probes_turn.py",
+    "testing/conformance_probes_wire.py": "testing/conformance_probes_wire.py",
     "testing/conformance_report.py": "testing/conformance_report.py",
     "testing/conformance_rules.py": "testing/conformance_rules.py",
     "testing/conformance_rules_session.py": "testing/conformance_rules_session.py",

@@ -5,7 +5,6 @@ the check it breaks), the official SDK's example agent, and `acp-codegen check-a
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import sys
@@ -33,9 +32,6 @@ from agent.testing import (
     unknown_warnings,
 )
 from overlap import Background, selected
-from typer.testing import CliRunner
-
-from codegen.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = Path(__file__).resolve().parent / "fixtures" / "agents"
@@ -44,6 +40,7 @@ for path in (AGENTS, ROOT / "examples"):
     sys.path.insert(0, str(path))
 
 from echo_agent import EchoAgent  # noqa: E402
+from in_process_agents import IgnoresCancel, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
 
 # One worker runs the `runs` fixture below (and generates the CLI tests' cached package).
 pytestmark = pytest.mark.xdist_group("conformance")
@@ -246,62 +243,6 @@ NOT_ADVERTISED = {
     "session-close", "session-close-prompt", "session-delete", "session-delete-unknown", "config-options",
     "config-set", "prompt-image", "prompt-audio",
 }  # fmt: skip
-
-
-class NoCredentials(EchoAgent):
-    async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-        raise RequestError.auth_required()
-
-
-class Plain(EchoAgent):
-    async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
-        response = await super().initialize(params)
-        response.agent_capabilities.load_session = False
-        return response
-
-    async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
-        response = await super().session_new(params)
-        response.modes = types.UNSET
-        return response
-
-
-def _soon(agent: EchoAgent, session_id: str, update: types.SessionUpdate) -> None:
-    """Send `update` right behind the answer being returned (the connection writes it first)."""
-    note = types.SessionNotification(session_id=session_id, update=update)
-    asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(agent.peer.session_update(note)))
-
-
-class StateAfterAnswers(EchoAgent):
-    """State updates right after the session/load and session/prompt answers, as
-    claude-agent-acp sends its commands: no conversation entry, so no failure."""
-
-    async def session_load(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
-        response = await super().session_load(params)
-        _soon(self, params.session_id, types.AvailableCommandsUpdate(available_commands=[]))
-        return response
-
-    async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-        response = await super().session_prompt(params)
-        _soon(self, params.session_id, types.CurrentModeUpdate(current_mode_id="ask"))
-        return response
-
-
-class ReplayAfterLoad(EchoAgent):
-    """Replays a session's last conversation entry after the session/load answer."""
-
-    async def session_load(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
-        response = await super().session_load(params)
-        history = self.sessions[params.session_id].history
-        if history:
-            _soon(self, params.session_id, history[-1])
-        return response
-
-
-class IgnoresCancel(EchoAgent):
-    """Reads session/cancel and does nothing: the `slow` turn goes on to end_turn."""
-
-    async def session_cancel(self, params: types.CancelNotification) -> None:
-        return None
 
 
 def check_agent_in_a_loop() -> Report:
@@ -576,73 +517,3 @@ def test_an_agent_that_exits_at_once_cannot_be_checked(runs: Runs) -> None:
     assert report.result("exit-on-eof").status == "passed"
     assert report.cannot_run.startswith("it exited before answering initialize")
     assert report.exit_code() == 2
-
-
-# -- the CLI --------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def cli_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("acp-codegen-cache")
-
-
-def _cli(cache: Path, *args: str) -> Any:
-    return CliRunner().invoke(app, ["check-agent", *args], env={"ACP_CODEGEN_CACHE": str(cache)})
-
-
-@pytest.mark.slow
-def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Command, tmp_path: Path) -> None:
-    no_runs_meanwhile()
-    junit = tmp_path / "report.xml"
-    agent = agent_command(ECHO_AGENT, "echo_agent")
-    result = _cli(cli_cache, "--timeout", "20", "--cancel-prompt", "slow", "--junit-xml", str(junit), "--", *agent)
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    assert (
-        lines[-1]
-        == f"{len(CHECKS) - len(NOT_ADVERTISED)} passed, 0 failed, {len(NOT_ADVERTISED)} skipped, 0 not testable"
-    )
-    assert (
-        lines[-2].startswith("MUST 18/18 · capability 4/4 (12 not advertised) · SHOULD 9/9")
-        and "conformant" in lines[-2]
-    )
-    assert sum(line.startswith(("PASSED", "SKIPPED")) for line in lines) == len(CHECKS)
-    cases = ET.parse(junit).getroot().findall("testsuite/testcase")
-    assert sorted(case.get("name") or "" for case in cases) == sorted(ALL_IDS)
-    assert [p.name for p in cli_cache.iterdir()] == [next(cli_cache.iterdir()).name]  # one cached package
-
-
-@pytest.mark.slow
-def test_cli_selects_checks_by_id(cli_cache: Path, agent_command: Command) -> None:
-    no_runs_meanwhile()
-    result = _cli(cli_cache, "-k", "initialize", "--timeout", "20", "--", *agent_command(ECHO_AGENT, "echo_agent"))
-    assert result.exit_code == 0, result.output
-    checked = [line.split()[2].rstrip(":") for line in result.output.splitlines() if line.startswith("PASSED")]
-    assert checked == ["initialize", "initialize-version"]
-
-
-@pytest.mark.slow
-def test_cli_json_and_exit_code_for_a_broken_agent(cli_cache: Path, agent_command: Command) -> None:
-    no_runs_meanwhile()
-    agent = agent_command(AGENTS / "version_echo.py", "_base")
-    result = _cli(cli_cache, "--json", "--timeout", "20", "-k", "version", "--", *agent)
-    assert result.exit_code == 1, result.output
-    data = json.loads(result.output)
-    [failure] = [r for r in data["results"] if r["status"] == "failed"]
-    assert failure["id"] == "initialize-version" and data["ok"] is False and data["exit_code"] == 1
-    assert any('"protocolVersion":65535' in line for line in failure["transcript"])  # its wire lines
-    assert failure["stderr"] == [] and failure["duration"] > 0
-
-
-def test_cli_agent_that_exits_before_initialize_exits_2_with_its_stderr(cli_cache: Path) -> None:
-    no_runs_meanwhile()
-    result = _cli(cli_cache, "--", sys.executable, str(ROOT / "no-such-agent.py"))
-    assert result.exit_code == 2, result.output  # once exit 1, with "1 passed, 1 failed, 13 not testable"
-    assert "exited before answering initialize" in result.output and "can't open file" in result.output
-
-
-def test_cli_without_a_runnable_command_exits_2(tmp_path: Path) -> None:
-    no_runs_meanwhile()
-    assert _cli(tmp_path).exit_code == 2
-    result = _cli(tmp_path, "--", str(tmp_path / "no-such-agent"))
-    assert result.exit_code == 2 and "not found" in result.output
-    assert _cli(tmp_path, "--env", "NOEQUALS", "--", sys.executable).exit_code == 2
-    assert not list(tmp_path.iterdir())  # nothing generated for a command that cannot run

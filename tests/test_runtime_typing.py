@@ -25,6 +25,7 @@ RUNTIME = [
     "testing/conformance_probes.py",
     "testing/conformance_probes_session.py",
     "testing/conformance_probes_turn.py",
+    "testing/conformance_probes_wire.py",
     "testing/conformance_report.py",
     "testing/conformance_rules.py",
     "testing/conformance_rules_session.py",

@@ -17,7 +17,7 @@ from .conformance_harness import Fail, NotTestable, Skip, error_text, is_convers
 from .conformance_messages import well_formed_error
 from .conformance_probes import PASSED, passed
 from .conformance_probes_turn import TurnProbes
-from .runners import AgentRun, Reply, as_list, as_object
+from .runners import AgentRun, Line, Reply, as_list, as_object
 
 NO_SUCH_SESSION = "acp-conformance-no-such-session"
 
@@ -166,13 +166,21 @@ class SessionProbes(TurnProbes):
         return PASSED
 
     async def session_close_prompt(self) -> Outcome:
-        async def close(run: AgentRun, session_id: str) -> None:
-            await run.client.call("session/close", {"sessionId": session_id}, self.options.timeout)
+        async def close(run: AgentRun, session_id: str) -> Line | None:
+            params = {"sessionId": session_id}
+            return (await run.client.call("session/close", params, self.options.timeout)).response
 
         await self.advertises("sessionCapabilities.close")
         async with self.agent() as run:
-            _, session_id = await self.advertised(run, "sessionCapabilities.close")
-            return await self.interrupted_turn(run, session_id, close, "session/close")
+            init, first = await self.advertised(run, "sessionCapabilities.close")
+            sessions = [first]
+
+            async def fresh() -> str:  # a closed session cannot take another turn
+                if not sessions:
+                    sessions.append((await self.open_session(run, init))[0])
+                return sessions.pop()
+
+            return await self.interrupted_turn(run, fresh, close, "session/close")
 
     async def session_delete(self) -> tuple[Outcome, Outcome]:
         """session-delete and session-delete-unknown."""

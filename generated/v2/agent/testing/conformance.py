@@ -49,6 +49,7 @@ from .conformance_output import Matcher, compile_selection, junit_xml, report_js
 from .conformance_probes import CoreProbes
 from .conformance_probes_session import SessionProbes
 from .conformance_probes_turn import NOTES
+from .conformance_probes_wire import WireProbes
 from .conformance_report import (
     EXIT_CANNOT_RUN,
     EXIT_NOT_CONFORMANT,
@@ -108,7 +109,7 @@ __all__ = [
 ]
 
 
-class Runner(SessionProbes, CoreProbes):
+class Runner(SessionProbes, CoreProbes, WireProbes):
     """Every probe of the kit, on one harness."""
 
 
