@@ -50,8 +50,8 @@ def check_agent_command(
     cancel_prompt: str | None = typer.Option(
         None,
         "--cancel-prompt",
-        help="Prompt the cancel check sends and cancels: one whose turn keeps running "
-        "(without it, cancel is reported not exercised).",
+        help="Prompt the cancel checks send and interrupt: one whose turn keeps running "
+        "(without it, a turn that ends before its cancel is reported not exercised).",
     ),
     auth_method: str | None = typer.Option(
         None, "--auth-method", metavar="ID", help="Authenticate with this advertised method before sessions."
@@ -62,7 +62,7 @@ def check_agent_command(
     cwd: str | None = typer.Option(
         None, "--cwd", metavar="DIR", help="The agent's working directory (and the sessions' cwd)."
     ),
-    concurrency: int = typer.Option(4, "--concurrency", help="How many agents run at once."),
+    concurrency: int = typer.Option(6, "--concurrency", help="How many agents run at once."),
 ) -> None:
     """Check that an ACP agent follows the protocol: `acp-codegen check-agent -- python agent.py`.
 
