@@ -97,18 +97,9 @@ class CoreProbes(Harness):
             ) from None
         version = decoded.protocol_version
         main: Outcome = passed(f"protocolVersion {version}")
-        if version > PROTOCOL_VERSION:
-            main = (
-                "failed",
-                f"asked for version {PROTOCOL_VERSION}, answered {version}",
-                reply.response,
-                [],
-            )
-        elif version != PROTOCOL_VERSION:
-            main = passed(
-                f"protocolVersion {version}",
-                [f"the agent chose {version}: the checks assume {PROTOCOL_VERSION}"],
-            )
+        if version != PROTOCOL_VERSION:  # allowed: an agent without it answers its latest
+            note = f"asked for {PROTOCOL_VERSION}, the agent chose {version}: the checks assume {PROTOCOL_VERSION}"
+            main = passed(f"protocolVersion {version}", [note])
         answer = as_object(result) or {}
         return (
             main,
