@@ -98,7 +98,8 @@ class CoreProbes(Harness):
         version = decoded.protocol_version
         main: Outcome = passed(f"protocolVersion {version}")
         if version != PROTOCOL_VERSION:  # allowed: an agent without it answers its latest
-            note = f"asked for {PROTOCOL_VERSION}, the agent chose {version}: the checks assume {PROTOCOL_VERSION}"
+            asked = PROTOCOL_VERSION
+            note = f"asked for {asked}, the agent chose {version}: the checks assume {asked}"
             main = passed(f"protocolVersion {version}", [note])
         answer = as_object(result) or {}
         return (
