@@ -416,7 +416,8 @@ def test_the_conformance_checks_run_over_websocket(sdk_server: Any) -> None:
         result = report.result(check_id)
         assert result.status == "skipped" and result.detail.startswith("not applicable over WebSocket")
     others = [r for r in report.results if r.check.id not in conformance_remote.STDIO_ONLY]
-    assert sum(r.status == "passed" for r in others) >= len(others) - 1, str(report)
+    assert not [r for r in others if r.status in ("failed", "not testable")], str(report)
+    assert sum(r.status == "passed" for r in others) >= 25, str(report)
 
 
 def test_check_url_refuses_a_url_nothing_listens_on() -> None:

@@ -541,6 +541,7 @@ ALLOWED_IMPORTS = {
     # the remote client: URLs, cookies (the stdlib jar, for load-balancer affinity), headers
     "email.message", "http.cookiejar", "types", "urllib.parse", "urllib.request",
     "copy", "uuid",  # contrib: the SDK's tool-call ids (uuid4), copies of the tracker's state
+    "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}

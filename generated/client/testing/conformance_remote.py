@@ -7,9 +7,9 @@ HTTP profile), in the client package, which has `connect_remote`:
     report = check_url("ws://127.0.0.1:8000/acp")
 
 Each check opens a fresh connection to the URL (`over_remote`, an opener like `over_stdio`) and
-runs as it does over stdio. The stdio-only rules (`STDIO_ONLY`: line framing on stdout, exit at
-EOF) are reported as skipped, not applicable. Needs `websockets` (ws://) or `httpx[http2]`
-(http://), as `connect_remote` does.
+runs as it does over stdio. The stdio-only rules (`STDIO_ONLY`: line framing on stdout, exit
+at EOF, stderr volume) are reported as skipped, not applicable. Needs `websockets` (ws://) or
+`httpx[http2]` (http://), as `connect_remote` does.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .runners import AgentRun, Answer, Opener, ScriptedClient
 
 __all__ = ["STDIO_ONLY", "check_url", "check_url_async", "over_remote"]
 
-STDIO_ONLY: Final = ("stdio-framing", "exit-on-eof")
+STDIO_ONLY: Final = ("stdio-framing", "exit-on-eof", "info-stderr")
 """Checks of the stdio transport itself: not applicable to a remote one."""
 
 _PROFILE_NAMES: Final = {"websocket": "WebSocket", "http": "Streamable HTTP"}
@@ -89,7 +89,7 @@ async def check_url_async(url: str, options: Options | None = None) -> Report:
     report = await run_checks(over_remote(url, script_of(options), remote), url, options)
     why = f"not applicable over {_PROFILE_NAMES[profile]}: a rule of the stdio transport"
     results = [_not_applicable(result, why) for result in report.results]
-    return Report(report.target, results)
+    return dataclasses.replace(report, results=results)
 
 
 def check_url(url: str, options: Options | None = None) -> Report:
