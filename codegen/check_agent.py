@@ -1,101 +1,28 @@
 """`acp-codegen check-agent -- COMMAND...`: the conformance checks against any agent executable.
 
-The checks themselves live in the generated package (`testing/conformance.py`):
-this command generates client-role bindings from the chosen schema once, keeps them in a
-cache keyed by everything they are made from, imports them and runs
-`conformance.check_command` on the agent's stdio.
+The checks themselves live in the generated package (`testing/conformance.py`): this command
+generates client-role bindings from the chosen schema once (cached, `check_cli`), imports them
+and runs `conformance.check_command` on the agent's stdio.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import json
-import logging
-import os
 import shutil
-import sys
-import tempfile
-from pathlib import Path
-from types import ModuleType
 
 import typer
 
-from . import __version__
-from .errors import CodegenError
-from .report import exit_with_problems
-from .resources import runtime_dir, templates_dir
-
-PACKAGE_PREFIX = "acp_check_"
-
-
-def cache_root() -> Path:
-    """$ACP_CODEGEN_CACHE, else $XDG_CACHE_HOME/acp-codegen, else ~/.cache/acp-codegen."""
-    given = os.environ.get("ACP_CODEGEN_CACHE")
-    if given:
-        return Path(given)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "acp-codegen"
-
-
-def bindings_key(schema: str | None, unstable: bool) -> str:
-    """A digest of everything the bindings are made from: generator version, schema files,
-    templates and runtime sources."""
-    from .load import locate  # imported here: `acp-codegen --version` does not need the pipeline
-
-    files = locate(schema, unstable)
-    digest = hashlib.sha256(f"{__version__}\0{unstable}\0".encode())
-    inputs = [files.schema, files.meta, files.stable_schema, files.stable_meta]
-    inputs += sorted(templates_dir().glob("*.jinja")) + sorted(runtime_dir().rglob("*.py"))
-    for path in inputs:
-        if path is not None and path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _write_package(root: Path, package: str, schema: str | None, unstable: bool) -> None:
-    """Generate the client bindings into root/package, atomically (a rename at the end)."""
-    from .generate import Target, generate_files  # imported here: `--version` does not need the pipeline
-
-    target = root / package
-    if (target / "__init__.py").is_file():
-        return
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
-    try:
-        out = staging / package
-        files = generate_files(Target("client", out, schema, unstable, package))
-        for rel, text in files.items():
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        try:
-            os.replace(out, target)
-        except OSError:
-            if not (target / "__init__.py").is_file():  # not a concurrent run that won the race
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def load_bindings(schema: str | None, unstable: bool) -> ModuleType:
-    """The generated client package for (schema, unstable), from the cache or freshly made."""
-    package = PACKAGE_PREFIX + bindings_key(schema, unstable)
-    root = cache_root()
-    try:
-        _write_package(root, package, schema, unstable)
-    except OSError:  # no writable cache: a private temporary one, for this process only
-        root = Path(tempfile.mkdtemp(prefix="acp-codegen-check-"))
-        _write_package(root, package, schema, unstable)
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    module = importlib.import_module(f"{package}.testing.conformance")
-    # The client side's own log lines (a dropped invalid notification, ...) are the report's
-    # business, not stderr's.
-    quiet = logging.getLogger(package)
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    return module
+from .check_cli import (
+    Output,
+    child_env,
+    fail_usage,
+    finish,
+    list_checks,
+    load_conformance,
+    parse_cwd,
+    parse_env,
+    parse_selection,
+    positive,
+)
 
 
 def check_agent_command(
@@ -104,42 +31,72 @@ def check_agent_command(
         None, "--schema", "-s", help="Schema the bindings are generated from (default: bundled v1)."
     ),
     unstable: bool = typer.Option(False, "--unstable", help="Use the unstable schema."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the report as JSON (failures with their transcript and stderr)."
+    ),
+    junit_xml: str | None = typer.Option(
+        None, "--junit-xml", metavar="PATH", help="Also write the report as JUnit XML (one testcase per check)."
+    ),
+    select: str | None = typer.Option(
+        None, "-k", metavar="EXPR", help="Run only the checks whose id matches (`initialize and not version`)."
+    ),
+    list_only: bool = typer.Option(False, "--list", help="List the checks and exit."),
     strict: bool = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too."),
-    timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for any one answer."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for any one answer after start-up."),
+    startup_timeout: float = typer.Option(
+        30.0, "--startup-timeout", help="Seconds an agent may take to start and answer initialize."
+    ),
     prompt: str = typer.Option("Hello", "--prompt", help="Text of the prompt the turn checks send."),
     cancel_prompt: str | None = typer.Option(
-        None, "--cancel-prompt", help="Prompt the cancel check sends and cancels (one that runs long)."
+        None,
+        "--cancel-prompt",
+        help="Prompt the cancel check sends and cancels: one whose turn keeps running "
+        "(without it, cancel is reported not exercised).",
     ),
+    auth_method: str | None = typer.Option(
+        None, "--auth-method", metavar="ID", help="Authenticate with this advertised method before sessions."
+    ),
+    env: list[str] | None = typer.Option(
+        None, "--env", metavar="KEY=VALUE", help="Set in the agent's environment (repeatable)."
+    ),
+    cwd: str | None = typer.Option(
+        None, "--cwd", metavar="DIR", help="The agent's working directory (and the sessions' cwd)."
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", help="How many agents run at once."),
 ) -> None:
     """Check that an ACP agent follows the protocol: `acp-codegen check-agent -- python agent.py`.
 
-    Every check starts the agent afresh over stdio. One line per check, then `N passed, M
-    failed, ...`. Exit 0 only when every MUST check passed (--strict: every SHOULD one too),
-    1 otherwise, 2 when the agent cannot be checked at all.
+    Every check starts the agent afresh over stdio. One line per check, then the tier summary.
+    Exit 0 when every MUST check passed (--strict: every SHOULD one too), 1 when one failed or
+    could not run, 2 when the agent cannot be checked at all.
     """
+    conformance = load_conformance(schema, unstable, "client") if list_only else None
+    if conformance is not None:
+        list_checks(conformance)
     if not command:
-        typer.echo("error: no agent command (fix: acp-codegen check-agent -- python my_agent.py)", err=True)
-        raise typer.Exit(2)
+        fail_usage("no agent command", "acp-codegen check-agent -- python my_agent.py")
     if shutil.which(command[0]) is None:
-        typer.echo(f"error: agent command {command[0]!r} not found or not executable", err=True)
-        raise typer.Exit(2)
-    if timeout <= 0:
-        typer.echo("error: --timeout must be positive", err=True)
-        raise typer.Exit(2)
+        fail_usage(f"agent command {command[0]!r} not found or not executable")
+    positive("--timeout", timeout)
+    positive("--startup-timeout", startup_timeout)
+    if concurrency < 1:
+        fail_usage("--concurrency must be at least 1")
+    extra_env = parse_env(env)
+    workdir = parse_cwd(cwd)
+    conformance = load_conformance(schema, unstable, "client")
+    options = conformance.Options(
+        timeout=timeout,
+        startup_timeout=startup_timeout,
+        prompt=prompt,
+        cancel_prompt=cancel_prompt,
+        auth_method=auth_method,
+        concurrency=concurrency,
+        select=parse_selection(conformance, select),
+        session_cwd=workdir,
+    )
     try:
-        conformance = load_bindings(schema, unstable)
-    except CodegenError as exc:
-        exit_with_problems(exc)
-    options = conformance.Options(timeout=timeout, prompt=prompt, cancel_prompt=cancel_prompt)
-    try:
-        report = conformance.check_command(command, options)
+        report = conformance.check_command(command, options, cwd=workdir, env=child_env(extra_env))
     except OSError as exc:  # the command does not exist, is not executable, ...
         typer.echo(f"error: cannot start the agent {command[0]!r}: {exc}", err=True)
         raise typer.Exit(2) from None
-    if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
-    else:
-        for line in report.lines():
-            typer.echo(line)
-    raise typer.Exit(0 if report.ok(strict) else 1)
+    finish(conformance, report, Output(as_json, junit_xml), strict)

@@ -56,6 +56,7 @@ RUNTIME_FILES = {
     "testing/conformance_checks.py": "testing/conformance_checks.py",
     "testing/conformance_harness.py": "testing/conformance_harness.py",
     "testing/conformance_messages.py": "testing/conformance_messages.py",
+    "testing/conformance_output.py": "testing/conformance_output.py",
     "testing/conformance_probes.py": "testing/conformance_probes.py",
     "testing/conformance_report.py": "testing/conformance_report.py",
     "testing/memstream.py": "testing/memstream.py",

@@ -321,7 +321,7 @@ def runs(
     # First the silent agent (a fresh interpreter, not forked), so it starts before the others.
     env = dict(os.environ, SILENT_AGENT_PIDS=str(runs.silent_pids))
     silent = [sys.executable, str(AGENTS / "silent.py")]
-    start("silent", lambda: partial(check_command, silent, Options(timeout=0.5, eof_timeout=0.2), env=env))
+    start("silent", lambda: partial(check_command, silent, Options(timeout=0.5, startup_timeout=0.5, eof_timeout=0.2), env=env))
     start("exits-at-once", lambda: partial(check_command, [sys.executable, "-c", "pass"]))
     start("in-process", lambda: partial(check_agent, EchoAgent, CANCEL_SLOW))
     for module, name, _ in BROKEN_IN_PROCESS:
@@ -419,7 +419,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc (Linux)")
 def test_silent_agent_and_its_grandchild_are_gone_afterwards(runs: Runs) -> None:
-    report = runs.result("silent")  # check_command(silent.py, Options(timeout=0.5, eof_timeout=0.2), env=...)
+    report = runs.result("silent")  # check_command(silent.py, Options(timeout=0.5, startup_timeout=0.5, eof_timeout=0.2), env=...)
     assert failed(report) == {"initialize", "exit-on-eof"}
     assert report.result("initialize").detail == "initialize failed: no answer within 0.5 s"
     assert report.result("session-new").status == "not testable"

@@ -1,16 +1,62 @@
-"""What a conformance run reports: one result per check, the whole report, and the assertion
-helper for tests. (`conformance` is the public façade.)"""
+"""What a conformance run reports, for any peer (agent or client checks alike): the rules
+(`Check`), one result per rule (`CheckResult`), the whole report (`Report`) with its tier
+summary, verdict and exit code, and the assertion helper for tests. Nothing here knows what
+is checked; `conformance_output` writes a report as JUnit XML or JSON.
+
+Tiers, as the protocol's own test kit (acp-tck) has them: `MUST` (mandatory), `capability`
+(MUST, when the peer advertises the feature), `SHOULD` (advisory) and `info` (recorded, never
+failed). A MUST or capability check that could not run (`not testable`) counts against the
+verdict as a failure does: a conformance tool must not pass what it never tested.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Final, Literal
 
-from .conformance_checks import STATUSES, Check, Status
-from .runners import Line
+Level = Literal["MUST", "SHOULD", "INFO"]
+Tier = Literal["MUST", "capability", "SHOULD", "info"]
+TIERS: Final[tuple[Tier, ...]] = ("MUST", "capability", "SHOULD", "info")
+Status = Literal["passed", "failed", "skipped", "not testable", "not exercised"]
+STATUSES: Final[tuple[Status, ...]] = (
+    "passed",
+    "failed",
+    "skipped",
+    "not testable",
+    "not exercised",
+)
+"""`skipped`: the feature is not advertised; `not testable`: the check could not run (with the
+reason); `not exercised`: it ran, but the case it is about did not come up (a turn that ended
+before its cancel arrived), so it is no pass."""
 
-Outcome = tuple[Status, str, Line | None, list[str]]
-"""What a probe settles a check with: status, detail, the offending line, warnings."""
+EXIT_OK: Final = 0
+EXIT_NOT_CONFORMANT: Final = 1
+EXIT_CANNOT_RUN: Final = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One protocol rule: what is checked, and where the docs say so."""
+
+    id: str
+    title: str
+    level: Level
+    doc: str
+    """The page and section of the ACP docs (protocol v1) the rule comes from."""
+    rule: str
+    """The sentence enforced, as the docs put it."""
+    capability: str | None = None
+    """The advertised capability that gates the check (a MUST then is the `capability` tier)."""
+    area: str = ""
+    """The acp-tck requirement(s) it covers (`ACP-INIT-003`), for cross-reference."""
+
+    @property
+    def tier(self) -> Tier:
+        if self.level == "INFO":
+            return "info"
+        if self.level == "SHOULD":
+            return "SHOULD"
+        return "capability" if self.capability else "MUST"
 
 
 @dataclasses.dataclass
@@ -19,29 +65,61 @@ class CheckResult:
     status: Status
     detail: str = ""
     offending: str | None = None
-    """The offending message (a line the agent sent), when there is one."""
+    """The offending message (a line the peer sent), when there is one."""
     warnings: list[str] = dataclasses.field(default_factory=list)
+    duration: float = 0.0
+    """Seconds the check took (its own peers, from start to settle)."""
+    blocked: str = ""
+    """For `not testable`: the short cause and the fix, shown in the summary (e.g. `blocked by
+    authentication: pass --auth-method ID and the agent's env`)."""
+    transcript: list[str] = dataclasses.field(default_factory=list)
+    """The check's wire lines, `-> ` sent and `<- ` received (kept for failures)."""
+    stderr: list[str] = dataclasses.field(default_factory=list)
+    """The tail of the peer's stderr during the check (kept for failures)."""
+
+    @property
+    def counts_against(self) -> bool:
+        """Whether this result fails the run (SHOULD failures only under `strict`)."""
+        tier = self.check.tier
+        if tier in ("MUST", "capability"):
+            return self.status in ("failed", "not testable")
+        return False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.check.id,
             "title": self.check.title,
             "level": self.check.level,
+            "tier": self.check.tier,
+            "capability": self.check.capability,
             "doc": self.check.doc,
             "rule": self.check.rule,
+            "area": self.check.area,
             "status": self.status,
             "detail": self.detail,
             "offending": self.offending,
             "warnings": list(self.warnings),
+            "duration": round(self.duration, 3),
         }
+        if self.blocked:
+            out["blocked"] = self.blocked
+        if self.status in ("failed", "not testable"):
+            out["transcript"] = list(self.transcript)
+            out["stderr"] = list(self.stderr)
+        return out
 
 
 @dataclasses.dataclass
 class Report:
-    """The result of every check, in the order of `CHECKS`."""
+    """The result of every check (in the order of the kit's check list)."""
 
     target: str
     results: list[CheckResult]
+    cannot_run: str = ""
+    """Why the target could not be checked at all (exit 2): e.g. it exited before answering
+    `initialize`, with its stderr tail. Empty when it could be checked."""
+    elapsed: float = 0.0
+    """Wall seconds for the whole run."""
 
     def result(self, check_id: str) -> CheckResult:
         for result in self.results:
@@ -50,46 +128,106 @@ class Report:
         raise KeyError(check_id)
 
     def failures(self, strict: bool = False) -> list[CheckResult]:
-        """The failed checks that fail the run: MUST ones (and SHOULD ones if `strict`)."""
-        levels = ("MUST", "SHOULD") if strict else ("MUST",)
-        return [r for r in self.results if r.status == "failed" and r.check.level in levels]
+        """The results that fail the run: failed or untested MUST and capability checks (and
+        failed SHOULD ones if `strict`)."""
+        return [
+            r
+            for r in self.results
+            if r.counts_against or (strict and r.check.tier == "SHOULD" and r.status == "failed")
+        ]
 
     def ok(self, strict: bool = False) -> bool:
-        return not self.failures(strict)
+        return not self.cannot_run and not self.failures(strict)
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 conformant, 1 not, 2 the target could not be checked at all."""
+        if self.cannot_run:
+            return EXIT_CANNOT_RUN
+        return EXIT_OK if self.ok(strict) else EXIT_NOT_CONFORMANT
 
     def counts(self) -> dict[Status, int]:
         return {status: sum(r.status == status for r in self.results) for status in STATUSES}
 
+    def tier_summary(self) -> str:
+        """`MUST 21/21 · capability 9/9 (4 not advertised) · SHOULD 11/12 · info 4`: per tier,
+        passed of those that apply (the not advertised ones are counted apart)."""
+        parts: list[str] = []
+        for tier in TIERS:
+            results = [r for r in self.results if r.check.tier == tier]
+            if not results:
+                continue
+            count = {status: sum(r.status == status for r in results) for status in STATUSES}
+            if tier == "info":
+                parts.append(f"info {len(results) - count['skipped'] - count['not testable']}")
+                continue
+            applies = len(results) - count["skipped"]
+            text = f"{tier} {count['passed']}/{applies}"
+            notes = [
+                f"{count[status]} {'not advertised' if status == 'skipped' else status}"
+                for status in ("failed", "not testable", "not exercised", "skipped")
+                if count[status]
+            ]
+            parts.append(text + (f" ({', '.join(notes)})" if notes else ""))
+        return " · ".join(parts)
+
+    def blockers(self) -> list[str]:
+        """Why checks that count could not run: each distinct cause, with the checks it blocked."""
+        causes: dict[str, list[str]] = {}
+        for r in self.results:
+            if r.status == "not testable" and r.counts_against:
+                causes.setdefault(r.blocked or r.detail, []).append(r.check.id)
+        return [f"{', '.join(ids)} not run: {cause}" for cause, ids in causes.items()]
+
     def summary(self) -> str:
         counts = self.counts()
-        return (
+        text = (
             f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} "
             f"skipped, {counts['not testable']} not testable"
         )
+        if counts["not exercised"]:
+            text += f", {counts['not exercised']} not exercised"
+        return text
 
-    def lines(self) -> list[str]:
+    def verdict(self, strict: bool = False) -> str:
+        if self.cannot_run:
+            return f"cannot check {self.target}: {self.cannot_run}"
+        if self.ok(strict):
+            return "conformant" + (" (strict)" if strict else "")
+        return "not conformant: " + ", ".join(r.check.id for r in self.failures(strict))
+
+    def lines(self, strict: bool = False) -> list[str]:
         out: list[str] = []
+        if self.cannot_run:
+            out.append(f"error: cannot check {self.target}: {self.cannot_run}")
         for r in self.results:
-            text = f"{r.status.upper():<12} [{r.check.level}] {r.check.id}: {r.check.title}"
-            out.append(text + (f" -- {r.detail}" if r.detail else ""))
+            text = f"{r.status.upper():<13} [{r.check.tier}] {r.check.id}: {r.check.title}"
+            text += (f" -- {r.detail}" if r.detail else "") + f" ({r.duration:.2f} s)"
+            out.append(text)
             if r.status == "failed":
                 out.append(f"    rule ({r.check.doc}): {r.check.rule}")
             if r.offending:
                 out.append(f"    offending: {r.offending}")
             out += [f"    warning: {warning}" for warning in r.warnings]
+        out += self.blockers()
+        out.append(f"{self.tier_summary()} -- {self.verdict(strict)} ({self.elapsed:.1f} s)")
         out.append(self.summary())
         return out
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, strict: bool = False) -> dict[str, Any]:
         return {
             "target": self.target,
             "results": [r.to_dict() for r in self.results],
             "counts": dict(self.counts()),
+            "tiers": self.tier_summary(),
+            "blockers": self.blockers(),
+            "cannot_run": self.cannot_run,
+            "elapsed": round(self.elapsed, 3),
             "ok": self.ok(),
             "ok_strict": self.ok(strict=True),
+            "exit_code": self.exit_code(strict),
         }
 
 
@@ -97,5 +235,5 @@ def assert_conforms(report: Report, strict: bool = False) -> None:
     """Raise AssertionError (the whole report as its message) unless every MUST check passed
     (every SHOULD one too if `strict`): one line for pytest."""
     if not report.ok(strict):
-        failed = ", ".join(r.check.id for r in report.failures(strict))
+        failed = ", ".join(r.check.id for r in report.failures(strict)) or report.cannot_run
         raise AssertionError(f"{report.target} fails {failed}\n{report}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import types
 from ..methods import CLIENT_HANDLES, METHODS
-from .conformance_report import Outcome
+from .conformance_checks import Outcome
 from .runners import AgentRun, Line, ScriptedClient, as_list, as_object
 
 

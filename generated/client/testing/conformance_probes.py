@@ -13,9 +13,8 @@ from typing import Any
 from .. import types
 from ..dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
 from ..methods import METHODS, PROTOCOL_VERSION
-from .conformance_checks import UNSUPPORTED_VERSION
+from .conformance_checks import UNSUPPORTED_VERSION, Outcome
 from .conformance_harness import AUTH_REQUIRED, Fail, Harness, NotTestable, Skip, error_text
-from .conformance_report import Outcome
 from .runners import AgentRun, Reply, as_list, as_object
 
 
@@ -25,7 +24,12 @@ class Runner(Harness):
     async def initialize(self) -> Outcome:
         async with self.agent(self.options.eof_timeout) as run:
             self.eof_run = run
-            reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
+            reply = await self.call(
+                run,
+                "initialize",
+                self.initialize_params(PROTOCOL_VERSION),
+                self.options.startup_timeout,
+            )
         if not reply.ok:
             raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
         result = reply.result
@@ -55,7 +59,12 @@ class Runner(Harness):
         await self.needs("initialize")
         accepted = self.accepted_version
         async with self.agent() as run:
-            reply = await self.call(run, "initialize", self.initialize_params(UNSUPPORTED_VERSION))
+            reply = await self.call(
+                run,
+                "initialize",
+                self.initialize_params(UNSUPPORTED_VERSION),
+                self.options.startup_timeout,
+            )
         if not reply.ok:
             raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
         answered = reply.get("protocolVersion")

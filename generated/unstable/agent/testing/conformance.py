@@ -30,6 +30,7 @@ import importlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,24 +39,44 @@ from .conformance_checks import (
     CHECKS,
     CHECKS_BY_ID,
     DEFAULT_SCRIPT,
-    STATUSES,
     UNSUPPORTED_VERSION,
-    Check,
-    Level,
     Options,
-    Status,
+    Outcome,
     script_of,
 )
 from .conformance_messages import framing, strict, unknown_warnings
+from .conformance_output import Matcher, compile_selection, junit_xml, report_json
 from .conformance_probes import Runner
-from .conformance_report import CheckResult, Outcome, Report, assert_conforms
-from .runners import Opener, Serve, in_process, over_stdio
+from .conformance_report import (
+    EXIT_CANNOT_RUN,
+    EXIT_NOT_CONFORMANT,
+    EXIT_OK,
+    STATUSES,
+    TIERS,
+    Check,
+    CheckResult,
+    Level,
+    Report,
+    Status,
+    Tier,
+    assert_conforms,
+)
+from .runners import AgentRun, Opener, Serve, in_process, over_stdio
 
 # The generated package this kit belongs to (it lives in its `testing` subpackage).
 _PACKAGE = __package__.rpartition(".")[0] if __package__ else ""
 
 __all__ = [
     "CHECKS",
+    "EXIT_CANNOT_RUN",
+    "EXIT_NOT_CONFORMANT",
+    "EXIT_OK",
+    "TIERS",
+    "Matcher",
+    "Tier",
+    "compile_selection",
+    "junit_xml",
+    "report_json",
     "CHECKS_BY_ID",
     "DEFAULT_SCRIPT",
     "STATUSES",
@@ -79,9 +100,10 @@ __all__ = [
 async def run_checks(opener: Opener, target: str, options: Options | None = None) -> Report:
     """Run every check, each on a fresh agent from `opener`; the report."""
     options = options or Options()
+    began = time.monotonic()
     cwd = tempfile.mkdtemp(prefix="acp-conformance-")
     try:
-        runner = Runner(opener, options, os.path.realpath(cwd))
+        runner = Runner(opener, options, options.session_cwd or os.path.realpath(cwd))
         probes: list[Awaitable[None]] = [
             runner.run_check("initialize", runner.initialize),
             runner.run_check("initialize-version", runner.initialize_version),
@@ -104,17 +126,42 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
         runner.done["stdio-framing"].set_result(framing(runner.runs))
         runner.done["schema-strict"].set_result(strict(runner.runs))
         runner.done["exit-on-eof"].set_result(runner.exit_on_eof())
-        results: list[CheckResult] = []
-        for check in CHECKS:
-            status, detail, offending, warnings = runner.done[check.id].result()
-            results.append(
-                CheckResult(
-                    check, status, detail, None if offending is None else offending.text(), warnings
-                )
-            )
-        return Report(target, results)
+        selected = options.select or (lambda check_id: True)
+        results = [_result(runner, check) for check in CHECKS if selected(check.id)]
+        return Report(target, results, elapsed=time.monotonic() - began)
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
+
+
+def _transcript(runs: Sequence[AgentRun], limit: int = 200) -> list[str]:
+    """The wire lines of a check's agents, `-> ` sent and `<- ` received (the last `limit`)."""
+    out: list[str] = []
+    for number, run in enumerate(runs, 1):
+        if len(runs) > 1:
+            out.append(f"# agent {number} of {len(runs)}")
+        out += [
+            ("-> " if line in run.client.sent else "<- ") + line.text() for line in run.client.lines
+        ]
+    return out[-limit:]
+
+
+def _result(runner: Runner, check: Check) -> CheckResult:
+    status, detail, offending, warnings = runner.done[check.id].result()
+    runs = runner.check_runs[check.id]
+    if not runs and offending is not None:  # a message-level check: the run that sent it
+        runs = [run for run in runner.runs if offending in run.client.received][:1]
+    started = runner.started.get(check.id)
+    finished = runner.finished.get(check.id, started)
+    return CheckResult(
+        check,
+        status,
+        detail,
+        None if offending is None else offending.text(),
+        warnings,
+        duration=0.0 if started is None or finished is None else finished - started,
+        transcript=_transcript(runs) if status in ("failed", "not testable") else [],
+        stderr=[line for run in runs for line in run.stderr][-20:],
+    )
 
 
 def check_command(

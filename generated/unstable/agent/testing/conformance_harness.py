@@ -8,17 +8,23 @@ and the exceptions a probe stops with. (`conformance` is the public façade.)"""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
 from ..methods import PROTOCOL_VERSION
-from .conformance_checks import CHECKS, Options, script_of
+from .conformance_checks import CHECKS, Options, Outcome, script_of
 from .conformance_messages import well_formed_error
-from .conformance_report import Outcome
 from .runners import AgentRun, Line, Opener, Reply, as_object
 
 AUTH_REQUIRED: Final = -32000
+
+# The checks the running probe settles (a probe's agents are attributed to them).
+_checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "acp_conformance_checks", default=()
+)
 
 
 class NotTestable(Exception):
@@ -58,15 +64,23 @@ class Harness:
         self.eof_run: AgentRun | None = None  # the initialize check's run, which waits for EOF
         self.limit = asyncio.Semaphore(max(1, options.concurrency))
         self.done: dict[str, asyncio.Future[Outcome]] = {}
+        self.check_runs: dict[str, list[AgentRun]] = {check.id: [] for check in CHECKS}
+        self.started: dict[str, float] = {}
+        self.finished: dict[str, float] = {}
         for check in CHECKS:
             self.done[check.id] = asyncio.get_running_loop().create_future()
 
     # -- plumbing --------------------------------------------------------------------
     @asynccontextmanager
     async def agent(self, eof_wait: float = 0.2) -> AsyncGenerator[AgentRun, None]:
-        async with self.limit, self.opener(eof_wait) as run:
-            self.runs.append(run)
-            yield run
+        async with self.limit:
+            for check_id in _checks.get():
+                self.started.setdefault(check_id, time.monotonic())
+            async with self.opener(eof_wait) as run:
+                self.runs.append(run)
+                for check_id in _checks.get():
+                    self.check_runs[check_id].append(run)
+                yield run
 
     def initialize_params(self, version: int) -> dict[str, Any]:
         script = self.script
@@ -91,7 +105,12 @@ class Harness:
 
     async def setup(self, run: AgentRun, session: bool = True) -> tuple[dict[str, Any], str]:
         """initialize (and session/new) at the start of a run; NotTestable if they fail."""
-        reply = await self.call(run, "initialize", self.initialize_params(PROTOCOL_VERSION))
+        reply = await self.call(
+            run,
+            "initialize",
+            self.initialize_params(PROTOCOL_VERSION),
+            self.options.startup_timeout,
+        )
         init = as_object(reply.result)
         if not reply.ok or init is None:
             raise NotTestable(f"initialize failed: {self.why(run, reply)}")
@@ -107,7 +126,12 @@ class Harness:
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
-            return f"no answer within {self.options.timeout:g} s"
+            wait = (
+                self.options.startup_timeout
+                if reply.method == "initialize"
+                else self.options.timeout
+            )
+            return f"no answer within {wait:g} s"
         if reply.closed:
             tail = " | ".join(run.stderr)
             return "the agent closed the connection" + (f" (stderr: {tail[-300:]})" if tail else "")
@@ -137,6 +161,7 @@ class Harness:
         """Run a probe and settle its checks, whatever happens (others may wait on them)."""
         shared: Outcome | None = None  # one outcome for all of them, when the probe stopped
         outcomes: tuple[Outcome, ...] = ()
+        _checks.set(check_ids)  # this task's own context: gather wraps each probe in a task
         try:
             outcomes = await probe()
         except Skip as exc:
@@ -152,6 +177,7 @@ class Harness:
         if shared is not None:
             outcomes = (shared,) * len(check_ids)
         for check_id, outcome in zip(check_ids, outcomes, strict=True):
+            self.finished[check_id] = time.monotonic()
             self.done[check_id].set_result(outcome)
 
     async def needs(self, check_id: str) -> Outcome:

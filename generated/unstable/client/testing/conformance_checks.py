@@ -7,29 +7,16 @@ ACP docs it comes from; and the options a run takes. (`conformance` is the publi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
-from .runners import Answer
-
-Level = Literal["MUST", "SHOULD", "INFO"]
-Status = Literal["passed", "failed", "skipped", "not testable"]
-STATUSES: Final[tuple[Status, ...]] = ("passed", "failed", "skipped", "not testable")
+from .conformance_report import Check, Status
+from .runners import Answer, Line
 
 UNSUPPORTED_VERSION: Final = 65535  # the highest uint16: a protocol version no agent speaks
 
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One protocol rule: what is checked, and where the docs say so."""
-
-    id: str
-    title: str
-    level: Level
-    doc: str
-    """The page and section of the ACP docs (protocol v1) the rule comes from."""
-    rule: str
-    """The sentence enforced, as the docs put it."""
+Outcome = tuple[Status, str, "Line | None", list[str]]
+"""What a probe settles a check with: status, detail, the offending line, warnings."""
 
 
 _STDIO = "transports.mdx § stdio"
@@ -172,7 +159,14 @@ DEFAULT_SCRIPT: Final[Mapping[str, Answer]] = {"session/request_permission": _re
 @dataclasses.dataclass(frozen=True)
 class Options:
     timeout: float = 5.0
-    """Seconds to wait for any one answer (initialize includes the agent's start-up)."""
+    """Seconds to wait for any one answer, once the agent has answered `initialize`."""
+    startup_timeout: float = 30.0
+    """Seconds a fresh agent may take to start and answer `initialize` (apart from `timeout`:
+    a slow start on a loaded machine changes no verdict)."""
+    auth_method: str | None = None
+    """An advertised auth method id to `authenticate` with before any session is made."""
+    session_cwd: str | None = None
+    """The `cwd` of the sessions the checks make (default: a fresh temporary directory)."""
     prompt: str = "Hello"
     """The text of the prompt the turn checks send."""
     cancel_prompt: str | None = None
@@ -185,6 +179,8 @@ class Options:
     """Seconds the exit-on-EOF check waits for the agent to end after EOF."""
     concurrency: int = 4
     """How many agents run at once (each check drives its own)."""
+    select: Callable[[str], bool] | None = None
+    """Which checks to run, by id (`compile_selection("initialize")`); default: all."""
 
 
 def script_of(options: Options | None) -> Mapping[str, Answer]:
