@@ -17,12 +17,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from .. import types
+from ..connection import ConnectionClosed
 from ..methods import METHODS
 from .probe import PERMISSION_OPTIONS, Asked, ProbeSession
 from .scripted import as_object
 
 UNKNOWN_UPDATE: Final = "acp_probe_unknown_update"
 EXT_METHOD: Final = "_acp_probe/no_such_method"
+EXT_NOTIFICATION: Final = "_acp_probe/notice"
 READ_CONTENT: Final = "probe line 1\nprobe line 2: héllo wörld\nprobe line 3\n"
 TERMINAL_MARKER: Final = "acp-probe-terminal-output"
 
@@ -132,6 +134,8 @@ async def _updates(probe: ProbeSession, session_id: str, cwd: str, cancel: async
     probe.unknown_update = await probe.update(
         session_id, {"sessionUpdate": UNKNOWN_UPDATE, "probe": "a variant from a future schema"}
     )
+    with contextlib.suppress(ConnectionClosed):  # an extension notification: to be ignored
+        await probe.connection.notify(EXT_NOTIFICATION, {"sessionId": session_id})
 
 
 async def _permission(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event) -> None:

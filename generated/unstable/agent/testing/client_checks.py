@@ -104,7 +104,7 @@ CLIENT_CHECKS: Final[tuple[Check, ...]] = (
     ),
     Check(
         "client-notifications",
-        "notifications (every kind of session/update) never get a response",
+        "notifications (every kind of session/update, a `_` one) never get a response",
         "MUST",
         _JSONRPC,
         "The protocol follows the JSON-RPC 2.0 specification (JSON-RPC 2.0 § 4.1: The Server "

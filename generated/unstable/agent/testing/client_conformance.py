@@ -229,12 +229,15 @@ def check_client_command(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     select: Matcher | None = None,
+    stdin: bytes = b"",
 ) -> Report:
     """Run every client check against a client executable that spawns `{agent}`.
 
-    `cwd`: the client's working directory (default: ours). ValueError when
-    `argv` has no `{agent}`; OSError when the client cannot be started."""
-    return asyncio.run(_check_command(list(argv), options or ClientOptions(), cwd, env, select))
+    `cwd`: the client's working directory (default: ours). `stdin`: what the client reads on
+    its own stdin, then EOF (an interactive client's prompt lines). ValueError when `argv`
+    has no `{agent}`; OSError when the client cannot be started."""
+    run = _check_command(list(argv), options or ClientOptions(), cwd, env, select, stdin)
+    return asyncio.run(run)
 
 
 async def _check_command(
@@ -243,6 +246,7 @@ async def _check_command(
     cwd: str | None,
     env: Mapping[str, str] | None,
     select: Matcher | None,
+    stdin: bytes,
 ) -> Report:
     folder = tempfile.mkdtemp(prefix="acp-check-client-")
     channel = os.path.join(folder, "probe.sock")
@@ -267,6 +271,7 @@ async def _check_command(
             terminate_timeout=1.0,
         ) as child:
             with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+                child.stdin.write(stdin)
                 child.stdin.close()  # a client reading its own stdin gets EOF, not a hang
             drain = asyncio.ensure_future(_drain(child.stdout, stdout))
             exited = asyncio.ensure_future(child.wait())

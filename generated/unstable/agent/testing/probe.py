@@ -272,6 +272,16 @@ class ProbeSession:
         if ids:
             asked.id = ids[0]
             asked.response = self.responses.get(_key(ids[0]))
+        cancelled = None if cancel is None else self.cancel_lines.get(params.get("sessionId"))
+        if (
+            asked.cancel is None
+            and cancelled is not None
+            and cancel is not None
+            and cancel.is_set()
+        ):
+            answer = asked.response
+            if answer is None or cancelled.index < answer.index:  # the cancel came first
+                asked.cancel = cancelled
         if asked.response is None and not asked.timed_out:
             asked.closed = True
         return asked

@@ -228,8 +228,19 @@ def _notifications(probe: ProbeSession, found: Findings) -> None:
         )
 
 
+def _advertised(sessions: list[ProbeSession], capability: str) -> bool | None:
+    """Whether any connection's client advertised `capability` (None: no initialize seen)."""
+    inits = [probe for probe in sessions if probe.init is not None]
+    if not inits:
+        return None
+    return any(probe.capability(*capability.split(".")) for probe in inits)
+
+
 def results(found: Findings, sessions: list[ProbeSession], duration: float) -> list[CheckResult]:
     prompted = any(probe.prompts for probe in sessions)
+    for check in CLIENT_CHECKS:
+        if check.capability and _advertised(sessions, check.capability) is False:
+            found.skip(check.id, f"the client does not advertise {check.capability}")
     transcript = [line for probe in sessions for line in probe.transcript()][-80:]
     out: list[CheckResult] = []
     for check in CLIENT_CHECKS:
