@@ -245,7 +245,7 @@ async def _check_command(
 ) -> Report:
     folder = tempfile.mkdtemp(prefix="acp-check-client-")
     channel = os.path.join(folder, "probe.sock")
-    command = expand_agent(argv, [sys.executable, "-I", "-S", PROBE_RELAY, "--channel", channel])
+    command = expand_agent(argv, [_probe_script(folder, channel)])
     probe = _Probe(options)
     listener = await asyncio.start_unix_server(probe.on_socket, path=channel)
     stderr: list[str] = []
@@ -289,6 +289,18 @@ async def _check_command(
         await probe.close()
         shutil.rmtree(folder, ignore_errors=True)
     return probe.report(shlex.join(argv), cannot_run, stderr, select)
+
+
+def _probe_script(folder: str, channel: str) -> str:
+    """The probe agent's command as one executable path: then `{agent}` is the same whether
+    the client's command line takes it as words or as a string (`acpx --agent "{agent}"`
+    reaches us without its quotes). `-I -S`: the relay needs only the standard library."""
+    path = os.path.join(folder, "acp-probe-agent")
+    relay = [sys.executable, "-I", "-S", PROBE_RELAY, "--channel", channel]
+    with open(path, "w", encoding="utf-8") as script:
+        script.write(f"#!/bin/sh\nexec {shlex.join(relay)}\n")
+    os.chmod(path, 0o700)
+    return path
 
 
 async def _drain(stream: asyncio.StreamReader, tail: list[str]) -> None:
