@@ -59,7 +59,10 @@ def check_client_command(
     ),
     cwd: str | None = typer.Option(None, "--cwd", metavar="DIR", help="The client's working directory."),
     stdin: str = typer.Option(
-        "", "--input", metavar="TEXT", help="Written to the client's own stdin, then EOF (an interactive client's prompt)."
+        "",
+        "--input",
+        metavar="TEXT",
+        help="Written to the client's own stdin, then EOF (an interactive client's prompt).",
     ),
 ) -> None:
     """Check that an ACP client follows the protocol: `acp-codegen check-client -- acpx --agent "{agent}" exec hi`.
@@ -96,9 +99,7 @@ def check_client_command(
     extra_env = parse_env(env)
     workdir = parse_cwd(cwd)
     conformance = load_conformance(schema, unstable, "agent", MODULE)
-    options = conformance.ClientOptions(
-        timeout=timeout, startup_timeout=startup_timeout, idle=idle, max_time=max_time
-    )
+    options = conformance.ClientOptions(timeout=timeout, startup_timeout=startup_timeout, idle=idle, max_time=max_time)
     try:
         report = conformance.check_client_command(
             command,

@@ -145,7 +145,9 @@ class InProcessClient(Client):
     async def session_request_permission(
         self, params: types.RequestPermissionRequest
     ) -> types.RequestPermissionResponse:
-        return types.RequestPermissionResponse(outcome=types.SelectedPermissionOutcome(option_id=params.options[1].option_id))
+        return types.RequestPermissionResponse(
+            outcome=types.SelectedPermissionOutcome(option_id=params.options[1].option_id)
+        )
 
     async def fs_read_text_file(self, params: types.ReadTextFileRequest) -> types.ReadTextFileResponse:
         text = Path(params.path).read_text(encoding="utf-8")
@@ -173,7 +175,9 @@ class InProcessClient(Client):
 
     async def terminal_output(self, params: types.TerminalOutputRequest) -> types.TerminalOutputResponse:
         output = self.terminals[params.terminal_id].decode()
-        return types.TerminalOutputResponse(output=output, truncated=False, exit_status=types.TerminalExitStatus(exit_code=0))
+        return types.TerminalOutputResponse(
+            output=output, truncated=False, exit_status=types.TerminalExitStatus(exit_code=0)
+        )
 
     async def terminal_release(self, params: types.ReleaseTerminalRequest) -> types.ReleaseTerminalResponse:
         self.terminals.pop(params.terminal_id)

@@ -47,6 +47,7 @@ from .conformance_output import junit_xml as _junit_xml
 from .conformance_report import Report, assert_conforms
 from .memstream import memory_streams
 from .probe import Findings, ProbeSession
+from .probe_scenario import run_turn
 
 __all__ = [
     "AGENT_PLACEHOLDER",
@@ -114,7 +115,8 @@ class _Probe:
         self.start = asyncio.get_running_loop().time()
 
     def serve(self, reader: Reader, writer: Writer) -> ProbeSession:
-        session = ProbeSession(reader, writer, self.findings, self.options, len(self.sessions) + 1)
+        number = len(self.sessions) + 1
+        session = ProbeSession(reader, writer, self.findings, self.options, number, run_turn)
         self.sessions.append(session)
         self.tasks.append(asyncio.ensure_future(session.connection.run()))
         return session
@@ -157,7 +159,9 @@ class _Probe:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         await _stop_relays(self.relays)
 
-    def report(self, target: str, cannot_run: str, stderr: list[str], select: Matcher | None) -> Report:
+    def report(
+        self, target: str, cannot_run: str, stderr: list[str], select: Matcher | None
+    ) -> Report:
         loop = asyncio.get_running_loop()
         elapsed = loop.time() - self.start
         if not cannot_run and not any(s.received for s in self.sessions):

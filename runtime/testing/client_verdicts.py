@@ -119,7 +119,11 @@ def _initialize(probe: ProbeSession, found: Findings) -> None:
         return
     found.ok("client-initialize-first", f"protocolVersion {version}")
     info = as_object(params.get("clientInfo"))
-    if info is None or not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str):
+    if (
+        info is None
+        or not isinstance(info.get("name"), str)
+        or not isinstance(info.get("version"), str)
+    ):
         found.fail("client-info", "no clientInfo with a name and a version", first)
     else:
         found.ok("client-info", f"{info['name']} {info['version']}")
@@ -136,7 +140,10 @@ def _session_rules(probe: ProbeSession, found: Findings) -> None:
             continue
         if answered_init is None or line.index < answered_init:
             found.fail("client-session-order", f"{method} before initialize was answered", line)
-        elif method in ("session/prompt", "session/set_mode") and line.session_id() not in probe.sessions:
+        elif (
+            method in ("session/prompt", "session/set_mode")
+            and line.session_id() not in probe.sessions
+        ):
             found.fail("client-session-order", f"{method} for a session it was not given", line)
         else:
             found.ok("client-session-order")
@@ -144,12 +151,18 @@ def _session_rules(probe: ProbeSession, found: Findings) -> None:
             if absolute(params.get("cwd")):
                 found.ok("client-session-cwd", f"{method} cwd {params.get('cwd')}")
             else:
-                found.fail("client-session-cwd", f"{method} cwd {params.get('cwd')!r} is not absolute", line)
+                found.fail(
+                    "client-session-cwd",
+                    f"{method} cwd {params.get('cwd')!r} is not absolute",
+                    line,
+                )
             _mcp_and_roots(params, method, line, found)
         if method == "session/load":
             found.fail("client-session-load", "session/load, without loadSession advertised", line)
         if method in _GATED:
-            found.fail("client-session-gated", f"{method}, without {_GATED[method]} advertised", line)
+            found.fail(
+                "client-session-gated", f"{method}, without {_GATED[method]} advertised", line
+            )
         if method == "session/prompt":
             _prompt_content(params, line, found)
         if method == "session/set_mode":
@@ -157,7 +170,9 @@ def _session_rules(probe: ProbeSession, found: Findings) -> None:
             if mode in MODES:
                 found.ok("client-session-mode", f"mode {mode}")
             else:
-                found.fail("client-session-mode", f"mode {mode!r}, not one of {', '.join(MODES)}", line)
+                found.fail(
+                    "client-session-mode", f"mode {mode!r}, not one of {', '.join(MODES)}", line
+                )
 
 
 def _is_init_answer(probe: ProbeSession, line: Line) -> bool:
@@ -175,7 +190,11 @@ def _mcp_and_roots(params: dict[str, Any], method: str, line: Line, found: Findi
     for server in as_list(params.get("mcpServers")) or []:
         kind = (as_object(server) or {}).get("type")
         if kind in ("http", "sse"):
-            found.fail("client-session-gated", f"an {kind} MCP server, without mcpCapabilities.{kind}", line)
+            found.fail(
+                "client-session-gated",
+                f"an {kind} MCP server, without mcpCapabilities.{kind}",
+                line,
+            )
 
 
 def _prompt_content(params: dict[str, Any], line: Line, found: Findings) -> None:
@@ -201,7 +220,9 @@ def _notifications(probe: ProbeSession, found: Findings) -> None:
     if later:
         found.ok("client-unknown-update", "the client kept talking")
     elif any(asked.timed_out or asked.closed for asked in probe.asked):
-        found.fail("client-unknown-update", "the client fell silent after the unknown update", update)
+        found.fail(
+            "client-unknown-update", "the client fell silent after the unknown update", update
+        )
 
 
 def _advertised(sessions: list[ProbeSession], capability: str) -> bool | None:
@@ -224,8 +245,17 @@ def results(found: Findings, sessions: list[ProbeSession], duration: float) -> l
         if check.id in found.failures:
             detail, line = found.failures[check.id]
             offending = None if line is None else line.text()
-            out.append(CheckResult(check, "failed", detail, offending, warnings, duration,
-                                   transcript=list(transcript)))
+            out.append(
+                CheckResult(
+                    check,
+                    "failed",
+                    detail,
+                    offending,
+                    warnings,
+                    duration,
+                    transcript=list(transcript),
+                )
+            )
         elif check.id in found.passes:
             details = [d for d in found.passes[check.id] if d]
             detail = details[0] if details else ""
@@ -233,7 +263,9 @@ def results(found: Findings, sessions: list[ProbeSession], duration: float) -> l
                 detail += f" ({len(found.passes[check.id])} times)" if detail else ""
             out.append(CheckResult(check, "passed", detail, None, warnings, duration))
         elif check.id in found.skips:
-            out.append(CheckResult(check, "skipped", found.skips[check.id], None, warnings, duration))
+            out.append(
+                CheckResult(check, "skipped", found.skips[check.id], None, warnings, duration)
+            )
         else:
             why = found.unexercised.get(check.id) or NOT_EXERCISED.get(check.id)
             if why is None:

@@ -113,6 +113,10 @@ class Findings:
             found.append(warning)
 
 
+Turn = Callable[["ProbeSession", str, str, asyncio.Event], Awaitable[None]]
+"""A prompt turn: (session, session id, its cwd, set when the client cancels)."""
+
+
 class _Handler:
     """The Dispatcher's handler: the agent methods the probe answers; the rest get -32601
     (the probe advertises nothing optional)."""
@@ -158,8 +162,11 @@ class ProbeSession:
         findings: Findings,
         options: ClientOptions,
         number: int,
+        turn: Turn,
     ) -> None:
         self.findings = findings
+        self.turn = turn
+        """What a prompt turn does (`probe_scenario.run_turn`)."""
         self.options = options
         self.number = number
         self.lines: list[Line] = []
@@ -246,8 +253,11 @@ class ProbeSession:
                 if cancel is not None and asked.cancel is None:
                     watch = asyncio.ensure_future(cancel.wait())
                     waits.add(watch)
-                await asyncio.wait(waits, timeout=max(0.0, deadline - loop.time()),
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waits,
+                    timeout=max(0.0, deadline - loop.time()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 if watch is not None:
                     watch.cancel()
                 if task.done():
@@ -267,7 +277,12 @@ class ProbeSession:
             asked.id = ids[0]
             asked.response = self.responses.get(_key(ids[0]))
         cancelled = None if cancel is None else self.cancel_lines.get(params.get("sessionId"))
-        if asked.cancel is None and cancelled is not None and cancel is not None and cancel.is_set():
+        if (
+            asked.cancel is None
+            and cancelled is not None
+            and cancel is not None
+            and cancel.is_set()
+        ):
             answer = asked.response
             if answer is None or cancelled.index < answer.index:  # the cancel came first
                 asked.cancel = cancelled
@@ -294,7 +309,11 @@ class ProbeSession:
                 "protocolVersion": PROTOCOL_VERSION,
                 "agentCapabilities": {
                     "loadSession": False,
-                    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                    "promptCapabilities": {
+                        "image": False,
+                        "audio": False,
+                        "embeddedContext": False,
+                    },
                     "mcpCapabilities": {"http": False, "sse": False},
                     "sessionCapabilities": {},
                 },
@@ -309,7 +328,10 @@ class ProbeSession:
         modes = [{"id": mode, "name": mode.capitalize()} for mode in MODES]
         return typed(
             "session/new",
-            {"sessionId": session_id, "modes": {"currentModeId": MODES[0], "availableModes": modes}},
+            {
+                "sessionId": session_id,
+                "modes": {"currentModeId": MODES[0], "availableModes": modes},
+            },
         )
 
     async def session_set_mode(self, params: Any) -> Any:
@@ -318,15 +340,15 @@ class ProbeSession:
         return typed("session/set_mode", {})
 
     async def session_prompt(self, params: Any) -> Any:
-        from .probe_scenario import run_turn  # the scenario builds on this module
-
         session_id = params.session_id
         if session_id not in self.sessions:
             raise RequestError.invalid_params("unknown session", "params.sessionId")
         self.prompts += 1
         cancel = self.cancels[session_id] = asyncio.Event()
         try:
-            await run_turn(self, session_id, self.sessions[session_id], cancel)
+            await self.turn(self, session_id, self.sessions[session_id], cancel)
         finally:
             del self.cancels[session_id]
-        return typed("session/prompt", {"stopReason": "cancelled" if cancel.is_set() else "end_turn"})
+        return typed(
+            "session/prompt", {"stopReason": "cancelled" if cancel.is_set() else "end_turn"}
+        )

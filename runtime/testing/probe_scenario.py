@@ -138,7 +138,9 @@ async def _updates(probe: ProbeSession, session_id: str, cwd: str, cancel: async
         await probe.connection.notify(EXT_NOTIFICATION, {"sessionId": session_id})
 
 
-async def _permission(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event) -> None:
+async def _permission(
+    probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event
+) -> None:
     kinds = ("allow_once", "reject_once")
     params = {
         "sessionId": session_id,
@@ -171,7 +173,9 @@ def judge_permission(probe: ProbeSession, asked: Asked) -> None:
         elif outcome is not None:
             found.fail(check, f"answered {outcome!r} after session/cancel", asked.response)
         else:
-            found.fail(check, asked.why(timeout) + " (sent session/cancel meanwhile)", asked.response)
+            found.fail(
+                check, asked.why(timeout) + " (sent session/cancel meanwhile)", asked.response
+            )
         return
     if outcome is None:
         found.fail("client-permission-answered", asked.why(timeout), asked.response)
@@ -204,7 +208,9 @@ async def _fs_read(probe: ProbeSession, session_id: str, cwd: str, cancel: async
     with open(path, "w", encoding="utf-8", newline="") as file:
         file.write(READ_CONTENT)
     try:
-        whole = await probe.ask("fs/read_text_file", {"sessionId": session_id, "path": path}, cancel)
+        whole = await probe.ask(
+            "fs/read_text_file", {"sessionId": session_id, "path": path}, cancel
+        )
         part = await probe.ask(
             "fs/read_text_file", {"sessionId": session_id, "path": path, "line": 2, "limit": 1}
         )
@@ -278,7 +284,11 @@ async def _terminal(probe: ProbeSession, session_id: str, cwd: str, cancel: asyn
         if waited.result is None:
             fail(check, "terminal/wait_for_exit: " + waited.why(timeout), waited.response)
         elif exit_code != 0:
-            fail(check, f"terminal/wait_for_exit: exitCode {exit_code!r}, expected 0", waited.response)
+            fail(
+                check,
+                f"terminal/wait_for_exit: exitCode {exit_code!r}, expected 0",
+                waited.response,
+            )
         output = await probe.ask("terminal/output", ref)
         text = (as_object(output.result) or {}).get("output")
         if not isinstance(text, str):
@@ -304,9 +314,12 @@ async def _ext(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.E
         probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
 
 
-async def _unadvertised(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event) -> None:
+async def _unadvertised(
+    probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event
+) -> None:
     check = "client-unadvertised"
     missing = os.path.join(cwd, f".acp-probe-{secrets.token_hex(4)}-absent.txt")
+    params: dict[str, Any]
     if not probe.capability("fs", "readTextFile"):
         method, params = "fs/read_text_file", {"sessionId": session_id, "path": missing}
     elif not probe.capability("terminal"):

@@ -50,6 +50,7 @@ from .conformance_output import junit_xml as _junit_xml
 from .conformance_report import Report, assert_conforms
 from .memstream import memory_streams
 from .probe import Findings, ProbeSession
+from .probe_scenario import run_turn
 
 __all__ = [
     "AGENT_PLACEHOLDER",
@@ -117,7 +118,8 @@ class _Probe:
         self.start = asyncio.get_running_loop().time()
 
     def serve(self, reader: Reader, writer: Writer) -> ProbeSession:
-        session = ProbeSession(reader, writer, self.findings, self.options, len(self.sessions) + 1)
+        number = len(self.sessions) + 1
+        session = ProbeSession(reader, writer, self.findings, self.options, number, run_turn)
         self.sessions.append(session)
         self.tasks.append(asyncio.ensure_future(session.connection.run()))
         return session

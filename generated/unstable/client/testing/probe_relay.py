@@ -9,8 +9,8 @@ It connects to the checker's Unix socket (the side channel the checker owns), sa
 process it is on one first line (`{"probe": PID}`), then relays bytes both ways unchanged:
 its stdin to the socket, the socket to its stdout. The checker plays the agent (the scenario,
 the recording, the strict decoding) on the other end, so every line is seen exactly as the
-client wrote it. It exits when either side closes (the client's EOF, as an agent should), so it never
-outlives the checker.
+client wrote it. It exits when either side closes (the client's EOF, as an agent should), so
+it never outlives the checker.
 
 A standalone script on purpose: run by path, it imports nothing of its package, so it works
 whatever the client's environment and working directory. Standard library only; POSIX.

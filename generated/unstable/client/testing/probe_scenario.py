@@ -322,6 +322,7 @@ async def _unadvertised(
 ) -> None:
     check = "client-unadvertised"
     missing = os.path.join(cwd, f".acp-probe-{secrets.token_hex(4)}-absent.txt")
+    params: dict[str, Any]
     if not probe.capability("fs", "readTextFile"):
         method, params = "fs/read_text_file", {"sessionId": session_id, "path": missing}
     elif not probe.capability("terminal"):

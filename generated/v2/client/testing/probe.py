@@ -116,6 +116,10 @@ class Findings:
             found.append(warning)
 
 
+Turn = Callable[["ProbeSession", str, str, asyncio.Event], Awaitable[None]]
+"""A prompt turn: (session, session id, its cwd, set when the client cancels)."""
+
+
 class _Handler:
     """The Dispatcher's handler: the agent methods the probe answers; the rest get -32601
     (the probe advertises nothing optional)."""
@@ -161,8 +165,11 @@ class ProbeSession:
         findings: Findings,
         options: ClientOptions,
         number: int,
+        turn: Turn,
     ) -> None:
         self.findings = findings
+        self.turn = turn
+        """What a prompt turn does (`probe_scenario.run_turn`)."""
         self.options = options
         self.number = number
         self.lines: list[Line] = []
@@ -336,15 +343,13 @@ class ProbeSession:
         return typed("session/set_mode", {})
 
     async def session_prompt(self, params: Any) -> Any:
-        from .probe_scenario import run_turn  # the scenario builds on this module
-
         session_id = params.session_id
         if session_id not in self.sessions:
             raise RequestError.invalid_params("unknown session", "params.sessionId")
         self.prompts += 1
         cancel = self.cancels[session_id] = asyncio.Event()
         try:
-            await run_turn(self, session_id, self.sessions[session_id], cancel)
+            await self.turn(self, session_id, self.sessions[session_id], cancel)
         finally:
             del self.cancels[session_id]
         return typed(
