@@ -40,6 +40,7 @@ FAULTS = {
     "bad-option": "client-permission-option",
     "non-json": "client-stdio-framing",
     "pending-after-cancel": "client-cancel-permission",
+    "fs-not-served": "client-fs-read",  # advertised, answered -32601
 }
 RUNS = {
     "echo": ([sys.executable, str(ROOT / "examples" / "echo_client.py"), "{agent}"], b""),

@@ -193,6 +193,29 @@ def judge_permission(probe: ProbeSession, asked: Asked) -> None:
             found.fail("client-permission-option", detail, asked.response)
 
 
+def refused(probe: ProbeSession, check_id: str, asked: Asked, capability: str) -> bool:
+    """An error answer to a request the client's capabilities allow. -32601 (method not
+    found) contradicts the capability: a failure. Any other error is the client declining
+    this once (a permission policy, the user): the rule about doing it is not exercised."""
+    if asked.error is None:
+        return False
+    code = asked.error.get("code")
+    if code == -32601:
+        detail = (
+            f"{asked.method} answered -32601 (method not found), yet it advertises {capability}"
+        )
+        probe.findings.fail(check_id, detail, asked.response)
+    else:
+        why = f"the client declined {asked.method}: {asked.why(probe.options.timeout)}"
+        probe.findings.not_exercised(check_id, f"{why} {_brief(asked.error.get('data'))}".rstrip())
+    return True
+
+
+def _brief(data: Any) -> str:
+    text = "" if data is None else str(data)
+    return text if len(text) <= 160 else text[:160] + "..."
+
+
 def _usable_cwd(probe: ProbeSession, check_id: str, cwd: str) -> bool:
     if os.path.isabs(cwd) and os.path.isdir(cwd):
         return True
@@ -223,6 +246,8 @@ async def _fs_read(probe: ProbeSession, session_id: str, cwd: str, cancel: async
     second = READ_CONTENT.splitlines(keepends=True)[1]
     for asked, want in ((whole, READ_CONTENT), (part, second)):
         content = (as_object(asked.result) or {}).get("content")
+        if refused(probe, check, asked, "fs.readTextFile"):
+            continue
         if content is None:
             probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
         elif content != want and content != want.rstrip("\n"):
@@ -252,7 +277,9 @@ async def _fs_write(probe: ProbeSession, session_id: str, cwd: str, cancel: asyn
     finally:
         with contextlib.suppress(OSError):
             os.remove(path)
-    if asked.response is None or asked.error is not None:
+    if refused(probe, check, asked, "fs.writeTextFile"):
+        return
+    if asked.response is None:
         probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
     elif on_disk != content:
         detail = "the file was not created" if on_disk is None else f"the file holds {on_disk!r}"
@@ -277,6 +304,8 @@ async def _terminal(probe: ProbeSession, session_id: str, cwd: str, cancel: asyn
         params["cwd"] = cwd
     created = await probe.ask("terminal/create", params, cancel)
     terminal_id = (as_object(created.result) or {}).get("terminalId")
+    if refused(probe, check, created, "terminal"):
+        return
     if not isinstance(terminal_id, str):
         fail(check, "terminal/create: " + created.why(timeout), created.response)
         return
