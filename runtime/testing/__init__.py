@@ -8,7 +8,10 @@ client imports, never what the agent or client itself needs.
 - `in_process`, `over_stdio`, `agent_process` (`runners`): a fresh agent under test, in this
   event loop or as a process;
 - the conformance kit (`conformance` and its `conformance_*` parts): `check_agent`,
-  `check_command`, `assert_conforms`, `Report`, `Options`.
+  `check_command`, `assert_conforms`, `Report`, `Options`;
+- the client checks (`client_conformance` and its parts: `client_checks`, `client_verdicts`,
+  the probe agent in `probe`, `probe_scenario`, `probe_relay`): `check_client`,
+  `check_client_command`, `assert_client_conforms`, `ClientOptions`, `CLIENT_CHECKS`.
 
 Every public name is importable from here::
 
@@ -19,6 +22,13 @@ Standard library only.
 
 from __future__ import annotations
 
+from .client_checks import CLIENT_CHECKS, ClientOptions
+from .client_conformance import (
+    assert_client_conforms,
+    check_client,
+    check_client_async,
+    check_client_command,
+)
 from .conformance import (
     CHECKS,
     CHECKS_BY_ID,
@@ -44,6 +54,12 @@ from .runners import AgentRun, Opener, Serve, agent_process, in_process, over_st
 from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
 
 __all__ = [
+    "CLIENT_CHECKS",
+    "ClientOptions",
+    "assert_client_conforms",
+    "check_client",
+    "check_client_async",
+    "check_client_command",
     "CHECKS",
     "CHECKS_BY_ID",
     "DEFAULT_SCRIPT",
