@@ -10,11 +10,13 @@ checks agents; the agent-role package checks clients), build its options, run, t
 
 from __future__ import annotations
 
+import compileall
 import dataclasses
 import hashlib
 import importlib
 import logging
 import os
+import py_compile
 import shutil
 import sys
 import tempfile
@@ -59,12 +61,13 @@ def bindings_key(schema: str | None, unstable: bool, role: Role = "client") -> s
 
 
 def _write_package(root: Path, package: str, schema: str | None, unstable: bool, role: Role) -> None:
-    """Generate the bindings into root/package, atomically (a rename at the end)."""
-    from .generate import Target, generate_files  # imported here: `--version` does not need the pipeline
-
+    """Generate the bindings into root/package, atomically (a rename at the end), with their
+    bytecode (written even under PYTHONDONTWRITEBYTECODE: each check run imports them)."""
     target = root / package
     if (target / "__init__.py").is_file():
         return
+    from .generate import Target, generate_files  # imported here: a cached package does not need it
+
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
     try:
@@ -74,6 +77,7 @@ def _write_package(root: Path, package: str, schema: str | None, unstable: bool,
             path = out / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+        compileall.compile_dir(out, quiet=2, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
         try:
             os.replace(out, target)
         except OSError:

@@ -1,6 +1,8 @@
-"""The conformance harness: what every probe builds on. Fresh agents from the opener, bounded
-calls, the initialize/session/new set-up, settling a check's outcome (others may wait on it),
-and the exceptions a probe stops with. (`conformance` is the public façade.)"""
+"""The conformance harness: what every probe builds on. Fresh agents from the opener (each
+probe sets up what it needs itself: initialize, authenticate, its own session), bounded calls
+(a start-up timeout apart from the per-answer one), the settle window that tells a late
+conversation entry from a state update, settling a check's outcome, and the exceptions a
+probe stops with. (`conformance` is the public façade.)"""
 
 from __future__ import annotations
 
@@ -14,9 +16,24 @@ from typing import Any, Final
 from ..methods import PROTOCOL_VERSION
 from .conformance_checks import CHECKS, Options, Outcome, script_of
 from .conformance_messages import well_formed_error
-from .runners import AgentRun, Line, Opener, Reply, as_object
+from .runners import AgentRun, Line, Opener, Reply, as_list, as_object
 
 AUTH_REQUIRED: Final = -32000
+
+CONVERSATION_UPDATES: Final = frozenset(
+    {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+    }
+)
+"""The session/update kinds that are conversation entries (replayed by session/load, sent by a
+turn before its answer). The others (available_commands_update, current_mode_update,
+config_option_update, session_info_update, usage_update) are session state, which an agent
+may send at any time: after a session/load or session/prompt answer, they fail nothing."""
 
 # The checks the running probe settles (a probe's agents are attributed to them).
 _checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
@@ -25,7 +42,12 @@ _checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 
 
 class NotTestable(Exception):
-    """The check cannot be run (its set-up failed, or a check it builds on did not pass)."""
+    """The check cannot be run; `blocked` says by what, and the fix, for the summary."""
+
+    def __init__(self, detail: str, blocked: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.blocked = blocked
 
 
 class Skip(Exception):
@@ -48,19 +70,43 @@ def error_text(reply: Reply) -> str:
     return reply.describe()
 
 
+def update_kind(line: Line) -> Any:
+    """The `sessionUpdate` of a session/update line (None for anything else)."""
+    params = as_object(line.get("params")) or {}
+    return (as_object(params.get("update")) or {}).get("sessionUpdate")
+
+
+def is_conversation(line: Line, session_id: Any) -> bool:
+    return (
+        line.method == "session/update"
+        and line.session_id() == session_id
+        and update_kind(line) in CONVERSATION_UPDATES
+    )
+
+
 class Harness:
     """One conformance run: its agents (every line they sent stays in `runs`) and, per check,
     the future its outcome settles."""
 
-    def __init__(self, opener: Opener, options: Options, cwd: str) -> None:
+    def __init__(self, opener: Opener, options: Options, cwd: str, files: str = "") -> None:
         self.opener = opener
         self.options = options
         self.cwd = cwd
+        self.files = files or cwd  # the kit's own directory (files the prompts name)
+        self.scheduled: set[str] = set()  # the checks whose probes run
         self.script = script_of(options)
         self.runs: list[AgentRun] = []
-        self.eof_run: AgentRun | None = None  # the initialize check's run, which waits for EOF
+        self.raw_runs: list[AgentRun] = []  # runs fed malformed input on purpose
+        self.eof_runs: list[tuple[str, AgentRun]] = []  # runs that wait for an exit after EOF
+        self.turns = 0  # prompt turns that ended with a result, in all runs
+        self.cannot_run = ""  # set when the agent cannot be checked at all (exit 2)
+        self.gate_blocked = ""  # set when no check can run: initialize fails
+        self.accepted_version = PROTOCOL_VERSION  # what the agent answered to initialize
+        self.init_answer: dict[str, Any] = {}  # the gate's initialize result (capabilities)
         self.limit = asyncio.Semaphore(max(1, options.concurrency))
+        self.started_up = asyncio.get_running_loop().create_future()  # the first initialize
         self.done: dict[str, asyncio.Future[Outcome]] = {}
+        self.blocked: dict[str, str] = {}
         self.check_runs: dict[str, list[AgentRun]] = {check.id: [] for check in CHECKS}
         self.started: dict[str, float] = {}
         self.finished: dict[str, float] = {}
@@ -69,7 +115,21 @@ class Harness:
 
     # -- plumbing --------------------------------------------------------------------
     @asynccontextmanager
-    async def agent(self, eof_wait: float = 0.2) -> AsyncGenerator[AgentRun, None]:
+    async def agent(
+        self, eof_wait: float = 0.2, gate: bool = True
+    ) -> AsyncGenerator[AgentRun, None]:
+        """A fresh agent for the running probe. Unless `gate` is off (the initialize check
+        itself), it waits until one agent has answered initialize: an agent that cannot start
+        is started once, not once per check."""
+        if gate:
+            await asyncio.shield(self.started_up)
+            if self.gate_blocked:
+                detail = (
+                    f"the agent cannot be checked: {self.cannot_run}"
+                    if self.cannot_run
+                    else "initialize did not pass"
+                )
+                raise NotTestable(detail, self.gate_blocked)
         async with self.limit:
             for check_id in _checks.get():
                 self.started.setdefault(check_id, time.monotonic())
@@ -78,6 +138,15 @@ class Harness:
                 for check_id in _checks.get():
                     self.check_runs[check_id].append(run)
                 yield run
+
+    def open_gate(self, cannot_run: str = "", blocked: str = "") -> None:
+        """Let the probes waiting for the first initialize answer go on (blocked, if it failed)."""
+        if not self.started_up.done():
+            self.cannot_run = cannot_run
+            self.gate_blocked = blocked or (
+                "blocked: the agent cannot be checked" if cannot_run else ""
+            )
+            self.started_up.set_result(None)
 
     def initialize_params(self, version: int) -> dict[str, Any]:
         script = self.script
@@ -100,32 +169,70 @@ class Harness:
     async def call(self, run: AgentRun, method: str, params: Any, timeout: float = 0.0) -> Reply:
         return await run.client.call(method, params, timeout or self.options.timeout)
 
-    async def setup(self, run: AgentRun, session: bool = True) -> tuple[dict[str, Any], str]:
-        """initialize (and session/new) at the start of a run; NotTestable if they fail."""
+    async def initialized(self, run: AgentRun, version: int = PROTOCOL_VERSION) -> Reply:
+        """initialize (within the start-up timeout); NotTestable if it fails."""
         reply = await self.call(
-            run,
-            "initialize",
-            self.initialize_params(PROTOCOL_VERSION),
-            self.options.startup_timeout,
+            run, "initialize", self.initialize_params(version), self.options.startup_timeout
         )
-        init = as_object(reply.result)
-        if not reply.ok or init is None:
-            raise NotTestable(f"initialize failed: {self.why(run, reply)}")
+        if not reply.ok or as_object(reply.result) is None:
+            raise NotTestable(f"initialize failed: {self.why(run, reply)}", "blocked by initialize")
+        return reply
+
+    async def setup(
+        self, run: AgentRun, session: bool = True, **extra: Any
+    ) -> tuple[dict[str, Any], str]:
+        """initialize, authenticate (with --auth-method), and session/new (with `extra`
+        params) at the start of a run; NotTestable if they fail, saying what blocks them."""
+        init: dict[str, Any] = as_object((await self.initialized(run)).result) or {}
+        method = self.options.auth_method
+        if method is not None:
+            reply = await self.call(run, "authenticate", {"methodId": method})
+            if not reply.ok:
+                raise NotTestable(
+                    f"authenticate {method!r} failed: {self.why(run, reply)}",
+                    f"blocked by authentication: authenticate {method!r} fails "
+                    "(give the agent its credentials with --env KEY=VALUE)",
+                )
         if not session:
             return init, ""
-        new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+        session_id, _ = await self.open_session(run, init, **extra)
+        return init, session_id
+
+    async def open_session(
+        self, run: AgentRun, init: dict[str, Any], **extra: Any
+    ) -> tuple[str, Reply]:
+        """session/new (with `extra` params): its id and answer; NotTestable if it fails."""
+        params = self.new_params(**extra)
+        # The first session of an agent may start its machinery: the start-up timeout too.
+        new = await self.call(run, "session/new", params, self.options.startup_timeout)
         session_id = new.get("sessionId")
         if not new.ok or not isinstance(session_id, str):
             if new.error_code == AUTH_REQUIRED:
-                raise NotTestable(f"session/new needs authentication ({error_text(new)})")
-            raise NotTestable(f"session/new failed: {self.why(run, new)}")
-        return init, session_id
+                raise NotTestable(
+                    f"session/new needs authentication ({error_text(new)})", self.auth_hint(init)
+                )
+            raise NotTestable(f"session/new failed: {self.why(run, new)}", "blocked by session/new")
+        return session_id, new
+
+    def new_params(self, **extra: Any) -> dict[str, Any]:
+        """session/new params: the run's cwd, no MCP servers, and `extra`."""
+        params: dict[str, Any] = {"cwd": self.cwd, "mcpServers": []}
+        params.update(extra)
+        return params
+
+    def auth_hint(self, init: dict[str, Any]) -> str:
+        methods = [as_object(m) or {} for m in as_list(init.get("authMethods")) or []]
+        ids = ", ".join(str(m.get("id")) for m in methods) or "none advertised"
+        return (
+            "blocked by authentication: pass `--auth-method ID` and the agent's env "
+            f"(--env KEY=VALUE; advertised methods: {ids})"
+        )
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
             wait = (
                 self.options.startup_timeout
-                if reply.method == "initialize"
+                if reply.method in ("initialize", "session/new")
                 else self.options.timeout
             )
             return f"no answer within {wait:g} s"
@@ -134,17 +241,21 @@ class Harness:
             return "the agent closed the connection" + (f" (stderr: {tail[-300:]})" if tail else "")
         return error_text(reply)
 
-    async def settle(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
-        """A session/update for `session_id` sent after `after` (within the settle time)."""
+    async def late_conversation(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
+        """A conversation entry for `session_id` sent after `after`, within the settle time
+        (state updates, which may come at any time, do not count)."""
 
         def late(line: Line) -> bool:
-            return (
-                line.index > after.index
-                and line.method == "session/update"
-                and line.session_id() == session_id
-            )
+            return line.index > after.index and is_conversation(line, session_id)
 
         return await run.client.wait_for(late, self.options.settle)
+
+    # -- settling ----------------------------------------------------------------------
+    async def outcome_of(self, check_id: str) -> Outcome | None:
+        """Another check's outcome, once settled; None if it does not run in this report."""
+        if check_id not in self.scheduled:
+            return None
+        return await asyncio.shield(self.done[check_id])
 
     async def run_check(self, check_id: str, probe: Callable[[], Awaitable[Outcome]]) -> None:
         async def single() -> tuple[Outcome, ...]:
@@ -164,39 +275,65 @@ class Harness:
         except Skip as exc:
             shared = ("skipped", str(exc), None, [])
         except NotTestable as exc:
-            shared = ("not testable", str(exc), None, [])
+            shared = ("not testable", exc.detail, None, [])
+            for check_id in check_ids:
+                self.blocked[check_id] = exc.blocked
         except Fail as exc:
             shared = ("failed", exc.detail, exc.offending, [])
         except OSError as exc:  # the agent could not even be started
-            shared = ("failed", f"cannot start the agent: {exc}", None, [])
+            shared = ("not testable", f"cannot start the agent: {exc}", None, [])
         except Exception as exc:  # noqa: BLE001 - a bug here must not hang the checks waiting
             shared = ("not testable", f"the check stopped: {type(exc).__name__}: {exc}", None, [])
         if shared is not None:
             outcomes = (shared,) * len(check_ids)
         for check_id, outcome in zip(check_ids, outcomes, strict=True):
             self.finished[check_id] = time.monotonic()
-            self.done[check_id].set_result(outcome)
+            if not self.done[check_id].done():
+                self.done[check_id].set_result(outcome)
 
-    async def needs(self, check_id: str) -> Outcome:
-        """Wait for another check; NotTestable if it did not pass (what this one builds on)."""
-        outcome = await self.done[check_id]
-        if outcome[0] != "passed":
-            raise NotTestable(f"{check_id} did not pass")
-        return outcome
-
-    async def prompt(self, run: AgentRun, session_id: str, text: str) -> Reply:
-        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-        return await self.call(run, "session/prompt", params)
-
-    def prompt_failed(self, run: AgentRun, reply: Reply) -> Outcome | None:
-        """The outcome when a prompt did not end with a result."""
+    # -- prompts -----------------------------------------------------------------------
+    async def prompt(
+        self,
+        run: AgentRun,
+        session_id: str,
+        text: str,
+        extra: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Reply:
+        params: dict[str, Any] = {
+            "sessionId": session_id,
+            "prompt": [{"type": "text", "text": text}, *(extra or [])],
+        }
+        if meta is not None:
+            params["_meta"] = meta
+        reply = await self.call(run, "session/prompt", params)
         if reply.ok:
-            return None
+            self.turns += 1
+        return reply
+
+    def prompt_failed(self, run: AgentRun, reply: Reply) -> None:
+        """Stop the probe when a prompt did not end with a result: Fail for a broken answer,
+        NotTestable (saying what blocks it) for a refusal or a timeout."""
+        if reply.ok:
+            return
         if reply.timed_out:
-            reason = f"no answer within {self.options.timeout:g} s (a slow model? raise --timeout)"
-            return ("not testable", reason, None, [])
+            wait = self.options.timeout
+            raise NotTestable(
+                f"no answer to the prompt within {wait:g} s",
+                "blocked: prompts get no answer in time (a slow model? raise --timeout)",
+            )
         if reply.response is None:
-            return ("failed", self.why(run, reply), None, [])
+            raise Fail(self.why(run, reply))
         if not well_formed_error(reply.error):
-            return ("failed", "the error response is not a JSON-RPC error", reply.response, [])
-        return ("not testable", f"the prompt failed: {error_text(reply)}", None, [])
+            raise Fail("the error response is not a JSON-RPC error", reply.response)
+        if reply.error_code == AUTH_REQUIRED:
+            raise NotTestable(
+                f"the prompt failed: {error_text(reply)}",
+                "blocked by authentication: prompts are refused (-32000): pass `--auth-method ID` "
+                "and the agent's env (--env KEY=VALUE)",
+            )
+        raise NotTestable(
+            f"the prompt failed: {error_text(reply)}",
+            "blocked: prompts fail (no credentials or model? give the agent its env with "
+            "--env KEY=VALUE, or --auth-method ID)",
+        )

@@ -1,34 +1,67 @@
-"""The conformance probes: each drives a fresh agent with a `ScriptedClient` and settles the
-checks it covers. (`conformance` is the public façade; `conformance_harness` holds what every
-probe builds on, `conformance_messages` the message-level checks.)"""
+"""The conformance probes of the connection itself: initialize (with what its answer says about
+the agent), version negotiation, session/new, authentication, JSON-RPC ids, unknown methods
+and notifications, invalid params, and the informational probes. Each drives a fresh agent
+and settles the checks it covers. (`conformance` is the public façade; `conformance_harness`
+holds what every probe builds on.)"""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import Any, Final
 
 from .. import types
 from ..dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
 from ..methods import METHODS, PROTOCOL_VERSION
 from .conformance_checks import UNSUPPORTED_VERSION, Outcome
 from .conformance_harness import AUTH_REQUIRED, Fail, Harness, NotTestable, Skip, error_text
-from .runners import AgentRun, Reply, as_list, as_object
+from .runners import AgentRun, Line, as_list, as_object
+
+PASSED: Final[Outcome] = ("passed", "", None, [])
+STRING_ID: Final = "acp-conformance/id 1"
+BIG_ID: Final = 2**52 + 1  # an integer id no connection counter reaches, exact in a double
+MALFORMED_LINE: Final = b'{"jsonrpc": "2.0", "id": 7, "method": "session/new", "params": {'
 
 
-class Runner(Harness):
-    """The probes, one method per check (one for the two mode checks)."""
+def passed(detail: str = "", warnings: list[str] | None = None) -> Outcome:
+    return ("passed", detail, None, warnings or [])
 
-    async def initialize(self) -> Outcome:
-        async with self.agent(self.options.eof_timeout) as run:
-            self.eof_run = run
-            reply = await self.call(
-                run,
-                "initialize",
-                self.initialize_params(PROTOCOL_VERSION),
-                self.options.startup_timeout,
-            )
+
+class CoreProbes(Harness):
+    """The probes of the connection; one method per probe."""
+
+    async def initialize(self) -> tuple[Outcome, Outcome, Outcome, Outcome]:
+        """initialize, agent-info, auth-methods-unique, auth-no-terminal, from one answer. The
+        gate: the other probes start their agents once this one has its answer."""
+        try:
+            return await self._initialize()
+        finally:
+            self.open_gate()  # however it ended (if not open yet: a bug, but nothing hangs)
+
+    async def _initialize(self) -> tuple[Outcome, Outcome, Outcome, Outcome]:
+        cannot_run = ""
+        try:
+            async with self.agent(self.options.eof_timeout, gate=False) as run:
+                self.eof_runs.append(("after initialize", run))
+                reply = await self.call(
+                    run,
+                    "initialize",
+                    self.initialize_params(PROTOCOL_VERSION),
+                    self.options.startup_timeout,
+                )
+                if reply.ok:
+                    version = reply.get("protocolVersion")
+                    if isinstance(version, int) and not isinstance(version, bool):
+                        self.accepted_version = version
+                    self.init_answer = as_object(reply.result) or {}
+                    self.open_gate()
+        except OSError as exc:
+            self.open_gate(f"cannot start it: {exc}")
+            raise Fail(f"cannot start the agent: {exc}") from None
         if not reply.ok:
-            raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
+            why = self.why(run, reply)
+            if reply.closed:
+                cannot_run = "it exited before answering initialize" + _stderr_tail(run)
+            self.open_gate(cannot_run, f"blocked by initialize: {why}")
+            raise Fail(f"initialize failed: {why}", reply.response)
         result = reply.result
         # Through METHODS, not types.InitializeResponse: the package stays type-correct for a
         # schema without `initialize` (the check is then not testable).
@@ -38,30 +71,61 @@ class Runner(Harness):
         try:
             decoded: Any = spec.decode_result(result, None)
         except types.DecodeError as exc:
-            detail = f"the response does not fit InitializeResponse: {exc}"
-            raise Fail(detail, reply.response) from None
-        warnings: list[str] = []
-        if decoded.protocol_version != PROTOCOL_VERSION:
-            warnings.append(
-                f"asked for version {PROTOCOL_VERSION}, the agent chose "
-                f"{decoded.protocol_version}: the other checks assume {PROTOCOL_VERSION}"
+            raise Fail(
+                f"the response does not fit InitializeResponse: {exc}", reply.response
+            ) from None
+        version = decoded.protocol_version
+        main: Outcome = passed(f"protocolVersion {version}")
+        if version > PROTOCOL_VERSION:
+            main = (
+                "failed",
+                f"asked for version {PROTOCOL_VERSION}, answered {version}",
+                reply.response,
+                [],
             )
-        if "agentInfo" not in (as_object(result) or {}):
-            warnings.append(
-                "no agentInfo (SHOULD, initialization.mdx § Implementation Information)"
+        elif version != PROTOCOL_VERSION:
+            main = passed(
+                f"protocolVersion {version}",
+                [f"the agent chose {version}: the checks assume {PROTOCOL_VERSION}"],
             )
-        return ("passed", f"protocolVersion {decoded.protocol_version}", None, warnings)
+        answer = as_object(result) or {}
+        return (
+            main,
+            self._agent_info(answer, reply.response),
+            *self._auth_methods(answer, reply.response),
+        )
+
+    def _agent_info(self, answer: dict[str, Any], line: Line | None) -> Outcome:
+        info = as_object(answer.get("agentInfo"))
+        if info is None:
+            return ("failed", "no agentInfo in the initialize answer", line, [])
+        missing = [key for key in ("name", "version") if not isinstance(info.get(key), str)]
+        if missing:
+            return ("failed", f"agentInfo has no {' or '.join(missing)}", line, [])
+        return passed(f"{info['name']} {info['version']}")
+
+    def _auth_methods(self, answer: dict[str, Any], line: Line | None) -> tuple[Outcome, Outcome]:
+        methods = [as_object(m) or {} for m in as_list(answer.get("authMethods")) or []]
+        ids = [m.get("id") for m in methods]
+        duplicates = sorted({str(i) for i in ids if ids.count(i) > 1})
+        unique: Outcome = (
+            passed(f"{len(ids)} methods")
+            if not duplicates
+            else ("failed", f"duplicate ids {duplicates}", line, [])
+        )
+        terminal = [m.get("id") for m in methods if m.get("type") == "terminal"]
+        if terminal:
+            detail = (
+                f"terminal auth methods {terminal} advertised to a client without auth.terminal"
+            )
+            return unique, ("failed", detail, line, [])
+        return unique, PASSED
 
     async def initialize_version(self) -> Outcome:
-        await self.needs("initialize")
-        accepted = self.accepted_version
         async with self.agent() as run:
-            reply = await self.call(
-                run,
-                "initialize",
-                self.initialize_params(UNSUPPORTED_VERSION),
-                self.options.startup_timeout,
-            )
+            params = self.initialize_params(UNSUPPORTED_VERSION)
+            reply = await self.call(run, "initialize", params, self.options.startup_timeout)
+        accepted = self.accepted_version
         if not reply.ok:
             raise Fail(f"initialize failed: {self.why(run, reply)}", reply.response)
         answered = reply.get("protocolVersion")
@@ -79,177 +143,124 @@ class Runner(Harness):
                 "version cannot be lower",
                 reply.response,
             )
-        return ("passed", f"answered {answered}", None, [])
+        return passed(f"answered {answered}")
 
-    @property
-    def accepted_version(self) -> int:
-        run = self.eof_run
-        for line in [] if run is None else run.client.received:
-            result = as_object(line.get("result"))
-            if line.is_response and result is not None:
-                version = result.get("protocolVersion")
-                if isinstance(version, int):
-                    return version
-        return PROTOCOL_VERSION
-
-    async def session_new(self) -> Outcome:
-        await self.needs("initialize")
-        async with self.agent() as run:
-            await self.setup(run, session=False)
-            first = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-            second = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+    async def session_new(self) -> tuple[Outcome, Outcome]:
+        """session-new (two calls, two ids) and auth-not-required. The agent is left with live
+        sessions: exit-on-eof sees whether it exits on EOF then."""
+        async with self.agent(self.options.eof_timeout) as run:
+            self.eof_runs.append(("with a live session", run))
+            init, _ = await self.setup(run, session=False)
+            advertised = bool(as_list(init.get("authMethods")))
+            params = self.new_params()
+            first = await self.call(run, "session/new", params, self.options.startup_timeout)
+            second = await self.call(run, "session/new", params) if first.ok else first
+        if first.error_code == AUTH_REQUIRED:
+            if not advertised:
+                detail = (
+                    f"session/new answered {error_text(first)}, but no auth method is advertised"
+                )
+                return ("not testable", "session/new needs authentication", None, []), (
+                    "failed",
+                    detail,
+                    first.response,
+                    [],
+                )
+            raise NotTestable(
+                f"session/new needs authentication ({error_text(first)})", self.auth_hint(init)
+            )
+        auth: Outcome = (
+            ("skipped", "auth methods are advertised", None, []) if advertised else PASSED
+        )
         ids: list[str] = []
         for reply in (first, second):
             if not reply.ok:
-                if reply.error_code == AUTH_REQUIRED:
-                    raise NotTestable(f"session/new needs authentication ({error_text(reply)})")
-                raise Fail(f"session/new failed: {self.why(run, reply)}", reply.response)
+                return (
+                    ("failed", f"session/new failed: {self.why(run, reply)}", reply.response, []),
+                    auth,
+                )
             session_id = reply.get("sessionId")
             if not isinstance(session_id, str) or not session_id:
-                raise Fail("no sessionId in the response", reply.response)
+                return (("failed", "no sessionId in the response", reply.response, []), auth)
             ids.append(session_id)
         if ids[0] == ids[1]:
-            raise Fail(f"two session/new calls answered the same id {ids[0]!r}", second.response)
-        return ("passed", "", None, [])
-
-    async def modes(self) -> tuple[Outcome, Outcome]:
-        """session-modes and session-modes-unknown, from one run."""
-        await self.needs("session-new")
-        async with self.agent() as run:
-            await self.setup(run, session=False)
-            new = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
-            if not new.ok:
-                raise NotTestable(f"session/new failed: {self.why(run, new)}")
-            session_id = new.get("sessionId")
-            modes = new.get("modes")
-            if not modes:
-                raise Skip("the agent advertises no modes")
-            main = await self._check_modes(run, session_id, modes, new)
-            unknown = await self.call(
-                run,
-                "session/set_mode",
-                {"sessionId": session_id, "modeId": "acp-conformance-no-such-mode"},
-            )
-        if unknown.ok:
-            detail = "switching to a mode that was not advertised succeeded"
-            return main, ("failed", detail, unknown.response, [])
-        if unknown.response is None:
-            return main, ("failed", self.why(run, unknown), None, [])
-        return main, ("passed", error_text(unknown), None, [])
-
-    async def _check_modes(self, run: AgentRun, session_id: Any, modes: Any, new: Reply) -> Outcome:
-        state = as_object(modes)
-        available: Any = None if state is None else state.get("availableModes")
-        if state is None or not isinstance(available, list):
-            return ("failed", "modes has no availableModes list", new.response, [])
-        listed = [as_object(mode) for mode in as_list(available) or []]
-        ids: list[Any] = [mode.get("id") for mode in listed if mode is not None]
-        current = state.get("currentModeId")
-        if current not in ids:
-            return ("failed", f"currentModeId {current!r} is not one of {ids}", new.response, [])
-        target = next((mode for mode in ids if mode != current), current)
-        reply = await self.call(
-            run, "session/set_mode", {"sessionId": session_id, "modeId": target}
-        )
-        if not reply.ok:
-            detail = (
-                f"session/set_mode to advertised mode {target!r} failed: {self.why(run, reply)}"
-            )
-            return ("failed", detail, reply.response, [])
-        return ("passed", f"{len(ids)} modes, switched to {target!r}", None, [])
-
-    async def prompt_turn(self) -> Outcome:
-        await self.needs("session-new")
-        async with self.agent() as run:
-            _, session_id = await self.setup(run)
-            reply = await self.prompt(run, session_id, self.options.prompt)
-            failed = self.prompt_failed(run, reply)
-            if failed is not None:
-                return failed
-            assert reply.response is not None
-            stop = reply.get("stopReason")
-            if not isinstance(stop, str):
-                raise Fail("the response has no stopReason", reply.response)
-            late = await self.settle(run, reply.response, session_id)
-        if late is not None:
-            raise Fail("a session/update of the turn came after the session/prompt response", late)
-        return ("passed", f"stopReason {stop}", None, [])
-
-    async def cancel(self) -> Outcome:
-        await self.needs("prompt-turn")
-        async with self.agent() as run:
-            _, session_id = await self.setup(run)
-            text = self.options.cancel_prompt or self.options.prompt
-            mark = len(run.client.lines)
-            pending = asyncio.ensure_future(self.prompt(run, session_id, text))
-            # Cancel mid-turn: once the turn shows signs of life (an update, a request, the
-            # answer), or after a short while.
-            await run.client.wait_for(lambda line: line.index > mark, 0.2)
-            ended_before = pending.done()
-            if not ended_before:
-                await run.client.notify("session/cancel", {"sessionId": session_id})
-            reply = await pending
-            failed = self.prompt_failed(run, reply)
-            if failed is not None:
-                if failed[0] == "not testable" and reply.response is not None and not ended_before:
-                    return (
-                        "failed",
-                        f"the cancelled prompt answered {error_text(reply)}, "
-                        "not stopReason cancelled",
-                        reply.response,
-                        [],
-                    )
-                return failed
-            assert reply.response is not None
-            stop = reply.get("stopReason")
-            late = await self.settle(run, reply.response, session_id)
-        if late is not None:
-            raise Fail("a session/update came after the cancelled turn's response", late)
-        if ended_before:
-            return ("passed", f"the turn had already ended ({stop}) before the cancel", None, [])
-        if stop != "cancelled":
             return (
-                "passed",
-                f"stopReason {stop!r}",
-                None,
-                [
-                    f"the turn ended with {stop!r} after the cancel was sent: it had ended before "
-                    "the agent read it, or the agent ignored it (use a longer --cancel-prompt)"
-                ],
+                (
+                    "failed",
+                    f"two session/new calls answered the same id {ids[0]!r}",
+                    second.response,
+                    [],
+                ),
+                auth,
             )
-        return ("passed", "stopReason cancelled", None, [])
+        return PASSED, auth
 
-    async def session_load(self) -> Outcome:
-        await self.needs("session-new")
+    async def authenticate(self) -> Outcome:
+        method = self.options.auth_method
+        if method is None:
+            raise Skip("no --auth-method given")
         async with self.agent() as run:
-            init, session_id = await self.setup(run)
-            capabilities = as_object(init.get("agentCapabilities"))
-            if capabilities is None or capabilities.get("loadSession") is not True:
-                return ("skipped", "loadSession is not advertised", None, [])
-            turn = await self.prompt(run, session_id, self.options.prompt)
-            before = len(run.client.lines)
-            reply = await self.call(
-                run, "session/load", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
+            init = as_object((await self.initialized(run)).result) or {}
+            ids = [(as_object(m) or {}).get("id") for m in as_list(init.get("authMethods")) or []]
+            if method not in ids:
+                raise NotTestable(
+                    f"auth method {method!r} is not advertised (advertised: {ids})",
+                    "blocked: --auth-method names no advertised method",
+                )
+            reply = await self.call(run, "authenticate", {"methodId": method})
+            if not reply.ok:
+                raise NotTestable(
+                    f"authenticate failed: {self.why(run, reply)}",
+                    "blocked by authentication: authenticate fails (credentials? --env KEY=VALUE)",
+                )
+            if as_object(reply.result) is None and reply.result is not None:
+                raise Fail("the authenticate result is not an object", reply.response)
+            new = await self.call(
+                run,
+                "session/new",
+                self.new_params(),
+                self.options.startup_timeout,
             )
-            if not reply.ok or reply.response is None:
-                raise Fail(f"session/load failed: {self.why(run, reply)}", reply.response)
-            replayed = [
-                line
-                for line in run.client.received[:]
-                if before <= line.index < reply.response.index
-                and line.method == "session/update"
-                and line.session_id() == session_id
-            ]
-            late = await self.settle(run, reply.response, session_id)
-        if late is not None:
-            raise Fail("a session/update of the replay came after the session/load response", late)
-        warnings: list[str] = []
-        if turn.ok and not replayed:
-            warnings.append("the session had a prompt turn, but nothing was replayed")
-        return ("passed", f"{len(replayed)} updates replayed", None, warnings)
+        if new.error_code == AUTH_REQUIRED:
+            raise Fail("after authenticate, session/new still needs authentication", new.response)
+        return passed(f"authenticated with {method!r}")
 
-    async def unknown_method(self, method: str) -> Outcome:
-        await self.needs("initialize")
+    async def jsonrpc_id(self) -> Outcome:
+        """A string id and a large integer id, each echoed exactly (same JSON type)."""
+        async with self.agent() as run:
+            init = {
+                "jsonrpc": "2.0",
+                "id": STRING_ID,
+                "method": "initialize",
+                "params": self.initialize_params(PROTOCOL_VERSION),
+            }
+            first = await run.client.call_raw(init, self.options.startup_timeout)
+            if first is None:
+                raise Fail(f"no response carrying the request id {STRING_ID!r}", self._stray(run))
+            new: dict[str, Any] = {
+                "jsonrpc": "2.0",
+                "id": BIG_ID,
+                "method": "session/new",
+                "params": self.new_params(),
+            }
+            second = await run.client.call_raw(new, self.options.startup_timeout)
+        if second is None:
+            raise Fail(f"no response carrying the request id {BIG_ID}", self._stray(run))
+        return passed("a string and an integer id echoed")
+
+    def _stray(self, run: AgentRun) -> Line | None:
+        """A response with an id we did not send (the offending echo), if any."""
+        return next(
+            (
+                line
+                for line in run.client.received
+                if line.is_response and run.client.sent_method(line.get("id")) is None
+            ),
+            None,
+        )
+
+    async def unknown_method(self) -> Outcome:
+        method = "acp_conformance/no_such_method"
         async with self.agent() as run:
             await self.setup(run, session=False)
             reply = await self.call(run, method, {})
@@ -257,13 +268,37 @@ class Runner(Harness):
             raise Fail(f"{method} was answered with a result", reply.response)
         if reply.response is None:
             raise Fail(self.why(run, reply))
-        code = reply.error_code
-        if code != METHOD_NOT_FOUND:
-            raise Fail(f"{method} got error {code}, not {METHOD_NOT_FOUND}", reply.response)
-        return ("passed", "", None, [])
+        if reply.error_code != METHOD_NOT_FOUND:
+            raise Fail(
+                f"{method} got error {reply.error_code}, not {METHOD_NOT_FOUND}", reply.response
+            )
+        return PASSED
+
+    async def ext_method(self) -> tuple[Outcome, Outcome]:
+        """ext-method-answered (MUST: some answer) and unknown-ext-method (SHOULD: -32601)."""
+        method = "_acp_conformance/no_such_method"
+        async with self.agent() as run:
+            await self.setup(run, session=False)
+            reply = await self.call(run, method, {})
+        if reply.response is None:
+            raise Fail(f"{method}: {self.why(run, reply)}")
+        if reply.ok:
+            return passed("answered with a result"), (
+                "failed",
+                f"{method} was answered with a result",
+                reply.response,
+                [],
+            )
+        if reply.error_code != METHOD_NOT_FOUND:
+            return passed(error_text(reply)), (
+                "failed",
+                f"{method} got error {reply.error_code}, not {METHOD_NOT_FOUND}",
+                reply.response,
+                [],
+            )
+        return passed(error_text(reply)), PASSED
 
     async def invalid_params(self) -> Outcome:
-        await self.needs("initialize")
         warnings: list[str] = []
         async with self.agent() as run:
             await self.setup(run, session=False)
@@ -277,22 +312,32 @@ class Runner(Harness):
                     raise Fail(f"{method} with invalid params succeeded", reply.response)
                 if reply.response is None:
                     raise Fail(f"{method} with invalid params: {self.why(run, reply)}")
-                code = reply.error_code
-                if code != INVALID_PARAMS:
-                    warnings.append(f"{method} with invalid params got {code}, not -32602")
-            after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+                if reply.error_code != INVALID_PARAMS:
+                    warnings.append(
+                        f"{method} with invalid params got {reply.error_code}, not -32602"
+                    )
+            after = await self.call(
+                run,
+                "session/new",
+                self.new_params(),
+                self.options.startup_timeout,
+            )
         if after.response is None:
             raise Fail(f"the agent stopped serving after invalid params: {self.why(run, after)}")
-        return ("passed", "", None, warnings)
+        return passed("", warnings)
 
     async def unknown_notification(self) -> Outcome:
-        await self.needs("initialize")
         async with self.agent() as run:
             await self.setup(run, session=False)
             mark = len(run.client.lines)
             await run.client.notify("_acp_conformance/unknown_notification", {"probe": True})
             await run.client.notify("acp_conformance/unknown_notification", {"probe": True})
-            after = await self.call(run, "session/new", {"cwd": self.cwd, "mcpServers": []})
+            after = await self.call(
+                run,
+                "session/new",
+                self.new_params(),
+                self.options.startup_timeout,
+            )
             if after.response is not None:
                 await run.client.wait_for(lambda line: False, self.options.settle)
         if after.response is None:
@@ -304,13 +349,38 @@ class Runner(Harness):
                 and run.client.sent_method(line.get("id")) is None
             ):
                 raise Fail("a notification was answered", line)
-        return ("passed", "", None, [])
+        return PASSED
 
-    def exit_on_eof(self) -> Outcome:
-        run = self.eof_run
-        if run is None or run.exited_on_eof is None:
-            return ("not testable", "no run", None, [])
-        if run.exited_on_eof:
-            return ("passed", "", None, [])
-        wait = self.options.eof_timeout
-        return ("failed", f"still running {wait:g} s after EOF (it was terminated)", None, [])
+    # -- informational -----------------------------------------------------------------
+    async def informational(self) -> tuple[Outcome, Outcome, Outcome]:
+        """info-unknown-session, info-not-envelope, info-malformed-line: recorded, never
+        failed, from one agent (the likeliest to stop it last)."""
+        async with self.agent() as run:
+            self.raw_runs.append(run)
+            await self.setup(run, session=False)
+            reply = await self.prompt(run, "acp-conformance-no-such-session", self.options.prompt)
+            if reply.response is None:
+                unknown = passed(f"no answer ({self.why(run, reply)})")
+            else:
+                unknown = passed(error_text(reply) if not reply.ok else "answered with a result")
+            envelope = await self._raw_line(run, b'{"foo":"bar"}')
+            if envelope[1].endswith("stopped serving"):
+                return unknown, envelope, ("not testable", "the agent stopped serving", None, [])
+            return unknown, envelope, await self._raw_line(run, MALFORMED_LINE)
+
+    async def _raw_line(self, run: AgentRun, data: bytes) -> Outcome:
+        """Record the reply to one raw line, and whether the agent keeps serving."""
+        sent = await run.client.send_raw(data)
+        reply = await run.client.wait_for(
+            lambda line: line.index > sent.index and line.is_response, self.options.settle
+        )
+        params = self.new_params()
+        after = await self.call(run, "session/new", params, self.options.startup_timeout)
+        answered = "no reply" if reply is None else f"replied {reply.text(160)}"
+        serving = "kept serving" if after.response is not None else "stopped serving"
+        return passed(f"{answered}; {serving}")
+
+
+def _stderr_tail(run: AgentRun) -> str:
+    tail = " | ".join(run.stderr)
+    return f" (stderr: {tail[-400:]})" if tail else " (no stderr)"

@@ -50,6 +50,7 @@ __all__ = [
     "Reply",
     "ScriptedClient",
     "Serve",
+    "StderrTail",
     "agent_process",
     "as_list",
     "as_object",
@@ -60,13 +61,29 @@ __all__ = [
 
 
 # -- running an agent to test --------------------------------------------------------------
+class StderrTail(list[str]):
+    """The last lines a process wrote to stderr, and how much it wrote in all."""
+
+    def __init__(self, keep: int = 20) -> None:
+        super().__init__()
+        self.keep = keep
+        self.total_lines = 0
+        self.total_bytes = 0
+
+    def add(self, line: str) -> None:
+        self.total_lines += 1
+        self.total_bytes += len(line.encode("utf-8", "replace")) + 1
+        self.append(line)
+        del self[: -self.keep]
+
+
 class AgentRun:
     """One agent under test, driven by `client`; its end is filled in when the run closes."""
 
     def __init__(self, client: ScriptedClient) -> None:
         self.client = client
         self.exited_on_eof: bool | None = None
-        self.stderr: list[str] = []
+        self.stderr: StderrTail = StderrTail()
         """The last lines the agent wrote to stderr (a process only)."""
 
 
@@ -112,7 +129,7 @@ async def agent_process(
     *,
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> AsyncGenerator[tuple[ChildProcess, list[str], list[bool]], None]:
+) -> AsyncGenerator[tuple[ChildProcess, StderrTail, list[bool]], None]:
     """The one place an agent process is started and stopped (on `process.spawn_process`).
 
     The agent gets its own process group. On exit: close its stdin and give it `eof_wait`
@@ -120,18 +137,14 @@ async def agent_process(
     nothing it started survives (POSIX; Windows: what `process.py` can do). Yields the
     process, the tail of its stderr, and a list that gets one bool at the end: whether it
     exited by itself after EOF."""
-    stderr_tail: list[str] = []
-
-    def on_stderr_line(line: str) -> None:
-        stderr_tail.append(line)
-        del stderr_tail[:-20]
+    stderr_tail = StderrTail()
 
     exited: list[bool] = []
     async with spawn_process(
         argv,
         cwd=cwd,
         env=env,
-        on_stderr_line=on_stderr_line,
+        on_stderr_line=stderr_tail.add,
         shutdown_timeout=0.0,
         terminate_timeout=1.0,
     ) as child:

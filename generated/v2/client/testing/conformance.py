@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..connection import Reader, Writer
 from .conformance_checks import (
@@ -46,7 +46,9 @@ from .conformance_checks import (
 )
 from .conformance_messages import framing, strict, unknown_warnings
 from .conformance_output import Matcher, compile_selection, junit_xml, report_json
-from .conformance_probes import Runner
+from .conformance_probes import CoreProbes
+from .conformance_probes_session import SessionProbes
+from .conformance_probes_turn import NOTES
 from .conformance_report import (
     EXIT_CANNOT_RUN,
     EXIT_NOT_CONFORMANT,
@@ -60,6 +62,15 @@ from .conformance_report import (
     Status,
     Tier,
     assert_conforms,
+)
+from .conformance_traffic import (
+    client_calls,
+    config_booleans,
+    error_messages,
+    exit_on_eof,
+    response_shape,
+    stderr_volume,
+    unanswered_notifications,
 )
 from .runners import AgentRun, Opener, Serve, in_process, over_stdio
 
@@ -97,40 +108,152 @@ __all__ = [
 ]
 
 
+class Runner(SessionProbes, CoreProbes):
+    """Every probe of the kit, on one harness."""
+
+
+Probe = Callable[[], Awaitable[tuple[Outcome, ...]]]
+
+
+def _single(probe: Callable[[], Awaitable[Outcome]]) -> Probe:
+    async def run() -> tuple[Outcome, ...]:
+        return (await probe(),)
+
+    return run
+
+
+def _probes(runner: Runner) -> list[tuple[tuple[str, ...], Probe]]:
+    """Every probe and the checks it settles, the gate (initialize) first. A probe with no
+    checks of its own makes traffic for the message-level checks."""
+
+    def content(check_id: str) -> Probe:
+        return _single(lambda: runner.prompt_content(check_id))
+
+    return [
+        (
+            ("initialize", "agent-info", "auth-methods-unique", "auth-no-terminal"),
+            runner.initialize,
+        ),
+        (("initialize-version",), _single(runner.initialize_version)),
+        (("session-new", "auth-not-required"), runner.session_new),
+        (("authenticate",), _single(runner.authenticate)),
+        (("jsonrpc-id",), _single(runner.jsonrpc_id)),
+        (("prompt-turn",), _single(runner.prompt_turn)),
+        (("cancel",), _single(runner.cancel)),
+        (("session-modes", "session-modes-unknown"), runner.modes),
+        (("config-options", "config-set"), runner.config_options),
+        (("session-load",), _single(runner.session_load)),
+        (("session-load-fresh",), _single(runner.session_load_fresh)),
+        (("session-resume",), _single(runner.session_resume)),
+        (("session-list", "session-list-cwd"), runner.session_list),
+        (("session-close",), _single(runner.session_close)),
+        (("session-close-prompt",), _single(runner.session_close_prompt)),
+        (("session-delete", "session-delete-unknown"), runner.session_delete),
+        (("session-additional-directories",), _single(runner.additional_directories)),
+        *(((check_id,), content(check_id)) for check_id in CONTENT_CHECKS),
+        (("unknown-method",), _single(runner.unknown_method)),
+        (("ext-method-answered", "unknown-ext-method"), runner.ext_method),
+        (("invalid-params",), _single(runner.invalid_params)),
+        (("unknown-notification",), _single(runner.unknown_notification)),
+        (
+            ("info-unknown-session", "info-not-envelope", "info-malformed-line"),
+            runner.informational,
+        ),
+    ]
+
+
+CONTENT_CHECKS: Final = (
+    "prompt-image",
+    "prompt-audio",
+    "prompt-resource",
+    "prompt-resource-link",
+    "prompt-meta",
+)
+CAPABILITY_CHECKS: Final = (
+    "no-fs-without-capability",
+    "no-terminal-without-capability",
+    "no-elicitation-without-capability",
+)
+# Checked over every line of every run, once all probes have run.
+MESSAGE_CHECKS: Final = (
+    "stdio-framing",
+    "schema-strict",
+    "jsonrpc-response",
+    "error-message",
+    "notification-no-response",
+    "config-no-boolean",
+    "info-stderr",
+    *CAPABILITY_CHECKS,
+)
+
+
+# The probes whose agents other checks look at: the first initialize (the gate, and an
+# agent for exit-on-eof), session-new (one with live sessions), prompt-turn (the turn with
+# the client capabilities off).
+NEEDED_BY: Final = {
+    "initialize": ("*",),
+    "session-new": ("exit-on-eof",),
+    "prompt-turn": CAPABILITY_CHECKS,
+}
+
+
+def _wanted(check_ids: tuple[str, ...], selected: Matcher) -> bool:
+    """Whether a probe runs: it settles a selected check, or makes traffic one needs (every
+    probe does for the checks over all messages)."""
+    needed_by = NEEDED_BY.get(check_ids[0], ())
+    if "*" in needed_by:
+        return True
+    return any(map(selected, check_ids + needed_by + MESSAGE_CHECKS))
+
+
+def _message_outcomes(runner: Runner) -> dict[str, Outcome]:
+    runs = runner.runs
+    script = runner.script
+    return {
+        "stdio-framing": framing(runs),
+        "schema-strict": strict(runs),
+        "jsonrpc-response": response_shape(runs),
+        "error-message": error_messages(runs),
+        "notification-no-response": unanswered_notifications(runs, runner.raw_runs),
+        "config-no-boolean": config_booleans(runs),
+        "info-stderr": stderr_volume(runs),
+        "no-fs-without-capability": client_calls(runs, script.__contains__, "fs/", runner.turns),
+        "no-terminal-without-capability": client_calls(
+            runs,
+            lambda _: any(name.startswith("terminal/") for name in script),
+            "terminal/",
+            runner.turns,
+        ),
+        "no-elicitation-without-capability": client_calls(
+            runs, lambda _: False, "elicitation/", runner.turns
+        ),
+        "exit-on-eof": exit_on_eof(runner.eof_runs, runner.options.eof_timeout),
+    }
+
+
 async def run_checks(opener: Opener, target: str, options: Options | None = None) -> Report:
-    """Run every check, each on a fresh agent from `opener`; the report."""
+    """Run the (selected) checks, each probe on fresh agents from `opener`; the report."""
     options = options or Options()
     began = time.monotonic()
-    cwd = tempfile.mkdtemp(prefix="acp-conformance-")
+    selected: Matcher = options.select or (lambda check_id: True)
+    files = tempfile.mkdtemp(prefix="acp-conformance-")
     try:
-        runner = Runner(opener, options, options.session_cwd or os.path.realpath(cwd))
-        probes: list[Awaitable[None]] = [
-            runner.run_check("initialize", runner.initialize),
-            runner.run_check("initialize-version", runner.initialize_version),
-            runner.run_check("session-new", runner.session_new),
-            runner.run_checks(("session-modes", "session-modes-unknown"), runner.modes),
-            runner.run_check("session-load", runner.session_load),
-            runner.run_check("prompt-turn", runner.prompt_turn),
-            runner.run_check("cancel", runner.cancel),
-            runner.run_check(
-                "unknown-method", lambda: runner.unknown_method("acp_conformance/no_such_method")
-            ),
-            runner.run_check(
-                "unknown-ext-method",
-                lambda: runner.unknown_method("_acp_conformance/no_such_method"),
-            ),
-            runner.run_check("invalid-params", runner.invalid_params),
-            runner.run_check("unknown-notification", runner.unknown_notification),
-        ]
-        await asyncio.gather(*probes)
-        runner.done["stdio-framing"].set_result(framing(runner.runs))
-        runner.done["schema-strict"].set_result(strict(runner.runs))
-        runner.done["exit-on-eof"].set_result(runner.exit_on_eof())
-        selected = options.select or (lambda check_id: True)
+        files = os.path.realpath(files)
+        with open(os.path.join(files, NOTES), "w", encoding="utf-8") as notes:
+            notes.write("Notes the conformance kit asks agents to read.\n")
+        os.mkdir(os.path.join(files, "extra-root"))
+        runner = Runner(opener, options, options.session_cwd or files, files)
+        probes = [(ids, probe) for ids, probe in _probes(runner) if _wanted(ids, selected)]
+        for ids, _ in probes:
+            runner.scheduled.update(ids)
+        await asyncio.gather(*(runner.run_checks(ids, probe) for ids, probe in probes))
+        for check_id, outcome in _message_outcomes(runner).items():
+            if not runner.done[check_id].done():
+                runner.done[check_id].set_result(outcome)
         results = [_result(runner, check) for check in CHECKS if selected(check.id)]
-        return Report(target, results, elapsed=time.monotonic() - began)
+        return Report(target, results, runner.cannot_run, time.monotonic() - began)
     finally:
-        shutil.rmtree(cwd, ignore_errors=True)
+        shutil.rmtree(files, ignore_errors=True)
 
 
 def _transcript(runs: Sequence[AgentRun], limit: int = 200) -> list[str]:
@@ -159,6 +282,7 @@ def _result(runner: Runner, check: Check) -> CheckResult:
         None if offending is None else offending.text(),
         warnings,
         duration=0.0 if started is None or finished is None else finished - started,
+        blocked=runner.blocked.get(check.id, "") if status == "not testable" else "",
         transcript=_transcript(runs) if status in ("failed", "not testable") else [],
         stderr=[line for run in runs for line in run.stderr][-20:],
     )

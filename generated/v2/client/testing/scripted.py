@@ -224,6 +224,7 @@ class ScriptedClient:
             tap=self._record,
         )
         self._task: asyncio.Task[None] | None = None
+        self._writer = writer
 
     # -- recording -------------------------------------------------------------------
     def _record(self, direction: Direction, raw: bytes) -> None:
@@ -320,6 +321,31 @@ class ScriptedClient:
 
     async def notify(self, method: str, params: Any) -> None:
         await self.connection.notify(method, params)
+
+    async def send_raw(self, data: bytes) -> Line:
+        """Write one line as given (a probe's malformed input, a request with an id of our
+        choosing), bypassing the connection; recorded like every line sent. Its line."""
+        self._record_out(data)
+        line = self.sent[-1]
+        try:
+            self._writer.write(data + b"\n")
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError, ValueError):
+            pass  # the agent is gone: the probe sees no answer
+        return line
+
+    async def call_raw(self, message: dict[str, Any], timeout: float) -> Line | None:
+        """Send a request with its own `id` (string or integer) as one raw line; the response
+        carrying exactly that id (same JSON type), or None within `timeout`."""
+        msg_id = message.get("id")
+        await self.send_raw(jsonline.dumps(message)[:-1])
+        key = (isinstance(msg_id, str), msg_id)
+
+        def answer(line: Line) -> bool:
+            found = line.get("id")
+            return line.is_response and (isinstance(found, str), found) == key
+
+        return await self.wait_for(answer, timeout)
 
     def response_to(self, msg_id: Any) -> Line | None:
         return self._responses.get((isinstance(msg_id, str), msg_id))
