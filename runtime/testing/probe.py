@@ -89,22 +89,32 @@ class Findings:
     first failure, the passes, or why it was skipped or not exercised."""
 
     def __init__(self) -> None:
+        self.settled: dict[str, float] = {}
+        """Check id -> when (loop time) the run first settled something about it."""
         self.failures: dict[str, tuple[str, Line | None]] = {}
         self.passes: dict[str, list[str]] = {}
         self.skips: dict[str, str] = {}
         self.unexercised: dict[str, str] = {}
         self.warnings: dict[str, list[str]] = {}
 
+    def _mark(self, check_id: str) -> None:
+        if check_id not in self.settled:
+            self.settled[check_id] = asyncio.get_running_loop().time()
+
     def fail(self, check_id: str, detail: str, line: Line | None = None) -> None:
+        self._mark(check_id)
         self.failures.setdefault(check_id, (detail, line))
 
     def ok(self, check_id: str, detail: str = "") -> None:
+        self._mark(check_id)
         self.passes.setdefault(check_id, []).append(detail)
 
     def skip(self, check_id: str, why: str) -> None:
+        self._mark(check_id)
         self.skips.setdefault(check_id, why)
 
     def not_exercised(self, check_id: str, why: str) -> None:
+        self._mark(check_id)
         self.unexercised.setdefault(check_id, why)
 
     def warn(self, check_id: str, warning: str) -> None:

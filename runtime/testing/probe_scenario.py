@@ -198,7 +198,9 @@ def refused(probe: ProbeSession, check_id: str, asked: Asked, capability: str) -
         return False
     code = asked.error.get("code")
     if code == -32601:
-        detail = f"{asked.method} answered -32601 (method not found), yet it advertises {capability}"
+        detail = (
+            f"{asked.method} answered -32601 (method not found), yet it advertises {capability}"
+        )
         probe.findings.fail(check_id, detail, asked.response)
     else:
         why = f"the client declined {asked.method}: {asked.why(probe.options.timeout)}"

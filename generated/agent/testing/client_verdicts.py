@@ -236,8 +236,13 @@ def _advertised(sessions: list[ProbeSession], capability: str) -> bool | None:
     return any(probe.capability(*capability.split(".")) for probe in inits)
 
 
-def results(found: Findings, sessions: list[ProbeSession], duration: float) -> list[CheckResult]:
+def results(
+    found: Findings, sessions: list[ProbeSession], start: float, end: float
+) -> list[CheckResult]:
+    """One result per check. A check's duration: from the start of the run to when its
+    verdict was first settled (the record-based ones: the whole run)."""
     prompted = any(probe.prompts for probe in sessions)
+    talked = any(probe.received for probe in sessions)
     for check in CLIENT_CHECKS:
         if check.capability and _advertised(sessions, check.capability) is False:
             found.skip(check.id, f"the client does not advertise {check.capability}")
@@ -245,6 +250,7 @@ def results(found: Findings, sessions: list[ProbeSession], duration: float) -> l
     out: list[CheckResult] = []
     for check in CLIENT_CHECKS:
         warnings = found.warnings.get(check.id, [])
+        duration = found.settled.get(check.id, end) - start
         if check.id in found.failures:
             detail, line = found.failures[check.id]
             offending = None if line is None else line.text()
@@ -271,6 +277,8 @@ def results(found: Findings, sessions: list[ProbeSession], duration: float) -> l
             )
         else:
             why = found.unexercised.get(check.id) or NOT_EXERCISED.get(check.id)
+            if why is None and not talked:
+                why = "the client never talked to the probe agent"
             if why is None:
                 why = _NEEDS_TURN if not prompted else "the client never did what it is about"
             out.append(CheckResult(check, "not exercised", why, None, warnings, duration))

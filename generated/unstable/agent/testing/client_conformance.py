@@ -165,18 +165,17 @@ class _Probe:
     def report(
         self, target: str, cannot_run: str, stderr: list[str], select: Matcher | None
     ) -> Report:
-        loop = asyncio.get_running_loop()
-        elapsed = loop.time() - self.start
+        end = asyncio.get_running_loop().time()
         if not cannot_run and not any(s.received for s in self.sessions):
             cannot_run = "the client started the probe agent but sent it nothing"
         evaluate(self.sessions, self.findings)
-        out = results(self.findings, self.sessions, elapsed)
+        out = results(self.findings, self.sessions, self.start, end)
         for result in out:
             if result.status == "failed":
                 result.stderr = list(stderr)
         if select is not None:
             out = [r for r in out if select(r.check.id)]
-        return Report(target, out, cannot_run, elapsed)
+        return Report(target, out, cannot_run, end - self.start)
 
 
 async def _stop_relays(pids: list[int]) -> None:
