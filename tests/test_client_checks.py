@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent.testing.client_conformance import (  # generated/agent, on sys.path via conftest
@@ -185,7 +186,7 @@ class InProcessClient(Client):
         return types.ReleaseTerminalResponse()
 
 
-async def run_in_process_client(reader: types.Any, writer: types.Any) -> None:
+async def run_in_process_client(reader: Any, writer: Any) -> None:
     proxy, connection = connect(InProcessClient(), reader, writer)
     serving = asyncio.ensure_future(connection.run())
     caps = types.ClientCapabilities(
@@ -228,3 +229,11 @@ def test_cli_usage_errors() -> None:
     assert no_agent.exit_code == 2 and "{agent}" in no_agent.output
     listed = runner.invoke(app, ["check-client", "--list"])
     assert listed.exit_code == 0 and all(check.id in listed.output for check in CHECKS)
+
+
+def test_in_process_client_that_raises_cannot_be_checked() -> None:
+    async def broken(reader: Any, writer: Any) -> None:
+        raise RuntimeError("no config file")
+
+    report = check_client(broken, ClientOptions(timeout=1.0, idle=1.0))
+    assert report.exit_code() == 2 and "no config file" in report.cannot_run

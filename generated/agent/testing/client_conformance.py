@@ -220,7 +220,9 @@ async def check_client_async(
         client_writer.close()
         await probe.close()
     name = getattr(run_client, "__qualname__", type(run_client).__name__)
-    return probe.report(name, "", errors, select)
+    talked = any(session.received for session in probe.sessions)
+    cannot_run = "" if talked or not errors else f"{errors[0]}, before it sent anything"
+    return probe.report(name, cannot_run, errors, select)
 
 
 def check_client_command(
