@@ -276,9 +276,13 @@ def results(
                 CheckResult(check, "skipped", found.skips[check.id], None, warnings, duration)
             )
         else:
-            why = found.unexercised.get(check.id) or NOT_EXERCISED.get(check.id)
-            if why is None and not talked:
-                why = "the client never talked to the probe agent"
+            why = found.unexercised.get(check.id)
+            if why is None:
+                why = (
+                    NOT_EXERCISED.get(check.id)
+                    if talked
+                    else "the client never talked to the probe agent"
+                )
             if why is None:
                 why = _NEEDS_TURN if not prompted else "the client never did what it is about"
             out.append(CheckResult(check, "not exercised", why, None, warnings, duration))

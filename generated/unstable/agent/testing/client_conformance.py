@@ -288,8 +288,8 @@ async def _check_command(
             cannot_run = "the client never started the probe agent" + (
                 f" (it exited with status {status})" if status is not None else ""
             )
-            tail = " | ".join((stderr or stdout)[-5:])
-            cannot_run += f"; its output: {tail[-400:]}" if tail else ""
+            tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
+            cannot_run += f"; its output: {tail[-600:]}" if tail else ""
         await asyncio.wait({drain}, timeout=1.0)
         drain.cancel()
     finally:
