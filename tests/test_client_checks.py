@@ -46,7 +46,7 @@ FAULTS = {
 RUNS = {
     "echo": ([sys.executable, str(ROOT / "examples" / "echo_client.py"), "{agent}"], b""),
     "sdk": ([sys.executable, str(CLIENTS / "sdk_example_client.py"), "{agent}"], b"hello\n"),
-    **{fault: ([sys.executable, str(FAULTY), fault, "{agent}"], b"") for fault in (*FAULTS, "cancel")},
+    **{fault: ([sys.executable, str(FAULTY), fault, "{agent}"], b"") for fault in (*FAULTS, "cancel", "stays")},
 }
 
 pytestmark = pytest.mark.xdist_group("client-checks")
@@ -67,6 +67,7 @@ def runs(request: pytest.FixtureRequest) -> Iterator[Background[Report]]:
     names |= {"echo"} if any("echo" in item.name for item in selected(request)) else set()
     names |= {"sdk"} if any("sdk" in item.name for item in selected(request)) else set()
     names |= {"cancel"} if any("cancel_done_right" in item.name for item in selected(request)) else set()
+    names |= {"stays"} if any("never_exits" in item.name for item in selected(request)) else set()
     background: Background[Report] = Background("client-checks", max(1, len(names)))
     for name in sorted(names):
         argv, stdin = RUNS[name]
@@ -109,6 +110,14 @@ def test_cancel_done_right_passes(runs: Background[Report]) -> None:
     report = runs.result("cancel")
     assert not failed(report), str(report)
     assert status(report, "client-cancel-permission") == "passed"
+
+
+@pytest.mark.slow
+def test_client_that_never_exits_is_stopped(runs: Background[Report]) -> None:
+    """Idle for OPTIONS.idle seconds after its turn, it is stopped (SIGTERM ignored: killed)."""
+    report = runs.result("stays")
+    assert not failed(report), str(report)
+    assert report.elapsed < OPTIONS.idle + 10
 
 
 @pytest.mark.slow
@@ -211,7 +220,19 @@ def test_in_process_client_every_capability() -> None:
     assert report.elapsed < 5
 
 
+@pytest.fixture
+def golden_bindings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI on the golden agent package: no generation into a cache (check-agent's tests
+    cover making and caching the bindings, which both commands share)."""
+    import agent.testing.client_conformance as golden
+
+    import codegen.check_client
+
+    monkeypatch.setattr(codegen.check_client, "load_conformance", lambda *args: golden)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("golden_bindings")
 def test_cli_json_junit_and_selection(tmp_path: Path) -> None:
     xml = tmp_path / "report.xml"
     argv = ["check-client", "--json", "--timeout", "3", "--junit-xml", str(xml), "-k", "framing or load"]
@@ -223,6 +244,7 @@ def test_cli_json_junit_and_selection(tmp_path: Path) -> None:
     assert xml.read_text(encoding="utf-8").count("<testcase ") == 2
 
 
+@pytest.mark.usefixtures("golden_bindings")
 def test_cli_usage_errors() -> None:
     runner = CliRunner()
     no_agent = runner.invoke(app, ["check-client", "--", sys.executable, "client.py"])
