@@ -75,7 +75,7 @@ class Options:
     """How the client answers the agent's requests (default: `DEFAULT_SCRIPT`)."""
     settle: float = 0.3
     """Seconds to watch for late messages after a response (updates after the turn ended)."""
-    eof_timeout: float = 2.0
+    eof_timeout: float = 4.0
     """Seconds the exit-on-EOF check waits for the agent to end after EOF."""
     concurrency: int = 6
     """How many agents run at once (each check drives its own)."""

@@ -11,7 +11,8 @@ client imports, never what the agent or client itself needs.
 - `in_process`, `over_stdio`, `agent_process` (`runners`): a fresh agent under test, in this
   event loop or as a process;
 - the conformance kit (`conformance` and its `conformance_*` parts): `check_agent`,
-  `check_command`, `assert_conforms`, `Report`, `Options`;
+  `check_command`, `assert_conforms`, `Report`, `Options`, and for CI `junit_xml`,
+  `report_json` and `compile_selection` (the `-k` matcher);
 - the client checks (`client_conformance` and its parts: `client_checks`, `client_verdicts`,
   the probe agent in `probe`, `probe_scenario`, `probe_relay`): `check_client`,
   `check_client_command`, `assert_client_conforms`, `ClientOptions`, `CLIENT_CHECKS`.
@@ -36,24 +37,33 @@ from .conformance import (
     CHECKS,
     CHECKS_BY_ID,
     DEFAULT_SCRIPT,
+    EXIT_CANNOT_RUN,
+    EXIT_NOT_CONFORMANT,
+    EXIT_OK,
     STATUSES,
+    TIERS,
     UNSUPPORTED_VERSION,
     Check,
     CheckResult,
     Level,
+    Matcher,
     Options,
     Outcome,
     Report,
     Status,
+    Tier,
     assert_conforms,
     check_agent,
     check_agent_async,
     check_command,
+    compile_selection,
+    junit_xml,
+    report_json,
     run_checks,
     unknown_warnings,
 )
 from .memstream import MemoryStream, memory_streams
-from .runners import AgentRun, Opener, Serve, agent_process, in_process, over_stdio
+from .runners import AgentRun, Opener, Serve, StderrTail, agent_process, in_process, over_stdio
 from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
 
 __all__ = [
@@ -66,7 +76,11 @@ __all__ = [
     "CHECKS",
     "CHECKS_BY_ID",
     "DEFAULT_SCRIPT",
+    "EXIT_CANNOT_RUN",
+    "EXIT_NOT_CONFORMANT",
+    "EXIT_OK",
     "STATUSES",
+    "TIERS",
     "UNSUPPORTED_VERSION",
     "AgentRun",
     "Answer",
@@ -74,6 +88,7 @@ __all__ = [
     "CheckResult",
     "Level",
     "Line",
+    "Matcher",
     "MemoryStream",
     "Opener",
     "Options",
@@ -82,7 +97,9 @@ __all__ = [
     "Report",
     "ScriptedClient",
     "Serve",
+    "StderrTail",
     "Status",
+    "Tier",
     "agent_process",
     "as_list",
     "as_object",
@@ -90,9 +107,12 @@ __all__ = [
     "check_agent",
     "check_agent_async",
     "check_command",
+    "compile_selection",
     "in_process",
+    "junit_xml",
     "memory_streams",
     "over_stdio",
+    "report_json",
     "run_checks",
     "unknown_warnings",
 ]

@@ -174,6 +174,8 @@ CAPABILITY_CHECKS: Final = (
     "no-terminal-without-capability",
     "no-elicitation-without-capability",
 )
+# About the agent process, whether or not it initialized.
+PROCESS_CHECKS: Final = ("info-stderr", "exit-on-eof")
 # Checked over every line of every run, once all probes have run.
 MESSAGE_CHECKS: Final = (
     "stdio-framing",
@@ -248,6 +250,12 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
             runner.scheduled.update(ids)
         await asyncio.gather(*(runner.run_checks(ids, probe) for ids, probe in probes))
         for check_id, outcome in _message_outcomes(runner).items():
+            if runner.gate_blocked and check_id not in PROCESS_CHECKS:  # nothing to judge
+                outcome = ("not testable", "initialize did not pass", None, [])
+                runner.blocked[check_id] = runner.gate_blocked
+            elif outcome[0] == "not testable":  # no turn or no session: what blocked those
+                source = "prompt-turn" if check_id in CAPABILITY_CHECKS else "session-new"
+                runner.blocked[check_id] = runner.blocked.get(source, "")
             if not runner.done[check_id].done():
                 runner.done[check_id].set_result(outcome)
         results = [_result(runner, check) for check in CHECKS if selected(check.id)]

@@ -57,14 +57,26 @@ class CoreProbes(Harness):
                     self.init_answer = as_object(reply.result) or {}
                     self.open_gate()
         except OSError as exc:
-            self.open_gate(f"cannot start it: {exc}")
+            self.open_gate(f"cannot start it: {exc}", "blocked: the agent cannot be started")
             raise Fail(f"cannot start the agent: {exc}") from None
         if not reply.ok:
             why = self.why(run, reply)
             if reply.closed:
                 cannot_run = "it exited before answering initialize" + _stderr_tail(run)
-            self.open_gate(cannot_run, f"blocked by initialize: {why}")
-            raise Fail(f"initialize failed: {why}", reply.response)
+                blocked = "blocked: the agent exited before answering initialize"
+            else:
+                blocked = f"blocked by initialize: {why}"
+            self.open_gate(cannot_run, blocked)
+            untested: Outcome = ("not testable", "initialize did not pass", None, [])
+            self.blocked.update(
+                dict.fromkeys(("agent-info", "auth-methods-unique", "auth-no-terminal"), blocked)
+            )
+            return (
+                ("failed", f"initialize failed: {why}", reply.response, []),
+                untested,
+                untested,
+                untested,
+            )
         result = reply.result
         # Through METHODS, not types.InitializeResponse: the package stays type-correct for a
         # schema without `initialize` (the check is then not testable).
@@ -159,6 +171,15 @@ class CoreProbes(Harness):
             first = await self.call(run, "session/new", params, self.options.startup_timeout)
             second = await self.call(run, "session/new", params) if first.ok else first
         if first.error_code == AUTH_REQUIRED:
+            self.blocked["session-new"] = self.auth_hint(init)
+            if advertised:
+                untested: Outcome = (
+                    "not testable",
+                    f"session/new needs authentication ({error_text(first)})",
+                    None,
+                    [],
+                )
+                return untested, ("skipped", "auth methods are advertised", None, [])
             if not advertised:
                 detail = (
                     f"session/new answered {error_text(first)}, but no auth method is advertised"

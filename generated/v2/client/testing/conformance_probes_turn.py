@@ -16,7 +16,7 @@ from typing import Any, Final
 from .. import types
 from ..methods import METHODS
 from .conformance_checks import Outcome
-from .conformance_harness import Fail, Harness, NotTestable, Skip, error_text
+from .conformance_harness import Fail, Harness, NotTestable, Skip, error_text, is_conversation
 from .conformance_probes import passed
 from .runners import AgentRun, Reply, as_object
 
@@ -191,10 +191,16 @@ class TurnProbes(Harness):
         if late is not None:
             raise Fail("a conversation update came after the interrupted turn's response", late)
         if stop != "cancelled":
-            if long:
-                raise Fail(
-                    f"the turn ended with {stop!r} after {what}, not cancelled", reply.response
-                )
+            # The turn went on after the interruption (a conversation update in between): it
+            # was read and ignored. Without one, it may have ended before the agent read it.
+            answer = reply.response
+            went_on = any(
+                sent_at <= line.index < answer.index and is_conversation(line, session_id)
+                for line in run.client.received
+            )
+            if went_on:
+                detail = f"the turn went on after {what} and ended with {stop!r}, not cancelled"
+                raise Fail(detail, answer)
             detail = (
                 f"the turn ended with {stop!r} right after {what}: it may have ended before the "
                 "agent read it (pass --cancel-prompt with a prompt whose turn keeps running)"

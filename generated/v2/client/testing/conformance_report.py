@@ -179,7 +179,7 @@ class Report:
         for r in self.results:
             if r.status == "not testable" and r.counts_against:
                 causes.setdefault(r.blocked or r.detail, []).append(r.check.id)
-        return [f"{', '.join(ids)} not run: {cause}" for cause, ids in causes.items()]
+        return [f"{_ids(ids)} not run: {cause}" for cause, ids in causes.items()]
 
     def summary(self) -> str:
         counts = self.counts()
@@ -196,7 +196,7 @@ class Report:
             return f"cannot check {self.target}: {self.cannot_run}"
         if self.ok(strict):
             return "conformant" + (" (strict)" if strict else "")
-        return "not conformant: " + ", ".join(r.check.id for r in self.failures(strict))
+        return "not conformant: " + _ids([r.check.id for r in self.failures(strict)])
 
     def lines(self, strict: bool = False) -> list[str]:
         out: list[str] = []
@@ -232,6 +232,13 @@ class Report:
             "ok_strict": self.ok(strict=True),
             "exit_code": self.exit_code(strict),
         }
+
+
+def _ids(ids: list[str], most: int = 6) -> str:
+    """Check ids for a summary line: all of a few, else the first ones and how many."""
+    if len(ids) <= most:
+        return ", ".join(ids)
+    return f"{', '.join(ids[: most - 1])} and {len(ids) - most + 1} more"
 
 
 def assert_conforms(report: Report, strict: bool = False) -> None:
