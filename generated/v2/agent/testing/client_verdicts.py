@@ -228,6 +228,17 @@ def _notifications(probe: ProbeSession, found: Findings) -> None:
         )
 
 
+def _transcript(sessions: list[ProbeSession], line: Line | None) -> list[str]:
+    """The wire lines of a failure: those of the offending line's connection up to just
+    after it, else the last of the run."""
+    for probe in sessions:
+        lines = probe.transcript()
+        for i, recorded in enumerate(probe.lines):
+            if recorded is line:
+                return lines[max(0, i - 60) : i + 10]
+    return [text for probe in sessions for text in probe.transcript()][-80:]
+
+
 def _advertised(sessions: list[ProbeSession], capability: str) -> bool | None:
     """Whether any connection's client advertised `capability` (None: no initialize seen)."""
     inits = [probe for probe in sessions if probe.init is not None]
@@ -246,7 +257,6 @@ def results(
     for check in CLIENT_CHECKS:
         if check.capability and _advertised(sessions, check.capability) is False:
             found.skip(check.id, f"the client does not advertise {check.capability}")
-    transcript = [line for probe in sessions for line in probe.transcript()][-80:]
     out: list[CheckResult] = []
     for check in CLIENT_CHECKS:
         warnings = found.warnings.get(check.id, [])
@@ -262,7 +272,7 @@ def results(
                     offending,
                     warnings,
                     duration,
-                    transcript=list(transcript),
+                    transcript=_transcript(sessions, line),
                 )
             )
         elif check.id in found.passes:
