@@ -285,7 +285,7 @@ async def _check_command(
                 exited.cancel()
         if not probe.sessions:
             status = child.returncode
-            cannot_run = "the client never started the probe agent" + (
+            cannot_run = "the client never started the probe agent (or stopped it at once)" + (
                 f" (it exited with status {status})" if status is not None else ""
             )
             tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
