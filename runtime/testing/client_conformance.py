@@ -283,7 +283,7 @@ async def _check_command(
         if not probe.sessions:
             status = child.returncode
             cannot_run = "the client never started the probe agent (or stopped it at once)" + (
-                f" (it exited with status {status})" if status is not None else ""
+                f"; it exited with status {status}" if status is not None else ""
             )
             tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
             cannot_run += f"; its output: {tail[-600:]}" if tail else ""
