@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,3 +259,108 @@ def test_in_process_client_that_raises_cannot_be_checked() -> None:
 
     report = check_client(broken, ClientOptions(timeout=1.0, idle=1.0))
     assert report.exit_code() == 2 and "no config file" in report.cannot_run
+
+
+def raw_client(*messages: dict[str, Any]) -> Callable[[Any, Any], Awaitable[None]]:
+    """A client that writes the given messages as they are, waiting for the answer to each
+    request it sends (and never answering the probe's own requests)."""
+
+    async def run(reader: Any, writer: Any) -> None:
+        buffer = b""
+        for message in messages:
+            writer.write(json.dumps(message).encode() + b"\n")
+            await writer.drain()
+            if "method" not in message or "id" not in message:
+                continue
+            while not any(
+                json.loads(line).get("id") == message["id"] and "method" not in json.loads(line)
+                for line in buffer.splitlines()
+                if line.strip()
+            ):
+                chunk = await reader.read(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+        writer.close()
+
+    return run
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientInfo": {"name": "raw", "version": "1"}},
+}
+NEW = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+
+
+def prompt(*blocks: dict[str, Any]) -> dict[str, Any]:
+    params = {"sessionId": "probe-session-1-1", "prompt": list(blocks)}
+    return {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params}
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        pytest.param((NEW,), {"client-initialize-first", "client-session-order"}, id="session-before-initialize"),
+        pytest.param(
+            ({**INIT, "params": {**INIT["params"], "protocolVersion": "1"}},),
+            {"client-initialize-first", "client-schema-strict"},
+            id="string-version",
+        ),
+        pytest.param(
+            (
+                INIT,
+                NEW,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/resume",
+                    "params": {**NEW["params"], "sessionId": "probe-session-1-1"},
+                },
+            ),
+            {"client-session-gated"},
+            id="resume-not-advertised",
+        ),
+        pytest.param(
+            (INIT, {**NEW, "params": {**NEW["params"], "additionalDirectories": ["/tmp"]}}),
+            {"client-session-gated"},
+            id="additional-directories",
+        ),
+        pytest.param(
+            (
+                INIT,
+                NEW,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/set_mode",
+                    "params": {"sessionId": "probe-session-1-1", "modeId": "yolo"},
+                },
+            ),
+            {"client-session-mode"},
+            id="unlisted-mode",
+        ),
+        pytest.param(
+            (INIT, NEW, {"jsonrpc": "2.0", "id": None, "result": {}}),
+            {"client-notifications"},
+            id="answers-no-request",
+        ),
+        pytest.param(
+            (INIT, NEW, prompt({"type": "image", "mimeType": "image/png", "data": "AA=="})),
+            # It answers none of the probe's requests either: silent after the unknown update.
+            {
+                "client-prompt-content",
+                "client-permission-answered",
+                "client-unadvertised",
+                "client-unknown-ext-method",
+                "client-unknown-update",
+            },
+            id="image-without-capability",
+        ),
+    ],
+)
+def test_record_rules_fail_what_breaks_them(messages: tuple[dict[str, Any], ...], expected: set[str]) -> None:
+    report = check_client(raw_client(*messages), ClientOptions(timeout=0.3, idle=0.5))
+    assert failed(report) == expected, str(report)
