@@ -297,6 +297,13 @@ class ReplayAfterLoad(EchoAgent):
         return response
 
 
+class IgnoresCancel(EchoAgent):
+    """Reads session/cancel and does nothing: the `slow` turn goes on to end_turn."""
+
+    async def session_cancel(self, params: types.CancelNotification) -> None:
+        return None
+
+
 def check_agent_in_a_loop() -> Report:
     async def inside() -> Report:
         return await check_agent_async(EchoAgent)
@@ -329,6 +336,7 @@ RUN_OF_TEST: dict[str, Callable[[dict[str, Any]], str]] = {
     "test_modes_and_load_are_skipped_when_not_advertised": lambda _: "plain",
     "test_state_updates_after_an_answer_fail_nothing": lambda _: "state-after-answers",
     "test_a_replayed_entry_after_the_load_answer_fails_session_load": lambda _: "replay-after-load",
+    "test_an_ignored_cancel_fails_cancel": lambda _: "ignores-cancel",
     "test_official_sdk_example_agent": lambda _: "sdk",
     "test_official_sdk_echo_agent_passes": lambda _: "sdk-echo",
     "test_an_agent_demanding_authentication_is_blocked_not_passed": lambda _: "auth",
@@ -375,6 +383,7 @@ def runs(
     start("plain", lambda: partial(check_agent, Plain))
     start("state-after-answers", lambda: partial(check_agent, StateAfterAnswers, CANCEL_SLOW))
     start("replay-after-load", lambda: partial(check_agent, ReplayAfterLoad, CANCEL_SLOW))
+    start("ignores-cancel", lambda: partial(check_agent, IgnoresCancel, CANCEL_SLOW))
     # The longest runs first: the SDK's server imports for ~0.7 s here, while the runs above go on.
     sdk = AGENTS / "sdk_example_agent.py"
     start("sdk", lambda: partial(check_command, agent_command(sdk, "acp", "acp.schema"), PATIENT))
@@ -474,6 +483,15 @@ def test_a_replayed_entry_after_the_load_answer_fails_session_load(runs: Runs) -
     report = runs.result("replay-after-load")  # check_agent(ReplayAfterLoad, CANCEL_SLOW)
     assert failed(report) == {"session-load"}, str(report)  # a fresh session has nothing to replay
     assert '"sessionUpdate":"agent_message_chunk"' in (report.result("session-load").offending or "")
+
+
+def test_an_ignored_cancel_fails_cancel(runs: Runs) -> None:
+    report = runs.result("ignores-cancel")  # check_agent(IgnoresCancel, CANCEL_SLOW)
+    assert failed(report) == {"cancel"}, str(report)
+    assert (
+        report.result("cancel").detail
+        == "the turn went on after session/cancel and ended with 'end_turn', not cancelled"
+    )
 
 
 # -- over stdio -----------------------------------------------------------------------------

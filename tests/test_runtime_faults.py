@@ -538,6 +538,7 @@ ALLOWED_IMPORTS = {
     # connection.py's wire log stamps lines with the time.
     "signal", "subprocess", "time",
     "shutil", "tempfile",  # the conformance kit's scratch directory
+    "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}

@@ -22,6 +22,10 @@ from .conformance_messages import well_formed_error
 from .runners import AgentRun, Line, Opener, Reply, as_list, as_object
 
 AUTH_REQUIRED: Final = -32000
+SESSION_REFUSED: Final = (
+    "blocked by session/new: the agent refuses sessions (its backend or credentials? give it its "
+    "env with --env KEY=VALUE, or --auth-method ID)"
+)
 
 CONVERSATION_UPDATES: Final = frozenset(
     {
@@ -214,7 +218,7 @@ class Harness:
                 raise NotTestable(
                     f"session/new needs authentication ({error_text(new)})", self.auth_hint(init)
                 )
-            raise NotTestable(f"session/new failed: {self.why(run, new)}", "blocked by session/new")
+            raise NotTestable(f"session/new failed: {self.why(run, new)}", SESSION_REFUSED)
         return session_id, new
 
     def new_params(self, **extra: Any) -> dict[str, Any]:

@@ -15,7 +15,16 @@ from .. import types
 from ..dispatch import INVALID_PARAMS, METHOD_NOT_FOUND
 from ..methods import METHODS, PROTOCOL_VERSION
 from .conformance_checks import UNSUPPORTED_VERSION, Outcome
-from .conformance_harness import AUTH_REQUIRED, Fail, Harness, NotTestable, Skip, error_text
+from .conformance_harness import (
+    AUTH_REQUIRED,
+    SESSION_REFUSED,
+    Fail,
+    Harness,
+    NotTestable,
+    Skip,
+    error_text,
+)
+from .conformance_messages import well_formed_error
 from .runners import AgentRun, Line, as_list, as_object
 
 PASSED: Final[Outcome] = ("passed", "", None, [])
@@ -198,6 +207,12 @@ class CoreProbes(Harness):
         )
         ids: list[str] = []
         for reply in (first, second):
+            if not reply.ok and reply.response is not None and well_formed_error(reply.error):
+                # An agent may refuse sessions for want of its backend or credentials (an
+                # internal error, say): that blocks the check, it breaks no rule.
+                self.blocked["session-new"] = SESSION_REFUSED
+                detail = f"session/new failed: {error_text(reply)}"
+                return ("not testable", detail, None, []), auth
             if not reply.ok:
                 return (
                     ("failed", f"session/new failed: {self.why(run, reply)}", reply.response, []),
