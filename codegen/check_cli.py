@@ -87,9 +87,11 @@ def _write_package(root: Path, package: str, schema: str | None, unstable: bool,
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def load_conformance(schema: str | None, unstable: bool, role: Role = "client") -> ModuleType:
-    """`testing.conformance` of the generated `role` package for (schema, unstable), from the
-    cache or freshly made (exits 2 with the problems if the schema is bad)."""
+def load_conformance(
+    schema: str | None, unstable: bool, role: Role = "client", module: str = "testing.conformance"
+) -> ModuleType:
+    """`module` (`testing.conformance`) of the generated `role` package for (schema,
+    unstable), from the cache or freshly made (exits 2 with the problems if the schema is bad)."""
     package = PACKAGE_PREFIX + ("" if role == "client" else role + "_") + bindings_key(schema, unstable, role)
     root = cache_root()
     try:
@@ -102,13 +104,13 @@ def load_conformance(schema: str | None, unstable: bool, role: Role = "client") 
         exit_with_problems(exc)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    module = importlib.import_module(f"{package}.testing.conformance")
+    loaded = importlib.import_module(f"{package}.{module}")
     # The peer side's own log lines (a dropped invalid notification, ...) are the report's
     # business, not stderr's.
     quiet = logging.getLogger(package)
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
-    return module
+    return loaded
 
 
 # -- options ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import typer
 
 from . import __version__
 from .check_agent import check_agent_command
+from .check_client import check_client_command
 from .errors import CodegenError
 from .format import FORMATTERS, Formatter
 from .report import exit_with_problems
@@ -241,6 +242,7 @@ def templates_command(
 
 
 app.command("check-agent")(check_agent_command)
+app.command("check-client")(check_client_command)
 
 
 def entry() -> None:

@@ -72,6 +72,9 @@ RUNTIME_FILES = {
     # Test tooling, in its own subpackage so that the top level shows what an agent or client
     # imports (the conformance kit, scripted peers, in-memory streams).
     "testing/__init__.py": "testing/__init__.py",
+    "testing/client_checks.py": "testing/client_checks.py",
+    "testing/client_conformance.py": "testing/client_conformance.py",
+    "testing/client_verdicts.py": "testing/client_verdicts.py",
     "testing/conformance.py": "testing/conformance.py",
     "testing/conformance_checks.py": "testing/conformance_checks.py",
     "testing/conformance_harness.py": "testing/conformance_harness.py",
@@ -87,6 +90,9 @@ RUNTIME_FILES = {
     "testing/conformance_rules_session.py": "testing/conformance_rules_session.py",
     "testing/conformance_traffic.py": "testing/conformance_traffic.py",
     "testing/memstream.py": "testing/memstream.py",
+    "testing/probe.py": "testing/probe.py",
+    "testing/probe_relay.py": "testing/probe_relay.py",
+    "testing/probe_scenario.py": "testing/probe_scenario.py",
     "testing/runners.py": "testing/runners.py",
     "testing/scripted.py": "testing/scripted.py",
 }

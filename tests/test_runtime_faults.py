@@ -541,6 +541,9 @@ ALLOWED_IMPORTS = {
     # the remote client: URLs, cookies (the stdlib jar, for load-balancer affinity), headers
     "email.message", "http.cookiejar", "types", "urllib.parse", "urllib.request",
     "copy", "uuid",  # contrib: the SDK's tool-call ids (uuid4), copies of the tracker's state
+    # check-client: the probe agent's relay (a Unix socket the checker owns, a thread per
+    # direction), its `{agent}` command quoted into a client's command line, random file names
+    "shlex", "socket", "threading", "secrets",
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}

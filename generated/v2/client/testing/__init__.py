@@ -12,7 +12,10 @@ client imports, never what the agent or client itself needs.
   event loop or as a process;
 - the conformance kit (`conformance` and its `conformance_*` parts): `check_agent`,
   `check_command`, `assert_conforms`, `Report`, `Options`, and for CI `junit_xml`,
-  `report_json` and `compile_selection` (the `-k` matcher).
+  `report_json` and `compile_selection` (the `-k` matcher);
+- the client checks (`client_conformance` and its parts: `client_checks`, `client_verdicts`,
+  the probe agent in `probe`, `probe_scenario`, `probe_relay`): `check_client`,
+  `check_client_command`, `assert_client_conforms`, `ClientOptions`, `CLIENT_CHECKS`.
 
 Every public name is importable from here::
 
@@ -23,6 +26,13 @@ Standard library only.
 
 from __future__ import annotations
 
+from .client_checks import CLIENT_CHECKS, ClientOptions
+from .client_conformance import (
+    assert_client_conforms,
+    check_client,
+    check_client_async,
+    check_client_command,
+)
 from .conformance import (
     CHECKS,
     CHECKS_BY_ID,
@@ -57,6 +67,12 @@ from .runners import AgentRun, Opener, Serve, StderrTail, agent_process, in_proc
 from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
 
 __all__ = [
+    "CLIENT_CHECKS",
+    "ClientOptions",
+    "assert_client_conforms",
+    "check_client",
+    "check_client_async",
+    "check_client_command",
     "CHECKS",
     "CHECKS_BY_ID",
     "DEFAULT_SCRIPT",

@@ -1,0 +1,115 @@
+"""`acp-codegen check-client -- CLIENT_CMD...`: the conformance checks against any ACP client
+executable that spawns its agent from a command line (`{agent}` in it).
+
+The checks live in the generated package (`testing/client_conformance.py`): this command
+generates agent-role bindings from the chosen schema once (cached, `check_cli`), imports them
+and runs `client_conformance.check_client_command`; the output layer is check-agent's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import typer
+
+from .check_cli import (
+    Output,
+    child_env,
+    fail_usage,
+    finish,
+    list_checks,
+    load_conformance,
+    parse_cwd,
+    parse_env,
+    parse_selection,
+    positive,
+)
+
+MODULE = "testing.client_conformance"
+
+
+def check_client_command(
+    command: list[str] = typer.Argument(None, help="The client command line, after `--`, with {agent} in it."),
+    schema: str | None = typer.Option(
+        None, "--schema", "-s", help="Schema the bindings are generated from (default: bundled v1)."
+    ),
+    unstable: bool = typer.Option(False, "--unstable", help="Use the unstable schema."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the report as JSON (failures with their transcript and stderr)."
+    ),
+    junit_xml: str | None = typer.Option(
+        None, "--junit-xml", metavar="PATH", help="Also write the report as JUnit XML (one testcase per check)."
+    ),
+    select: str | None = typer.Option(
+        None, "-k", metavar="EXPR", help="Report only the checks whose id matches (`permission and not cancel`)."
+    ),
+    list_only: bool = typer.Option(False, "--list", help="List the checks and exit."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds the client has to answer any one request."),
+    startup_timeout: float = typer.Option(
+        30.0, "--startup-timeout", help="Seconds the client may take to start the agent and send its first line."
+    ),
+    idle: float = typer.Option(
+        5.0, "--idle", help="Seconds of silence after which a client that does not exit by itself is stopped."
+    ),
+    max_time: float = typer.Option(120.0, "--max-time", help="Seconds the whole run may take at most."),
+    env: list[str] | None = typer.Option(
+        None, "--env", metavar="KEY=VALUE", help="Set in the client's environment (repeatable)."
+    ),
+    cwd: str | None = typer.Option(None, "--cwd", metavar="DIR", help="The client's working directory."),
+    stdin: str = typer.Option(
+        "",
+        "--input",
+        metavar="TEXT",
+        help="Written to the client's own stdin, then EOF (an interactive client's prompt).",
+    ),
+) -> None:
+    """Check that an ACP client follows the protocol: `acp-codegen check-client -- acpx --agent "{agent}" exec hi`.
+
+    The client spawns the probe agent where its command line says {agent} (a whole argument:
+    the probe's words; inside one: the shell-quoted command). The probe answers initialize
+    and session/new, and in the first prompt turn streams every kind of update and sends
+    the requests the client's capabilities allow, then what it must refuse or tolerate.
+    What the client never gives the chance to check is "not exercised", never passed. Exit 0
+    when no MUST check failed (--strict: no SHOULD one either), 1 when one did, 2 when the
+    client cannot be checked at all (it never started the agent).
+    """
+    if sys.platform == "win32":
+        fail_usage("check-client needs a POSIX system (the probe agent talks over a Unix socket)")
+    conformance = load_conformance(schema, unstable, "agent", MODULE) if list_only else None
+    if conformance is not None:
+        list_checks(conformance)
+    if not command:
+        fail_usage("no client command", 'acp-codegen check-client -- acpx --agent "{agent}" exec hello')
+    if not any("{agent}" in arg for arg in command):
+        fail_usage(
+            "the client command has no {agent}",
+            'put it where the client takes its agent command: acpx --agent "{agent}" exec hello',
+        )
+    if shutil.which(command[0]) is None:
+        fail_usage(f"client command {command[0]!r} not found or not executable")
+    for name, value in (
+        ("--timeout", timeout),
+        ("--startup-timeout", startup_timeout),
+        ("--idle", idle),
+        ("--max-time", max_time),
+    ):
+        positive(name, value)
+    extra_env = parse_env(env)
+    workdir = parse_cwd(cwd)
+    conformance = load_conformance(schema, unstable, "agent", MODULE)
+    options = conformance.ClientOptions(timeout=timeout, startup_timeout=startup_timeout, idle=idle, max_time=max_time)
+    try:
+        report = conformance.check_client_command(
+            command,
+            options,
+            cwd=workdir,
+            env=child_env(extra_env),
+            select=parse_selection(conformance, select),
+            stdin=stdin.encode(),
+        )
+    except OSError as exc:  # the command does not exist, is not executable, ...
+        typer.echo(f"error: cannot start the client {command[0]!r}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finish(conformance, report, Output(as_json, junit_xml), strict)
