@@ -60,6 +60,17 @@ RUNTIME_FILES = {
     "wiretap.py": "wiretap.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
+# Runtime sources only one role's package gets: output file -> runtime source, per role.
+ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
+    # The server side of the remote transport (an ASGI app): agents are what is served.
+    "agent": {"remote.py": "remote_server.py", "remote_http.py": "remote_http.py", "remote_link.py": "remote_link.py"},
+    "client": {},
+}
+
+
+def runtime_sources() -> set[str]:
+    """Every runtime source some package is made from."""
+    return set(RUNTIME_FILES.values()).union(*(files.values() for files in ROLE_RUNTIME_FILES.values()))
 
 
 class Renderer(DecodePlanner):
@@ -200,6 +211,7 @@ def sources(role: str) -> dict[str, str]:
     files = dict(FILES)
     files[ROLE_FILES[role]] = f"{role}.py.jinja"
     files.update(RUNTIME_FILES)
+    files.update(ROLE_RUNTIME_FILES[role])
     return files
 
 
@@ -220,7 +232,7 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
     header: str | None = None
     for path, source in sources(package.role).items():
         try:
-            if source in RUNTIME_FILES.values():
+            if source in runtime_sources():
                 if header is None:
                     header = env.get_template("_runtime_header.jinja").render(ctx)
                 out[path] = header + runtime_source(source, custom)
