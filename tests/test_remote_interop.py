@@ -20,6 +20,8 @@ connection with two open SSE streams, so its HTTP runs use HTTP/1.1 (hypercorn s
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -179,3 +181,34 @@ def test_http2_prior_knowledge(server: tuple[str, str]) -> None:
 
     asyncio.run(run())
 
+
+
+def test_garbage_on_the_sockets_and_an_oversize_body_leave_the_server_serving(server: tuple[str, str]) -> None:
+    """10 MB of random bytes on each port (the ASGI servers refuse them), a 10 MB POST body
+    (413 with a JSON-RPC error), then a fresh WebSocket connection still initializes."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+    import websockets
+
+    garbage = os.urandom(10 * 1024 * 1024)
+    for url in server:
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=TIMEOUT) as sock:
+            try:
+                sock.sendall(garbage)
+            except OSError:  # the server may close while we write: that is a refusal too
+                pass
+
+    async def run() -> None:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            body = b'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"x":"' + b"a" * 10_000_000 + b'"}}'
+            response = await client.post(server[1], content=body, headers={"content-type": "application/json"})
+            assert response.status_code == 413 and response.json()["id"] == 3
+            assert response.json()["error"]["code"] == -32600
+        async with websockets.connect(server[0]) as ws:
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["result"]["protocolVersion"] == 1
+
+    asyncio.run(run())

@@ -51,6 +51,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_PATH: Final = "/acp"
 _WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
 _WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
+_CLOSE_TIMEOUT: Final = 1.0
 
 
 class AsgiApp:
@@ -61,8 +62,9 @@ class AsgiApp:
         self.path = path
         self.limits = limits
         self.websockets: dict[str, Link] = {}
-        self.http = HttpTransport(make_agent, limits, self._room)
+        self.http = HttpTransport(make_agent, limits, self._room, self._gone)
         self._reaper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
 
     @property
     def connections(self) -> int:
@@ -102,9 +104,14 @@ class AsgiApp:
             self._reaper = None
         links = [*self.websockets.values(), *self.http.links.values()]
         await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
-        await self.http.forget_all()
 
     # -- idle timeout ----------------------------------------------------------------
+    def _gone(self) -> None:
+        """A connection ended: with none left, the reaper stops (it restarts with the next)."""
+        if not self.connections and self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+
     def _start_reaper(self) -> None:
         if self._reaper is None and self.limits.idle_timeout is not None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
@@ -115,16 +122,16 @@ class AsgiApp:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
+            if not self.connections:  # nothing to watch: started again with the next one
+                self._reaper = None
+                return
             now = loop.time()
             links = [*self.websockets.values(), *self.http.links.values()]
             for link in links:
                 if not link.closed.is_set() and link.idle_for(now) > timeout:
                     _log.info("remote connection %s idle for %.0f s: closed", link.id, timeout)
-                    loop.create_task(self._expire(link))
-
-    async def _expire(self, link: Link) -> None:
-        await link.close()
-        await self.http.forget(link.id)
+                    self._closing.add(task := loop.create_task(link.close()))
+                    task.add_done_callback(self._closing.discard)
 
     # -- WebSocket -----------------------------------------------------------------
     async def _websocket(
@@ -164,12 +171,14 @@ class AsgiApp:
                 for task in (pump, reader, ended):
                     task.cancel()
                 await asyncio.gather(pump, reader, ended, return_exceptions=True)
-                if close:
-                    with contextlib.suppress(Exception):  # the client may be gone already
-                        await send({"type": "websocket.close", "code": _WS_GOING_AWAY})
+                if close:  # bounded: a client that stopped reading may never take it
+                    with contextlib.suppress(Exception):
+                        closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
+                        await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
         finally:
             del self.websockets[link.id]
             await link.close()
+            self._gone()
 
     def _link(self, agent: Agent, channel: Channel) -> Link:
         limits = self.limits

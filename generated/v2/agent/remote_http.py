@@ -169,11 +169,16 @@ class HttpTransport:
     """POST, GET and DELETE on the endpoint; `links` holds the live connections by id."""
 
     def __init__(
-        self, make_agent: Callable[[], Agent], limits: Limits, room: Callable[[], bool]
+        self,
+        make_agent: Callable[[], Agent],
+        limits: Limits,
+        room: Callable[[], bool],
+        gone: Callable[[], None],
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
-        self.room = room
+        self.room = room  # whether one more connection may start
+        self.gone = gone  # a connection ended
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
@@ -191,14 +196,6 @@ class HttpTransport:
             await send_error(
                 send, 405, None, INVALID_REQUEST, f"method {method} not allowed", headers=allow
             )
-
-    async def forget(self, link_id: str) -> None:
-        self.links.pop(link_id, None)
-        self.connections.pop(link_id, None)
-
-    async def forget_all(self) -> None:
-        self.links.clear()
-        self.connections.clear()
 
     def _lookup(self, headers: dict[bytes, bytes]) -> HttpConnection | str:
         raw = headers.get(CONNECTION_HEADER)
@@ -331,7 +328,8 @@ class HttpTransport:
 
     def _drop(self, link_id: str) -> None:
         self.links.pop(link_id, None)
-        self.connections.pop(link_id, None)
+        if self.connections.pop(link_id, None) is not None:
+            self.gone()
 
     async def _answer(
         self, state: HttpConnection, waiter: asyncio.Future[bytes], send: Send
