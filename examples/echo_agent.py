@@ -244,7 +244,10 @@ async def listen(host: str, port: int) -> None:
         if ws_task.done():
             await ws_task
         await asyncio.sleep(0.01)
-    urls = [f"{scheme}://{_url_host(host)}:{sock.getsockname()[1]}/acp" for scheme, sock in (("ws", ws_sock), ("http", http_sock))]
+    urls = [
+        f"{scheme}://{_url_host(host)}:{sock.getsockname()[1]}/acp"
+        for scheme, sock in (("ws", ws_sock), ("http", http_sock))
+    ]
     print("listening", *urls, flush=True)
     await stop.wait()
     ws_server.should_exit = True

@@ -182,7 +182,6 @@ def test_http2_prior_knowledge(server: tuple[str, str]) -> None:
     asyncio.run(run())
 
 
-
 def test_garbage_on_the_sockets_and_an_oversize_body_leave_the_server_serving(server: tuple[str, str]) -> None:
     """10 MB of random bytes on each port (the ASGI servers refuse them), a 10 MB POST body
     (413 with a JSON-RPC error), then a fresh WebSocket connection still initializes."""
@@ -208,7 +207,9 @@ def test_garbage_on_the_sockets_and_an_oversize_body_leave_the_server_serving(se
             assert response.status_code == 413 and response.json()["id"] == 3
             assert response.json()["error"]["code"] == -32600
         async with websockets.connect(server[0]) as ws:
-            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}))
+            await ws.send(
+                json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+            )
             assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["result"]["protocolVersion"] == 1
 
     asyncio.run(run())

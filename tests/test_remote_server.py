@@ -251,7 +251,9 @@ def test_websocket_disconnect_mid_turn_cancels_it_and_leaves_nothing() -> None:
         call = await opened(app)
         call.incoming.put_nowait(frame(1, "session/new", {"cwd": "/", "mcpServers": []}))
         assert (await ws_answer(call))["result"] == {"sessionId": "s1"}
-        call.incoming.put_nowait(frame(2, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": "hang"}]}))
+        call.incoming.put_nowait(
+            frame(2, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": "hang"}]})
+        )
         await asyncio.sleep(0.05)
         assert app.connections == 1 and len(tasks_now()) > len(before)
         call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1006})
@@ -273,7 +275,9 @@ def test_websocket_garbage_and_oversize_frames_are_answered_and_the_socket_keeps
         call.incoming.put_nowait({"type": "websocket.receive", "text": "not json"})
         assert (await ws_answer(call))["error"]["code"] == -32700
         call.incoming.put_nowait({"type": "websocket.receive", "bytes": b"binary frames are ignored"})
-        pretty = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}, indent=2)
+        pretty = json.dumps(
+            {"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}, indent=2
+        )
         call.incoming.put_nowait({"type": "websocket.receive", "text": pretty})
         assert (await ws_answer(call)) == {"jsonrpc": "2.0", "id": 9, "result": {"sessionId": "s1"}}
         call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
@@ -290,7 +294,9 @@ def test_a_client_that_stops_reading_holds_the_server_to_its_send_buffer() -> No
         await ws_answer(call)
         call.blocked.clear()  # the client stops reading: every send() hangs
         text = "1000 10000"  # 10 MB of updates
-        call.incoming.put_nowait(frame(2, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": text}]}))
+        call.incoming.put_nowait(
+            frame(2, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": text}]})
+        )
         await asyncio.sleep(0.2)
         [link] = app.websockets.values()
         assert 0 < link.outbox.size <= 64 * 1024 + 2 * 10100, link.outbox.size
