@@ -12,7 +12,7 @@ websockets-sansio), in the same run, with the same raw WebSocket clients:
    name its own session and come from the worker that made the session (nothing crosses
    wires, each session stays on its worker); the connections per worker are printed.
 
-    python benchmarks/bench_remote.py [--conns 1000] [--turns 5] [--updates 100] [--idle 10000]
+    python benchmarks/bench_remote.py [--conns 1000] [--turns 1] [--updates 100] [--idle 10000]
 
 Clients run in `--client-procs` processes (default 2) so that the clients are not the
 bottleneck. The open-file limit is raised to its hard limit (resource.setrlimit); if that is
@@ -347,7 +347,7 @@ def raise_fd_limit() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conns", type=int, default=1000)
-    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=1)
     parser.add_argument("--updates", type=int, default=100)
     parser.add_argument("--idle", type=int, default=10_000)
     parser.add_argument("--client-procs", type=int, default=2)

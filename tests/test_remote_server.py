@@ -367,3 +367,38 @@ def test_the_agent_package_imports_and_serves_without_optional_libraries() -> No
 def test_a_path_must_be_absolute(path: str) -> None:
     with pytest.raises(ValueError, match="path must start with"):
         agent.asgi_app(Chatty, path=path)
+
+
+def test_set_cookie_from_a_wrapping_middleware_passes_through() -> None:
+    """An affinity cookie added by a middleware (or a balancer) reaches every answer."""
+    cookie = (b"set-cookie", b"SRV=backend-1; Path=/")
+
+    def with_cookie(app: agent.AsgiApp) -> Any:
+        async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            async def send_with_cookie(message: dict[str, Any]) -> None:
+                if message["type"] in ("http.response.start", "websocket.accept"):
+                    message = {**message, "headers": [*message.get("headers", []), cookie]}
+                await send(message)
+
+            await app(scope, receive, send_with_cookie)
+
+        return wrapped
+
+    async def main() -> None:
+        inner = agent.asgi_app(Chatty)
+        app: Any = with_cookie(inner)
+        status, headers, body = await request(app, "POST", rpc(0, "initialize", {"protocolVersion": 1}), JSON)
+        assert status == 200 and headers["set-cookie"] == "SRV=backend-1; Path=/" and headers[CID]
+        new = rpc(1, "session/new", {"cwd": "/", "mcpServers": []})
+        status, headers, _ = await request(app, "POST", new, {**JSON, CID: headers[CID]})
+        assert status == 202 and headers["set-cookie"].startswith("SRV=")
+        call = Call(app, {"type": "websocket", "path": "/acp", "headers": []})
+        call.incoming.put_nowait({"type": "websocket.connect"})
+        accept = await call.next()
+        assert cookie in accept["headers"] and any(k == b"acp-connection-id" for k, _ in accept["headers"])
+        call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(call.task, TIMEOUT)
+        await inner.aclose()
+        assert inner.connections == 0
+
+    run(main)

@@ -128,7 +128,7 @@ class AsgiApp:
             now = loop.time()
             links = [*self.websockets.values(), *self.http.links.values()]
             for link in links:
-                if not link.closed.is_set() and link.idle_for(now) > timeout:
+                if not link.closed and link.idle_for(now) > timeout:
                     _log.info("remote connection %s idle for %.0f s: closed", link.id, timeout)
                     self._closing.add(task := loop.create_task(link.close()))
                     task.add_done_callback(self._closing.discard)
@@ -156,22 +156,22 @@ class AsgiApp:
         link = self._link(agent, channel)
         self.websockets[link.id] = link
         try:
-            await send(
-                {"type": "websocket.accept", "headers": [(b"acp-connection-id", link.id.encode())]}
-            )
+            headers = [(b"acp-connection-id", link.id.encode())]
+            await send({"type": "websocket.accept", "headers": headers})
             pump = asyncio.ensure_future(self._pump(link, channel, send))
             reader = asyncio.ensure_future(self._read(link, receive))
-            ended = asyncio.ensure_future(link.closed.wait())
+            undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
             try:
-                await asyncio.wait({pump, reader, ended}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                # Who ended it: the client (reader), the agent (pump closed the socket), or
-                # the server (idle timeout, shutdown: the socket is closed here).
-                close = not reader.done() and not pump.done()
-                for task in (pump, reader, ended):
-                    task.cancel()
-                await asyncio.gather(pump, reader, ended, return_exceptions=True)
-                if close:  # bounded: a client that stopped reading may never take it
+                undo()
+                # The client left (the reader returned), or the server ends it (the pump
+                # was stopped, or failed): then the socket is closed here.
+                left = reader.done() and not reader.cancelled() and reader.result() is True
+                pump.cancel()
+                reader.cancel()
+                await asyncio.gather(pump, reader, return_exceptions=True)
+                if not left:  # bounded: a client that stopped reading may never take it
                     with contextlib.suppress(Exception):
                         closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
                         await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
@@ -202,8 +202,9 @@ class AsgiApp:
             )
 
     @staticmethod
-    async def _read(link: Link, receive: Receive) -> None:
-        """Client frames into the agent's inbox until the client disconnects (returns)."""
+    async def _read(link: Link, receive: Receive) -> bool:
+        """Client frames into the agent's inbox: True once the client disconnected, False
+        if the connection ended first."""
         while True:
             message = await receive()
             kind = message["type"]
@@ -211,33 +212,25 @@ class AsgiApp:
                 text = message.get("text")
                 if text is not None:  # binary frames are ignored (the RFD)
                     if not await link.deliver(frame(text.encode("utf-8", "surrogatepass"))):
-                        return
+                        return False
             elif kind == "websocket.disconnect":
-                return
+                return True
 
     @staticmethod
     async def _pump(link: Link, channel: Channel, send: Send) -> None:
-        """The agent's messages out as text frames, each taken once sent; when the agent's
-        connection is over, the socket is closed."""
-        items, outbox = channel.items, link.outbox
+        """The agent's messages out as text frames, until cancelled (the link's end)."""
+        outbox = link.outbox
         while True:
-            if not items:
-                if link.task.done():
-                    await send({"type": "websocket.close", "code": 1000})
-                    return
-                channel.ready.clear()
-                ready = asyncio.ensure_future(channel.ready.wait())
+            await channel.wait()
+            batch = channel.take()
+            for i, line in enumerate(batch):
                 try:
-                    await asyncio.wait({ready, link.task}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    ready.cancel()
-                continue
-            line = items[0]
-            await send(
-                {"type": "websocket.send", "text": line[:-1].decode("utf-8", "surrogatepass")}
-            )
-            items.popleft()
-            outbox.sent(line)
+                    text = line[:-1].decode("utf-8", "surrogatepass")
+                    await send({"type": "websocket.send", "text": text})
+                except BaseException:
+                    channel.untake(batch[i:])
+                    raise
+                outbox.sent(line)
             link.touch()
 
 

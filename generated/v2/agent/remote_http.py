@@ -202,7 +202,7 @@ class HttpTransport:
         if raw is None:
             return "missing the Acp-Connection-Id header"
         state = self.connections.get(raw.decode("latin-1"))
-        if state is None or state.link.closed.is_set():
+        if state is None or state.link.closed:
             return "unknown Acp-Connection-Id (the connection ended, or never existed)"
         return state
 
@@ -382,14 +382,15 @@ class HttpTransport:
         }
         await send(start)
         link = state.link
+        undo = link.on_close(stop.set)
         streamer = asyncio.ensure_future(self._stream(link, channel, send))
         gone = asyncio.ensure_future(_disconnected(receive))
-        ended = asyncio.ensure_future(link.closed.wait())
-        replaced = asyncio.ensure_future(stop.wait())
-        tasks: set[asyncio.Future[Any]] = {streamer, gone, ended, replaced}
+        replaced = asyncio.ensure_future(stop.wait())  # or the connection ended
+        tasks: set[asyncio.Future[Any]] = {streamer, gone, replaced}
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            undo()
             client_gone = gone.done()
             for task in tasks:
                 task.cancel()
@@ -401,32 +402,26 @@ class HttpTransport:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _stream(self, link: Link, channel: Channel, send: Send) -> None:
-        items, outbox, keepalive = channel.items, link.outbox, self.limits.keepalive
+        outbox, keepalive = link.outbox, self.limits.keepalive
         while True:
-            if not items:
-                channel.ready.clear()
+            if not channel.items:
                 try:
-                    await asyncio.wait_for(channel.ready.wait(), keepalive)
+                    await asyncio.wait_for(channel.wait(), keepalive)
                 except asyncio.TimeoutError:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": b": keepalive\n\n",
-                            "more_body": True,
-                        }
-                    )
+                    body = b": keepalive\n\n"
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                 continue
-            line = items[0]
-            # Taken only once sent: cancelled mid-send (the client left), it waits for the next GET.
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": b"data: " + line[:-1] + b"\n\n",
-                    "more_body": True,
-                }
-            )
-            items.popleft()
-            outbox.sent(line)
+            batch = channel.take()
+            for i, line in enumerate(batch):
+                # Taken once sent: cancelled mid-send (the client left), the rest waits
+                # for the stream's next GET.
+                try:
+                    body = b"data: " + line[:-1] + b"\n\n"
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                except BaseException:
+                    channel.untake(batch[i:])
+                    raise
+                outbox.sent(line)
             link.touch()
 
     # -- DELETE ----------------------------------------------------------------------
