@@ -15,6 +15,11 @@ The SDK client's known deviations, which the server tolerates as the RFD allows:
 Worked around here: over HTTP/2 (httpx/httpcore) the SDK client hangs when a POST shares the
 connection with two open SSE streams, so its HTTP runs use HTTP/1.1 (hypercorn serves both;
 `test_http2_prior_knowledge` checks that the server itself speaks h2c).
+
+The TypeScript SDK's experimental ws and http clients (@agentclientprotocol/sdk 2.4.0, with the
+`ws` package; installed once with npm into ~/.cache/acp-codegen-tests/ts-remote, or the
+node_modules directory named by ACP_TS_MODULES) run the same scenario from
+tests/ts_remote_client.mjs; skipped when node or npm is missing or the install fails.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
+TS_CLIENT = Path(__file__).resolve().parent / "ts_remote_client.mjs"
+TS_PACKAGES = ("@agentclientprotocol/sdk@2.4.0", "ws@8")
 TIMEOUT = 15.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("remote")]
@@ -213,3 +220,34 @@ def test_garbage_on_the_sockets_and_an_oversize_body_leave_the_server_serving(se
             assert json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))["result"]["protocolVersion"] == 1
 
     asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def ts_modules() -> Path:
+    """A node_modules directory with the TypeScript SDK and `ws` (npm-installed once)."""
+    import shutil
+
+    if os.environ.get("ACP_TS_MODULES"):
+        return Path(os.environ["ACP_TS_MODULES"])
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the TypeScript SDK's clients")
+    prefix = Path.home() / ".cache" / "acp-codegen-tests" / "ts-remote"
+    modules = prefix / "node_modules"
+    if not (modules / "@agentclientprotocol" / "sdk" / "package.json").exists() or not (modules / "ws").exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        command = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent", *TS_PACKAGES]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            pytest.skip("npm install of the TypeScript SDK timed out")
+        if result.returncode != 0:
+            pytest.skip(f"npm install of the TypeScript SDK failed: {result.stderr[-500:]}")
+    return modules
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_ts_sdk_client(server: tuple[str, str], ts_modules: Path, profile: str) -> None:
+    url = server[0] if profile == "ws" else server[1]
+    env = {**os.environ, "ACP_TS_MODULES": str(ts_modules)}
+    result = subprocess.run(["node", str(TS_CLIENT), profile, url], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
