@@ -374,10 +374,16 @@ def main() -> None:
             print(f"note: the open-file limit ({limit}) allows {got} {name} connections, not {wanted}")
     args.conns = conns
     print(f"busy: {conns} WebSocket connections x {args.turns} turns x {args.updates} updates (uvicorn, 1 worker)")
-    figures = {stack: busy(stack, args) for stack in ("ours", "sdk")}
+    figures: dict[str, dict[str, float]] = {}
+    for stack in ("ours", "sdk"):
+        start = time.perf_counter()
+        figures[stack] = busy(stack, args)
+        print(f"  {stack}: {time.perf_counter() - start:.0f} s")
     print(f"idle: {idle_conns} connections, one session each")
     for stack in ("ours", "sdk"):
+        start = time.perf_counter()
         figures[stack]["idle"] = idle(stack, idle_conns, args)
+        print(f"  {stack}: {time.perf_counter() - start:.0f} s")
     ours, sdk = figures["ours"], figures["sdk"]
     rows = [
         ("messages/s (busy)", "msgs", "{:,.0f}"),
