@@ -180,6 +180,7 @@ def stream(app: agent.AsgiApp, cid: str, session: str | None = None) -> Call:
 def test_http_routing_connection_and_session_streams() -> None:
     async def main() -> None:
         app = agent.asgi_app(Chatty)
+        before = tasks_now()
         cid = await initialized(app)
         main_stream = stream(app, cid)
         assert (await main_stream.next())["status"] == 200
@@ -209,6 +210,8 @@ def test_http_routing_connection_and_session_streams() -> None:
             assert (await call.next()) == {"type": "http.response.body", "body": b"", "more_body": False}
             await asyncio.wait_for(call.task, TIMEOUT)
         assert app.connections == 0
+        await asyncio.sleep(0)
+        assert tasks_now() == before, tasks_now() - before
 
     run(main)
 
