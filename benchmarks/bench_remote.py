@@ -17,6 +17,7 @@ websockets-sansio), in the same run, with the same raw WebSocket clients:
 Clients run in `--client-procs` processes (default 2) so that the clients are not the
 bottleneck. The open-file limit is raised to its hard limit (resource.setrlimit); if that is
 below what a phase needs, the phase runs with as many connections as fit, and says so.
+`--compare-servers` runs only the busy phase of ours, on uvicorn and on hypercorn (WebSocket).
 (`--serve STACK` is the server process, `--client` one client process.)
 """
 
@@ -98,10 +99,22 @@ def make_sdk() -> Any:
     return create_asgi_app(lambda conn: Sdk())
 
 
-def serve(stack: str, port: int, workers: int) -> None:
+def serve(stack: str, port: int, workers: int, asgi: str) -> None:
+    factory = {"ours": "make_ours", "sdk": "make_sdk"}[stack]
+    if asgi == "hypercorn":
+        from hypercorn.asyncio import serve as hypercorn_serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.backlog = 4096
+        config.loglevel = "WARNING"
+        config.accesslog = None
+        app = make_ours() if stack == "ours" else make_sdk()
+        asyncio.run(hypercorn_serve(app, config))  # type: ignore[arg-type]
+        return
     import uvicorn
 
-    factory = {"ours": "make_ours", "sdk": "make_sdk"}[stack]
     uvicorn.run(
         f"bench_remote:{factory}",
         factory=True,
@@ -215,10 +228,11 @@ def rss_kib(pid: int) -> int:
 
 
 class Server:
-    def __init__(self, stack: str, workers: int = 1) -> None:
+    def __init__(self, stack: str, workers: int = 1, asgi: str = "uvicorn") -> None:
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}/acp"
         cmd = [sys.executable, __file__, "--serve", stack, "--port", str(self.port), "--workers", str(workers)]
+        cmd += ["--asgi", asgi]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -282,8 +296,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def busy(stack: str, args: argparse.Namespace) -> dict[str, float]:
-    server = Server(stack)
+def busy(stack: str, args: argparse.Namespace, asgi: str = "uvicorn") -> dict[str, float]:
+    server = Server(stack, asgi=asgi)
     base = server.rss()
     seen: dict[str, int] = {}
     results = run_clients(
@@ -357,10 +371,22 @@ def main() -> None:
     parser.add_argument("--client", action="store_true")
     parser.add_argument("--url")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--asgi", choices=["uvicorn", "hypercorn"], default="uvicorn")
+    parser.add_argument(
+        "--compare-servers", action="store_true", help="only the busy phase of ours, on uvicorn and on hypercorn"
+    )
     args = parser.parse_args()
     limit = raise_fd_limit()
     if args.serve:
-        serve(args.serve, args.port, args.workers)
+        serve(args.serve, args.port, args.workers, args.asgi)
+        return
+    if args.compare_servers:
+        args.conns = min(args.conns, limit - 200)
+        print(f"ours, busy: {args.conns} connections x {args.turns} turns x {args.updates} updates")
+        for asgi in ("uvicorn", "hypercorn"):
+            got = busy("ours", args, asgi)
+            print(f"  {asgi:10} {got['msgs']:>8,.0f} msgs/s  p50 {got['p50']:.0f} ms  p99 {got['p99']:.0f} ms")
+            print(f"  {'':10} RSS {got['rss']:.1f} KiB/conn")
         return
     if args.client:
         asyncio.run(client(args))
