@@ -63,7 +63,12 @@ ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 # Runtime sources only one role's package gets: output file -> runtime source, per role.
 ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
     # The server side of the remote transport (an ASGI app): agents are what is served.
-    "agent": {"remote.py": "remote_server.py", "remote_http.py": "remote_http.py", "remote_link.py": "remote_link.py"},
+    "agent": {
+        "remote.py": "remote_server.py",
+        "remote_http.py": "remote_http.py",
+        "remote_link.py": "remote_link.py",
+        "remote_wire.py": "remote_wire.py",
+    },
     "client": {},
 }
 

@@ -30,92 +30,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
-from typing import Any, Final, cast
+from collections.abc import Callable, MutableMapping
+from typing import Any, Final
 
 from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
-from .jsonline import Skim, dumps, loads
-from .remote_link import Channel, Link, error_body, frame
-from .types import DecodeContext
+from .jsonline import Skim, loads
+from .remote_link import Channel, Link
+from .remote_wire import (
+    JSON_CONTENT,
+    Limits,
+    Receive,
+    Send,
+    frame,
+    id_key,
+    media_types,
+    named_session,
+    request_headers,
+    send_error,
+)
 
 _log = logging.getLogger(__name__)
-
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 CONNECTION_HEADER: Final = b"acp-connection-id"
 SESSION_HEADER: Final = b"acp-session-id"
 SESSION_OPENING: Final = frozenset(
     {"session/new", "session/load", "session/resume", "session/fork"}
 )
-_JSON: Final = (b"content-type", b"application/json")
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_message_size: int
-    max_connections: int | None
-    idle_timeout: float | None
-    send_buffer: int
-    shutdown_grace: float
-    keepalive: float
-    ctx: DecodeContext | None
-
-
-async def send_error(
-    send: Send,
-    status: int,
-    msg_id: Any,
-    code: int,
-    detail: str,
-    *,
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-    websocket: bool = False,
-) -> None:
-    """An HTTP error answer with a JSON-RPC error body (`websocket`: as the refusal of an
-    upgrade, through the ASGI `websocket.http.response` extension)."""
-    message = {PARSE_ERROR: "Parse error", INTERNAL_ERROR: "Internal error"}.get(
-        code, "Invalid request"
-    )
-    body = dumps(error_body(msg_id, code, message, detail))
-    prefix = "websocket.http.response" if websocket else "http.response"
-    await send({"type": f"{prefix}.start", "status": status, "headers": [_JSON, *headers]})
-    await send({"type": f"{prefix}.body", "body": body})
-
-
-def _headers(scope: MutableMapping[str, Any]) -> dict[bytes, bytes]:
-    """Request headers by lower-case name; repeated ones joined with commas."""
-    out: dict[bytes, bytes] = {}
-    for name, value in scope["headers"]:
-        key = bytes(name).lower()
-        out[key] = out[key] + b"," + bytes(value) if key in out else bytes(value)
-    return out
-
-
-def _media_types(value: bytes) -> list[bytes]:
-    return [part.split(b";", 1)[0].strip().lower() for part in value.split(b",")]
-
-
-def named_session(message: dict[str, Any]) -> str | None:
-    """The `sessionId` a request's or notification's params name, if any."""
-    params: Any = message.get("params")
-    if params.__class__ is dict:
-        session: Any = cast("dict[str, Any]", params).get("sessionId")
-        if isinstance(session, str):
-            return session
-    return None
-
-
-def _key(value: Any) -> tuple[bool, Any] | None:
-    if (
-        value is None
-        or isinstance(value, str)
-        or (isinstance(value, int) and not isinstance(value, bool))
-    ):
-        return (isinstance(value, str), value)
-    return None
 
 
 class HttpConnection:
@@ -139,7 +80,7 @@ class HttpConnection:
         message = loads(line)  # we encoded it: always a JSON object
         session: Any = None
         if "method" not in message:
-            key = _key(message.get("id"))
+            key = id_key(message.get("id"))
             if key is not None:
                 waiter = self.waiters.pop(key, None)
                 if waiter is not None:
@@ -181,7 +122,7 @@ class HttpTransport:
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
         method = scope["method"]
-        headers = _headers(scope)
+        headers = request_headers(scope)
         if method == "POST":
             await self._post(headers, receive, send)
         elif method == "GET":
@@ -205,7 +146,7 @@ class HttpTransport:
 
     # -- POST ----------------------------------------------------------------------
     async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
-        if _media_types(headers.get(b"content-type", b""))[0] != b"application/json":
+        if media_types(headers.get(b"content-type", b""))[0] != b"application/json":
             await send_error(
                 send, 415, None, INVALID_REQUEST, "Content-Type must be application/json"
             )
@@ -225,7 +166,7 @@ class HttpTransport:
             await send_error(send, 400, None, INVALID_REQUEST, "a message must be a JSON object")
             return
         fields: dict[str, Any] = message
-        msg_id = fields.get("id") if _key(fields.get("id")) is not None else None
+        msg_id = fields.get("id") if id_key(fields.get("id")) is not None else None
         method = fields.get("method")
         is_request = method.__class__ is str and "id" in fields
         if CONNECTION_HEADER not in headers and method == "initialize" and is_request:
@@ -248,11 +189,11 @@ class HttpTransport:
                 )
                 await send_error(send, 400, msg_id, INVALID_REQUEST, detail)
                 return
-            key = _key(fields.get("id"))
+            key = id_key(fields.get("id"))
             if session is not None and is_request and key is not None:
                 state.session_of[key] = session
         waiter: asyncio.Future[bytes] | None = None
-        if method == "initialize" and is_request and (key := _key(fields.get("id"))) is not None:
+        if method == "initialize" and is_request and (key := id_key(fields.get("id"))) is not None:
             waiter = state.waiters[key] = asyncio.get_running_loop().create_future()
         if not await state.link.deliver(frame(body)):
             await send_error(send, 404, msg_id, INVALID_REQUEST, "the connection ended")
@@ -289,14 +230,14 @@ class HttpTransport:
         if skim is None:
             return b"".join(chunks)
         head = skim.head()
-        msg_id = head.get("id") if head is not None and _key(head.get("id")) is not None else None
+        msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
         detail = f"message larger than the maximum of {limit} bytes"
         await send_error(send, 413, msg_id, INVALID_REQUEST, detail)
         return None
 
     async def _initialize(self, body: bytes, fields: dict[str, Any], send: Send) -> None:
         msg_id = fields.get("id")
-        key = _key(msg_id)
+        key = id_key(msg_id)
         if key is None:
             await send_error(
                 send, 400, None, INVALID_REQUEST, "id must be a string, an integer or null"
@@ -344,7 +285,7 @@ class HttpTransport:
                 "the connection ended before initialize was answered",
             )
             return
-        headers = [_JSON, (CONNECTION_HEADER, state.link.id.encode())]
+        headers = [JSON_CONTENT, (CONNECTION_HEADER, state.link.id.encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": waiter.result()[:-1]})
 
@@ -355,7 +296,7 @@ class HttpTransport:
                 send, 400, None, INVALID_REQUEST, "this server did not accept the WebSocket upgrade"
             )
             return
-        if b"text/event-stream" not in _media_types(headers.get(b"accept", b"")):
+        if b"text/event-stream" not in media_types(headers.get(b"accept", b"")):
             await send_error(
                 send, 406, None, INVALID_REQUEST, "Accept must include text/event-stream"
             )

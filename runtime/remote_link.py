@@ -15,10 +15,9 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
 
 from .agent import Agent, ClientProxy
-from .connection import Connection, ConnectionClosed
+from .connection import Connection
 from .dispatch import Dispatcher
 from .methods import AGENT_HANDLES
 from .types import DecodeContext
@@ -233,23 +232,3 @@ class Link:
         (after `shutdown_grace`); returns once its tasks are done."""
         self._close()
         await asyncio.wait({self.task})  # its failure, if any, was logged by _ended
-
-
-def frame(data: bytes) -> bytes:
-    """A received message as one line: a raw newline in JSON text can only be whitespace
-    (inside strings it must be escaped), so replacing it keeps the message intact."""
-    if b"\n" in data:
-        data = data.replace(b"\n", b" ")
-    return data + b"\n"
-
-
-def error_body(msg_id: Any, code: int, message: str, detail: str) -> dict[str, Any]:
-    """A JSON-RPC error response for a transport-level refusal."""
-    return {
-        "jsonrpc": "2.0",
-        "id": msg_id,
-        "error": {"code": code, "message": message, "data": {"details": detail}},
-    }
-
-
-__all__ = ["Channel", "ConnectionClosed", "Inbox", "Link", "Outbox", "error_body", "frame"]

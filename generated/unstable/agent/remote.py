@@ -40,8 +40,9 @@ from collections.abc import Callable, MutableMapping
 from typing import Any, Final
 
 from .agent import Agent
-from .remote_http import HttpTransport, Limits, Receive, Send, send_error
-from .remote_link import Channel, Link, frame
+from .remote_http import HttpTransport
+from .remote_link import Channel, Link
+from .remote_wire import Limits, Receive, Send, frame, send_error
 from .types import DecodeContext
 
 __all__ = ["DEFAULT_PATH", "AsgiApp", "asgi_app"]
