@@ -95,10 +95,12 @@ class Recorder:
         return [u.content.text for _, u in self.updates if u.session_update == kind and u.content.type == "text"]
 
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
-        async with asyncio.timeout(TIMEOUT):
+        async def until() -> None:
             while not predicate():
                 self.arrived.clear()
                 await self.arrived.wait()
+
+        await asyncio.wait_for(until(), TIMEOUT)
 
 
 async def scenario(connect: Callable[[], Awaitable[Any]]) -> None:
@@ -107,7 +109,8 @@ async def scenario(connect: Callable[[], Awaitable[Any]]) -> None:
     first = Recorder()
     transport = await connect()
     conn = acp.connect_to_agent(first, transport)
-    async with asyncio.timeout(TIMEOUT):
+
+    async def on_the_first_connection() -> str:
         init = await conn.initialize(protocol_version=1)
         assert init.agent_capabilities is not None and init.agent_capabilities.load_session
         session_id = (await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id
@@ -124,11 +127,14 @@ async def scenario(connect: Callable[[], Awaitable[Any]]) -> None:
         assert len([t for t in first.texts() if t.startswith("slow ")]) < 20
         await conn.close()
         await transport.close()
+        return session_id
 
+    session_id = await asyncio.wait_for(on_the_first_connection(), TIMEOUT)
     again = Recorder()
     transport = await connect()
     conn = acp.connect_to_agent(again, transport)
-    async with asyncio.timeout(TIMEOUT):
+
+    async def on_a_new_connection() -> None:
         await conn.initialize(protocol_version=1)
         await conn.load_session(cwd="/tmp", session_id=session_id, mcp_servers=[])
         # The history is replayed: the user's prompts and the agent's answers, in order.
@@ -141,6 +147,8 @@ async def scenario(connect: Callable[[], Awaitable[Any]]) -> None:
         await again.wait_for(lambda: "back again" in again.texts())
         await conn.close()
         await transport.close()
+
+    await asyncio.wait_for(on_a_new_connection(), TIMEOUT)
 
 
 def test_sdk_websocket_client(server: tuple[str, str]) -> None:

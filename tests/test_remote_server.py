@@ -405,3 +405,52 @@ def test_set_cookie_from_a_wrapping_middleware_passes_through() -> None:
         assert inner.connections == 0
 
     run(main)
+
+
+def test_http_reconnect_as_the_rfd_draws_it() -> None:
+    """A new connection opens the session's stream first (a session it has not seen), then
+    POSTs session/load with Acp-Session-Id: the replayed history comes on the session stream,
+    the session/load answer on the connection stream; the echo agent keeps its sessions in a
+    store shared by every connection's agent."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "echo_agent.py"
+    spec = importlib.util.spec_from_file_location("echo_agent_for_remote", path)
+    assert spec is not None and spec.loader is not None
+    echo = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = echo  # its dataclasses look their module up
+    spec.loader.exec_module(echo)
+
+    async def main() -> None:
+        sessions: dict[str, Any] = {}
+        app = agent.asgi_app(lambda: echo.EchoAgent(sessions))
+        cid = await initialized(app)
+        conn = {**JSON, CID: cid}
+        main_stream = stream(app, cid)
+        assert (await main_stream.next())["status"] == 200
+        await request(app, "POST", rpc(1, "session/new", {"cwd": "/", "mcpServers": []}), conn)
+        [answer] = await sse_lines(main_stream, 1)
+        sid = answer["result"]["sessionId"]
+        prompt = rpc(2, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+        await request(app, "POST", prompt, {**conn, "acp-session-id": sid})
+        await sse_lines(main_stream, 2)  # the echo and the answer (no session stream yet)
+        assert (await request(app, "DELETE", b"", {CID: cid}))[0] == 202
+
+        cid = await initialized(app)
+        conn = {**JSON, CID: cid}
+        main_stream, session_stream = stream(app, cid), stream(app, cid, sid)
+        assert (await main_stream.next())["status"] == 200 and (await session_stream.next())["status"] == 200
+        load = rpc(1, "session/load", {"sessionId": sid, "cwd": "/", "mcpServers": []})
+        assert (await request(app, "POST", load, {**conn, "acp-session-id": sid}))[0] == 202
+        replay = await sse_lines(session_stream, 2)
+        kinds = [m["params"]["update"]["sessionUpdate"] for m in replay]
+        assert kinds == ["user_message_chunk", "agent_message_chunk"]
+        [answer] = await sse_lines(main_stream, 1)
+        assert answer["id"] == 1 and "result" in answer
+        await app.aclose()
+        for call in (main_stream, session_stream):
+            await asyncio.wait_for(call.task, TIMEOUT)
+        assert app.connections == 0
+
+    run(main)
