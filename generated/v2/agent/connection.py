@@ -192,6 +192,7 @@ class Connection:
         handled (`inflight`, `started`, `cancelled_by_peer`), answers and cancellations being
         sent (`background`), responses held back behind notifications (`waiters`), and
         notifications not yet handled (`queued_notifications`)."""
+        queue = self._notifications
         return {
             "pending": len(self._pending),
             "inflight": len(self._inflight),
@@ -199,9 +200,7 @@ class Connection:
             "cancelled_by_peer": len(self._cancelled_by_peer),
             "background": len(self._background),
             "waiters": len(self._waiters),
-            "queued_notifications": 0
-            if self._notifications is None
-            else self._notifications.qsize(),
+            "queued_notifications": 0 if queue is None else queue.qsize(),
         }
 
     # -- sending -----------------------------------------------------------------------
