@@ -61,11 +61,6 @@ RUNTIME_FILES = {
     "jsonline.py": "jsonline.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
-    "remote_client.py": "remote_client.py",
-    "remote_http.py": "remote_http.py",
-    "remote_messages.py": "remote_messages.py",
-    "remote_sse.py": "remote_sse.py",
-    "remote_ws.py": "remote_ws.py",
     "serde.py": "serde.py",
     "streams.py": "streams.py",
     "wiretap.py": "wiretap.py",
@@ -81,7 +76,6 @@ RUNTIME_FILES = {
     "testing/conformance_messages.py": "testing/conformance_messages.py",
     "testing/conformance_output.py": "testing/conformance_output.py",
     "testing/conformance_probes.py": "testing/conformance_probes.py",
-    "testing/conformance_remote.py": "testing/conformance_remote.py",
     "testing/conformance_probes_session.py": "testing/conformance_probes_session.py",
     "testing/conformance_probes_turn.py": "testing/conformance_probes_turn.py",
     "testing/conformance_probes_wire.py": "testing/conformance_probes_wire.py",
@@ -97,16 +91,30 @@ RUNTIME_FILES = {
     "testing/scripted.py": "testing/scripted.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
-# runtime output file -> the one role whose packages get it (the others go to both roles):
-# reaching a remote agent is the client's business.
-RUNTIME_ROLE: dict[str, str] = {
-    "remote_client.py": "client",
-    "remote_http.py": "client",
-    "remote_messages.py": "client",
-    "remote_sse.py": "client",
-    "remote_ws.py": "client",
-    "testing/conformance_remote.py": "client",
+# Runtime sources only one role's package gets: output file -> runtime source, per role.
+ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
+    # The server side of the remote transport (an ASGI app): agents are what is served.
+    "agent": {
+        "remote.py": "remote_server.py",
+        "remote_link.py": "remote_link.py",
+        "remote_server_http.py": "remote_server_http.py",
+        "remote_wire.py": "remote_wire.py",
+    },
+    # Reaching a remote agent (and checking one over the remote transport) is the client's business.
+    "client": {
+        "remote_client.py": "remote_client.py",
+        "remote_http.py": "remote_http.py",
+        "remote_messages.py": "remote_messages.py",
+        "remote_sse.py": "remote_sse.py",
+        "remote_ws.py": "remote_ws.py",
+        "testing/conformance_remote.py": "testing/conformance_remote.py",
+    },
 }
+
+
+def runtime_sources() -> set[str]:
+    """Every runtime source some package is made from."""
+    return set(RUNTIME_FILES.values()).union(*(files.values() for files in ROLE_RUNTIME_FILES.values()))
 
 
 class Renderer(DecodePlanner):
@@ -311,7 +319,7 @@ def sources(role: str) -> dict[str, str]:
 
 def runtime_files(role: str) -> dict[str, str]:
     """The runtime output files (-> their source) a package of `role` gets."""
-    return {path: source for path, source in RUNTIME_FILES.items() if RUNTIME_ROLE.get(path, role) == role}
+    return {**RUNTIME_FILES, **ROLE_RUNTIME_FILES[role]}
 
 
 @dataclass(frozen=True)
@@ -331,7 +339,7 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
     header: str | None = None
     for path, source in sources(package.role).items():
         try:
-            if source in RUNTIME_FILES.values():
+            if source in runtime_sources():
                 if header is None:
                     header = env.get_template("_runtime_header.jinja").render(ctx)
                 out[path] = header + runtime_source(source, custom)

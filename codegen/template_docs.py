@@ -27,7 +27,7 @@ from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
 from . import ir, ir_contrib
-from .render import RUNTIME_FILES, RUNTIME_ROLE, Renderer, environment, sources, template_context
+from .render import ROLE_RUNTIME_FILES, RUNTIME_FILES, Renderer, environment, sources, template_context
 from .templates import bundled_runtime, bundled_templates
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "templates.md"
@@ -287,11 +287,6 @@ def _uses(env: jinja2.Environment, name: str) -> tuple[list[str], list[str], lis
     return variables, filters, imports, macros
 
 
-def _role_only(path: str) -> str:
-    role = RUNTIME_ROLE.get(path)
-    return "" if role is None else f" ({role} role only)"
-
-
 def page() -> str:
     env = _env()
     out: list[str] = [
@@ -348,7 +343,8 @@ def page() -> str:
             role = {"agent.py.jinja": " (agent role)", "client.py.jinja": " (client role)"}.get(name, "")
             out.append(f"- renders: `{made_by[name]}`{role}")
         elif name == "_runtime_header.jinja":
-            out.append(f"- renders: the header of {', '.join(f'`{n}`' for n in RUNTIME_FILES)}")
+            runtime = [*RUNTIME_FILES, *(f"{n} ({r} role)" for r, fs in ROLE_RUNTIME_FILES.items() for n in fs)]
+            out.append(f"- renders: the header of {', '.join(f'`{n}`' for n in runtime)}")
         else:
             out.append("- renders: nothing by itself; holds macros imported by other templates")
         out.append(f"- uses variables: {', '.join(f'`{v}`' for v in variables) or 'none'}")
@@ -361,10 +357,15 @@ def page() -> str:
         out.append("")
     out += ["## Runtime sources", ""]
     out += [
-        f"- `{name}` → `{path}`{_role_only(path)}: plain Python, copied verbatim after the header"
+        f"- `{name}` → `{path}`: plain Python, copied verbatim after the header"
         " `_runtime_header.jinja` renders"
         for path, name in RUNTIME_FILES.items()
         if name in bundled_runtime()
+    ]
+    out += [
+        f"- `{name}` → `{path}` ({role} role only): plain Python, copied verbatim after the header"
+        for role, files in ROLE_RUNTIME_FILES.items()
+        for path, name in files.items()
     ]
     out += ["", "## Filters", "", "Used as `value|name(args)`; Jinja's built-in filters are available too.", ""]
     registered = custom_filters(env)

@@ -5,6 +5,13 @@ Run it as an ACP agent on stdio:  python examples/echo_agent.py
 It speaks newline-delimited JSON-RPC on stdin/stdout, logs to stderr (level from
 ECHO_AGENT_LOG, default WARNING) and exits when stdin reaches EOF.
 
+Or serve it remotely:  python examples/echo_agent.py --listen 127.0.0.1:8000
+(needs the `remote` extra: uvicorn and hypercorn). One process, one `asgi_app`, two servers:
+uvicorn serves WebSocket on that port, hypercorn Streamable HTTP (HTTP/2 cleartext, and
+HTTP/1.1) on the next free one; port 0 picks free ports. Once both listen it prints one line,
+`listening ws://HOST:PORT/acp http://HOST:PORT2/acp`, and it stops cleanly on SIGTERM or
+SIGINT. Sessions are shared by all connections, so a client can reconnect and session/load.
+
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
   read <absolute path>   fs/read_text_file through the client, then the content as one chunk
@@ -14,9 +21,12 @@ Prompt commands (first text block of the prompt, trimmed):
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
+import signal
+import socket
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -25,7 +35,7 @@ from pathlib import Path
 # The example imports the checked-in generated package, wherever it is run from.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
-from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, RequestError, run_agent, types  # noqa: E402
+from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, RequestError, asgi_app, run_agent, types  # noqa: E402
 from agent.helpers import update_agent_message, update_agent_message_text, update_user_message  # noqa: E402
 
 log = logging.getLogger("echo_agent")
@@ -55,8 +65,9 @@ class Session:
 
 
 class EchoAgent(Agent):
-    def __init__(self) -> None:
-        self.sessions: dict[str, Session] = {}
+    def __init__(self, sessions: dict[str, Session] | None = None) -> None:
+        # Served remotely, every connection's agent shares one store: sessions outlive connections.
+        self.sessions: dict[str, Session] = {} if sessions is None else sessions
         self.client_capabilities = types.ClientCapabilities()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -196,13 +207,78 @@ class EchoAgent(Agent):
         return types.SessionModeState(current_mode_id=session.mode, available_modes=list(MODES))
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setblocking(False)
+    return sock
+
+
+async def listen(host: str, port: int) -> None:
+    """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM."""
+    import uvicorn
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    sessions: dict[str, Session] = {}
+    app = asgi_app(lambda: EchoAgent(sessions))
+    ws_sock = _bind(host, port)
+    http_sock = _bind(host, 0 if port == 0 else port + 1)
+
+    class Server(uvicorn.Server):
+        def capture_signals(self):  # type: ignore[no-untyped-def]  # ours are installed below
+            import contextlib
+
+            return contextlib.nullcontext()
+
+    ws_server = Server(uvicorn.Config(app, lifespan="off", log_level="warning", ws="websockets-sansio"))
+    config = Config()
+    config.bind = [f"fd://{http_sock.fileno()}"]
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ws_task = asyncio.ensure_future(ws_server.serve(sockets=[ws_sock]))
+    http_task = asyncio.ensure_future(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+    while not ws_server.started:
+        if ws_task.done():
+            await ws_task
+        await asyncio.sleep(0.01)
+    urls = [
+        f"{scheme}://{_url_host(host)}:{sock.getsockname()[1]}/acp"
+        for scheme, sock in (("ws", ws_sock), ("http", http_sock))
+    ]
+    print("listening", *urls, flush=True)
+    await stop.wait()
+    ws_server.should_exit = True
+    await app.aclose()
+    await asyncio.gather(ws_task, http_task)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description="The echo agent, on stdio or served remotely.")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket and Streamable HTTP at /acp")
+    args = parser.parse_args()
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("ECHO_AGENT_LOG", "WARNING").upper(),
         format="echo_agent %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(run_agent(EchoAgent()))
+    if args.listen is None:
+        asyncio.run(run_agent(EchoAgent()))
+        return
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not port.isdigit():
+        parser.error(f"--listen takes HOST:PORT, got {args.listen!r}")
+    try:
+        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port)))
+    except ImportError as exc:
+        sys.exit(f"echo_agent --listen needs uvicorn and hypercorn (pip install 'acp-codegen[remote]'): {exc}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from codegen import template_docs
 from codegen.cli import app
 from codegen.errors import CodegenError
 from codegen.generate import ApiCache, Target, generate_files
-from codegen.render import RUNTIME_FILES
+from codegen.render import runtime_sources
 from codegen.resources import runtime_dir, templates_dir
 from codegen.templates import CustomTemplates, bundled_names, bundled_runtime
 
@@ -225,7 +225,7 @@ def test_templates_list_prints_every_overridable_name() -> None:
 
 def test_every_runtime_source_is_copied_into_packages() -> None:
     """The overridable runtime names (runtime/*.py) are exactly the ones render copies."""
-    assert sorted(RUNTIME_FILES.values()) == bundled_runtime()
+    assert sorted(runtime_sources()) == bundled_runtime()
 
 
 def test_templates_copy(tmp_path: Path) -> None:

@@ -157,7 +157,9 @@ class Connection:
         self._started: set[asyncio.Task[None]] = set()  # request handlers that began to run
         self._cancelled_by_peer: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
-        self._notifications: asyncio.Queue[tuple[int, str, Any] | None] = asyncio.Queue()
+        # Made with the first notification received (many connections never get one: a
+        # remote server holds thousands of idle ones, each would keep a queue and a task).
+        self._notifications: asyncio.Queue[tuple[int, str, Any] | None] | None = None
         self._received = 0  # sequence number of the last notification received
         self._handled = 0  # sequence number of the last notification handled
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # responses held back by _after
@@ -190,6 +192,7 @@ class Connection:
         handled (`inflight`, `started`, `cancelled_by_peer`), answers and cancellations being
         sent (`background`), responses held back behind notifications (`waiters`), and
         notifications not yet handled (`queued_notifications`)."""
+        queue = self._notifications
         return {
             "pending": len(self._pending),
             "inflight": len(self._inflight),
@@ -197,7 +200,7 @@ class Connection:
             "cancelled_by_peer": len(self._cancelled_by_peer),
             "background": len(self._background),
             "waiters": len(self._waiters),
-            "queued_notifications": self._notifications.qsize(),
+            "queued_notifications": 0 if queue is None else queue.qsize(),
         }
 
     # -- sending -----------------------------------------------------------------------
@@ -305,7 +308,6 @@ class Connection:
     # -- receiving -----------------------------------------------------------------------
     async def run(self) -> None:
         """Read and serve messages until EOF, then shut down cleanly."""
-        self._worker = asyncio.ensure_future(self._notification_worker())
         buffer = bytearray()
         skim: Skim | None = None  # set while an oversize line streams past
         limit = self.max_message_size
@@ -438,6 +440,9 @@ class Connection:
                 self._peer_cancel(params)
                 return
             self._received += 1
+            if self._notifications is None:
+                self._notifications = asyncio.Queue()
+                self._worker = asyncio.ensure_future(self._notification_worker(self._notifications))
             self._notifications.put_nowait((self._received, method, params))
             return
         if not _valid_id(msg_id):
@@ -588,9 +593,8 @@ class Connection:
         except ConnectionClosed:
             pass
 
-    async def _notification_worker(self) -> None:
+    async def _notification_worker(self, queue: asyncio.Queue[tuple[int, str, Any] | None]) -> None:
         _notifying.set(self)
-        queue = self._notifications
         dispatcher = self.dispatcher
         worker = asyncio.current_task()
         while True:
@@ -621,7 +625,8 @@ class Connection:
         for future, _ in list(self._pending.values()):
             if not future.done():
                 future.set_exception(ConnectionClosed("the peer closed the connection"))
-        self._notifications.put_nowait(None)
+        if self._notifications is not None:
+            self._notifications.put_nowait(None)
         tasks: list[asyncio.Task[None]] = list(self._inflight.values())
         if self._worker is not None:
             tasks.append(self._worker)

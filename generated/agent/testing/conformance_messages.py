@@ -24,7 +24,7 @@ def framing(runs: list[AgentRun]) -> Outcome:
             if not line.raw.strip():
                 warnings.append("an empty line on stdout")
                 continue
-            problem = _framing_problem(line)
+            problem = framing_problem(line)
             if problem is not None:
                 return ("failed", problem, line, warnings)
     count = sum(len(run.client.received) for run in runs)
@@ -71,7 +71,7 @@ def well_formed_error(value: Any) -> bool:
     )
 
 
-def _framing_problem(line: Line) -> str | None:
+def framing_problem(line: Line) -> str | None:
     if line.error is not None:
         return f"not JSON ({line.error})"
     message = line.object

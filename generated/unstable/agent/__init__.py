@@ -17,6 +17,10 @@ Standard library only. Use it as::
         ...
 
     asyncio.run(run_agent(MyAgent()))
+
+Or remotely (WebSocket and Streamable HTTP), one agent per connection, on any ASGI server::
+
+    app = asgi_app(MyAgent)   # uvicorn mymodule:app  /  hypercorn mymodule:app
 """
 
 from typing import Final
@@ -26,6 +30,7 @@ from .agent import Agent, ClientProxy, TerminalHandle, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
+from .remote import AsgiApp, asgi_app
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
 
 SCHEMA_RELEASE: Final = "1.21.0"
@@ -35,6 +40,8 @@ GENERATOR_VERSION: Final = "0.1.0"
 __all__ = [
     "Agent",
     "ClientProxy",
+    "AsgiApp",
+    "asgi_app",
     "run_agent",
     "Connection",
     "ConnectionClosed",

@@ -14,7 +14,7 @@ from typing import Any, Final
 from .. import types
 from ..methods import AGENT_HANDLES, METHODS
 from .client_checks import CLIENT_CHECKS
-from .conformance_messages import _framing_problem, unknown_warnings  # pyright: ignore[reportPrivateUsage]
+from .conformance_messages import framing_problem, unknown_warnings
 from .conformance_report import CheckResult
 from .probe import MODES, Findings, ProbeSession
 from .scripted import Line, as_list, as_object
@@ -59,7 +59,7 @@ def _framing(probe: ProbeSession, found: Findings) -> None:
         if not line.raw.strip():
             found.warn("client-stdio-framing", "an empty line on the agent's stdin")
             continue
-        problem = _framing_problem(line)
+        problem = framing_problem(line)
         if problem is not None:
             found.fail("client-stdio-framing", problem, line)
     if probe.received:
@@ -70,7 +70,7 @@ def _strict(probe: ProbeSession, found: Findings) -> None:
     check = "client-schema-strict"
     for line in probe.received:
         message = line.object
-        if message is None or _framing_problem(line) is not None:
+        if message is None or framing_problem(line) is not None:
             continue  # the framing check's business
         try:
             warnings = _decode_strict(probe, line, message)

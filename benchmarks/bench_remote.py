@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""Remote agents at scale: the generated agent's `asgi_app` against the official Python SDK's
+`acp.http` ASGI app (agent-client-protocol 0.12.1), both on uvicorn (WebSocket,
+websockets-sansio), in the same run, with the same raw WebSocket clients:
+
+1. busy: CONNS concurrent connections, one session each, every one doing TURNS prompt turns
+   of UPDATES `session/update` notifications (~60 characters of text each): messages/s (updates
+   received by the clients over the busy phase's wall time), p50/p99 turn latency, and RSS per
+   connection (the server's RSS with every connection open, less its RSS before any);
+2. idle: IDLE connections, each initialized with one session, then held: RSS per connection;
+3. ours on 2 uvicorn workers, clients spread over both: every update a client receives must
+   name its own session and come from the worker that made the session (nothing crosses
+   wires, each session stays on its worker); the connections per worker are printed.
+
+    python benchmarks/bench_remote.py [--conns 1000] [--turns 1] [--updates 100] [--idle 10000]
+
+Clients run in `--client-procs` processes (default 2) so that the clients are not the
+bottleneck. The open-file limit is raised to its hard limit (resource.setrlimit); if that is
+below what a phase needs, the phase runs with as many connections as fit, and says so.
+`--compare-servers` runs only the busy phase of ours, on uvicorn and on hypercorn (WebSocket).
+(`--serve STACK` is the server process, `--client` one client process.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "generated"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+TEXT = "the quick brown fox jumps over the lazy dog, again and again"
+PID = os.getpid()
+
+
+# -- the two agents: a prompt sends UPDATES chunks "PID:i TEXT", then ends the turn ------------
+def make_ours() -> Any:
+    import agent
+    from agent import types as at
+
+    class Ours(agent.Agent):
+        async def initialize(self, params: at.InitializeRequest) -> at.InitializeResponse:
+            return at.InitializeResponse(protocol_version=1)
+
+        async def authenticate(self, params: at.AuthenticateRequest) -> at.AuthenticateResponse:
+            return at.AuthenticateResponse()
+
+        async def session_new(self, params: at.NewSessionRequest) -> at.NewSessionResponse:
+            return at.NewSessionResponse(session_id=f"{PID}-{uuid.uuid4().hex}")
+
+        async def session_cancel(self, params: at.CancelNotification) -> None:
+            return None
+
+        async def session_prompt(self, params: at.PromptRequest) -> at.PromptResponse:
+            block = params.prompt[0]
+            count = int(block.text) if isinstance(block, at.TextContent) else 0
+            for i in range(count):
+                chunk = at.SessionUpdateAgentMessageChunk(content=at.TextContent(text=f"{PID}:{i} {TEXT}"))
+                await self.peer.session_update(session_id=params.session_id, update=chunk)
+            return at.PromptResponse(stop_reason="end_turn")
+
+    return agent.asgi_app(Ours, max_connections=None, idle_timeout=None)
+
+
+def make_sdk() -> Any:
+    from acp import InitializeResponse, NewSessionResponse, PromptResponse, text_block, update_agent_message
+    from acp.http.asgi import create_asgi_app
+
+    class Sdk:
+        def on_connect(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def initialize(self, protocol_version: int, **kwargs: Any) -> Any:
+            return InitializeResponse(protocol_version=1)
+
+        async def new_session(self, cwd: str, **kwargs: Any) -> Any:
+            return NewSessionResponse(session_id=f"{PID}-{uuid.uuid4().hex}")
+
+        async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
+            for i in range(int(prompt[0].text)):
+                update = update_agent_message(text_block(f"{PID}:{i} {TEXT}"))
+                await self.conn.session_update(session_id=session_id, update=update)
+            return PromptResponse(stop_reason="end_turn")
+
+        async def cancel(self, session_id: str, **kwargs: Any) -> None:
+            return None
+
+    return create_asgi_app(lambda conn: Sdk())
+
+
+def serve(stack: str, port: int, workers: int, asgi: str) -> None:
+    factory = {"ours": "make_ours", "sdk": "make_sdk"}[stack]
+    if asgi == "hypercorn":
+        from hypercorn.asyncio import serve as hypercorn_serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.backlog = 4096
+        config.loglevel = "WARNING"
+        config.accesslog = None
+        app = make_ours() if stack == "ours" else make_sdk()
+        asyncio.run(hypercorn_serve(app, config))  # type: ignore[arg-type]
+        return
+    import uvicorn
+
+    uvicorn.run(
+        f"bench_remote:{factory}",
+        factory=True,
+        host="127.0.0.1",
+        port=port,
+        workers=workers,
+        ws="websockets-sansio",
+        log_level="warning",
+        lifespan="off",
+        backlog=4096,
+        ws_per_message_deflate=False,
+    )
+
+
+# -- one client process -----------------------------------------------------------------------
+def rpc(msg_id: int, method: str, params: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+
+async def client(args: argparse.Namespace) -> None:
+    import websockets
+
+    ready = asyncio.Event()
+    established = 0
+    latencies: list[float] = []
+    updates = 0
+    crossed = 0
+    pids: dict[str, int] = {}
+    gate = asyncio.Semaphore(100)  # connections being opened at once
+
+    async def answer(ws: Any) -> dict[str, Any]:
+        while True:
+            frame = await ws.recv()
+            if '"method":"session/update"' not in frame:
+                message: dict[str, Any] = json.loads(frame)
+                return message
+
+    async def one() -> None:
+        nonlocal established, updates, crossed
+        async with gate:
+            ws = await websockets.connect(args.url, max_size=None, compression=None, open_timeout=60)
+            await ws.send(rpc(0, "initialize", {"protocolVersion": 1}))
+            await answer(ws)
+            await ws.send(rpc(1, "session/new", {"cwd": "/", "mcpServers": []}))
+            session = (await answer(ws))["result"]["sessionId"]
+        pid = session.split("-")[0]
+        pids[pid] = pids.get(pid, 0) + 1
+        established += 1
+        if established == args.conns:
+            ready.set()
+        try:
+            await go.wait()  # all connected, the driver has measured the server's RSS
+            for turn in range(args.turns):
+                start = time.perf_counter()
+                await ws.send(
+                    rpc(
+                        2 + turn,
+                        "session/prompt",
+                        {"sessionId": session, "prompt": [{"type": "text", "text": str(args.updates)}]},
+                    )
+                )
+                while True:
+                    frame = await ws.recv()
+                    if '"method":"session/update"' in frame:
+                        updates += 1
+                        if args.check:
+                            params = json.loads(frame)["params"]
+                            text = params["update"]["content"]["text"]
+                            if params["sessionId"] != session or text.split(":")[0] != pid:
+                                crossed += 1
+                        continue
+                    if json.loads(frame).get("id") == 2 + turn:
+                        break
+                latencies.append(time.perf_counter() - start)
+        finally:
+            await ws.close()
+
+    go = asyncio.Event()
+    tasks = [asyncio.ensure_future(one()) for _ in range(args.conns)]
+    await ready.wait()
+    print(json.dumps({"ready": True}), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "go"
+    started = time.perf_counter()
+    go.set()
+    await asyncio.gather(*tasks)
+    wall = time.perf_counter() - started
+    result = {"latencies": latencies, "updates": updates, "crossed": crossed, "pids": pids, "wall": wall}
+    print(json.dumps(result), flush=True)
+
+
+# -- the driver ---------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def rss_kib(pid: int) -> int:
+    """The RSS of `pid` and its children (uvicorn's workers)."""
+    total = 0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for one in pids:
+        for line in Path(f"/proc/{one}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total
+
+
+class Server:
+    def __init__(self, stack: str, workers: int = 1, asgi: str = "uvicorn") -> None:
+        self.port = free_port()
+        self.url = f"ws://127.0.0.1:{self.port}/acp"
+        cmd = [sys.executable, __file__, "--serve", stack, "--port", str(self.port), "--workers", str(workers)]
+        cmd += ["--asgi", asgi]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(0.5 * workers)  # every worker imported and serving
+
+    def rss(self) -> int:
+        return rss_kib(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def run_clients(
+    url: str, conns: int, procs: int, *, turns: int, updates: int, check: bool = False, on_ready: Any = None
+) -> list[dict[str, Any]]:
+    shares = [conns // procs + (1 if i < conns % procs else 0) for i in range(procs)]
+    clients = []
+    for share in shares:
+        cmd = [
+            sys.executable,
+            __file__,
+            "--client",
+            "--url",
+            url,
+            "--conns",
+            str(share),
+            "--turns",
+            str(turns),
+            "--updates",
+            str(updates),
+        ]
+        if check:
+            cmd.append("--check")
+        clients.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    for proc in clients:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert json.loads(line)["ready"], line
+    if on_ready is not None:
+        on_ready()
+    for proc in clients:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    results = []
+    for proc in clients:
+        assert proc.stdout is not None
+        results.append(json.loads(proc.stdout.readline()))
+        proc.wait(60)
+    return results
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def busy(stack: str, args: argparse.Namespace, asgi: str = "uvicorn") -> dict[str, float]:
+    server = Server(stack, asgi=asgi)
+    base = server.rss()
+    seen: dict[str, int] = {}
+    results = run_clients(
+        server.url,
+        args.conns,
+        args.client_procs,
+        turns=args.turns,
+        updates=args.updates,
+        on_ready=lambda: seen.update(rss=server.rss()),
+    )
+    server.stop()
+    latencies = [x for r in results for x in r["latencies"]]
+    received = sum(r["updates"] for r in results)
+    wall = max(r["wall"] for r in results)
+    assert received == args.conns * args.turns * args.updates, (received, stack)
+    return {
+        "msgs": received / wall,
+        "p50": pct(latencies, 0.5) * 1000,
+        "p99": pct(latencies, 0.99) * 1000,
+        "rss": (seen["rss"] - base) / args.conns,
+    }
+
+
+def idle(stack: str, conns: int, args: argparse.Namespace) -> float:
+    server = Server(stack)
+    base = server.rss()
+    seen: dict[str, int] = {}
+    run_clients(
+        server.url, conns, args.client_procs, turns=0, updates=0, on_ready=lambda: seen.update(rss=server.rss())
+    )
+    server.stop()
+    return (seen["rss"] - base) / conns
+
+
+def workers(args: argparse.Namespace) -> None:
+    server = Server("ours", workers=2)
+    conns = min(args.conns, 200)
+    results = run_clients(server.url, conns, args.client_procs, turns=2, updates=args.updates, check=True)
+    server.stop()
+    pids: dict[str, int] = {}
+    for r in results:
+        for pid, n in r["pids"].items():
+            pids[pid] = pids.get(pid, 0) + n
+    crossed = sum(r["crossed"] for r in results)
+    received = sum(r["updates"] for r in results)
+    print(f"\n2 uvicorn workers (ours), {conns} connections x 2 turns: {received} updates, {crossed} crossed wires")
+    print(f"  sessions per worker pid: {dict(sorted(pids.items()))}")
+    if crossed or len(pids) != 2 or received != conns * 2 * args.updates:
+        print("  FAILED: an update reached the wrong session or worker, or a worker got no connection")
+        sys.exit(1)
+    print("  ok: every update named its own session and came from the worker that made it")
+
+
+def raise_fd_limit() -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conns", type=int, default=1000)
+    parser.add_argument("--turns", type=int, default=1)
+    parser.add_argument("--updates", type=int, default=100)
+    parser.add_argument("--idle", type=int, default=10_000)
+    parser.add_argument("--client-procs", type=int, default=2)
+    parser.add_argument("--serve", choices=["ours", "sdk"])
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--client", action="store_true")
+    parser.add_argument("--url")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--asgi", choices=["uvicorn", "hypercorn"], default="uvicorn")
+    parser.add_argument(
+        "--compare-servers", action="store_true", help="only the busy phase of ours, on uvicorn and on hypercorn"
+    )
+    args = parser.parse_args()
+    limit = raise_fd_limit()
+    if args.serve:
+        serve(args.serve, args.port, args.workers, args.asgi)
+        return
+    if args.compare_servers:
+        args.conns = min(args.conns, limit - 200)
+        print(f"ours, busy: {args.conns} connections x {args.turns} turns x {args.updates} updates")
+        for asgi in ("uvicorn", "hypercorn"):
+            got = busy("ours", args, asgi)
+            print(f"  {asgi:10} {got['msgs']:>8,.0f} msgs/s  p50 {got['p50']:.0f} ms  p99 {got['p99']:.0f} ms")
+            print(f"  {'':10} RSS {got['rss']:.1f} KiB/conn")
+        return
+    if args.client:
+        asyncio.run(client(args))
+        return
+    # Each connection costs the server one descriptor and its client process one.
+    fit = limit - 200
+    conns = min(args.conns, fit)
+    idle_conns = min(args.idle, fit)
+    for wanted, got, name in ((args.conns, conns, "busy"), (args.idle, idle_conns, "idle")):
+        if got < wanted:
+            print(f"note: the open-file limit ({limit}) allows {got} {name} connections, not {wanted}")
+    args.conns = conns
+    print(f"busy: {conns} WebSocket connections x {args.turns} turns x {args.updates} updates (uvicorn, 1 worker)")
+    figures: dict[str, dict[str, float]] = {}
+    for stack in ("ours", "sdk"):
+        start = time.perf_counter()
+        figures[stack] = busy(stack, args)
+        print(f"  {stack}: {time.perf_counter() - start:.0f} s")
+    print(f"idle: {idle_conns} connections, one session each")
+    for stack in ("ours", "sdk"):
+        start = time.perf_counter()
+        figures[stack]["idle"] = idle(stack, idle_conns, args)
+        print(f"  {stack}: {time.perf_counter() - start:.0f} s")
+    ours, sdk = figures["ours"], figures["sdk"]
+    rows = [
+        ("messages/s (busy)", "msgs", "{:,.0f}"),
+        ("turn latency p50 ms", "p50", "{:.1f}"),
+        ("turn latency p99 ms", "p99", "{:.1f}"),
+        ("RSS KiB/conn (busy)", "rss", "{:.1f}"),
+        ("RSS KiB/conn (idle)", "idle", "{:.1f}"),
+    ]
+    print(f"\n{'':24}{'ours':>12}{'SDK':>12}{'ours/SDK':>10}")
+    for label, key, fmt in rows:
+        ratio = ours[key] / sdk[key] if sdk[key] else float("nan")
+        print(f"{label:24}{fmt.format(ours[key]):>12}{fmt.format(sdk[key]):>12}{ratio:>10.2f}")
+    print("goals: messages/s ratio >= 2.00, RSS/conn ratio <= 0.50")
+    workers(args)
+
+
+if __name__ == "__main__":
+    main()

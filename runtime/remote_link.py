@@ -1,0 +1,234 @@
+"""One remote connection's plumbing: the agent's `Connection` served over in-memory queues
+instead of stdio, with bounded buffers both ways (part of `remote`).
+
+The agent runs on the same JSON-RPC runtime as over stdio: its reader is an `Inbox` of whole
+messages from the transport, its writer an `Outbox` that hands each message it writes to
+the transport's `Channel`s. Both are bounded in bytes: a client sending faster than the agent
+reads waits on `Inbox.put` (the transport stops reading its socket), and an agent writing
+faster than the client reads waits in `drain()` (its handler pauses), so a slow reader never
+grows the server's memory beyond about `send_buffer` bytes per connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+
+from .agent import Agent, ClientProxy
+from .connection import Connection
+from .dispatch import Dispatcher
+from .methods import AGENT_HANDLES
+from .types import DecodeContext
+
+_log = logging.getLogger(__name__)
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
+# Every connection holds these while idle, so they are lean: lists, not deques, and one
+# future for the one reader instead of an asyncio.Event (each Event carries a deque, ~0.8 KiB).
+class Inbox:
+    """Client->agent messages (each ending in a newline), the connection's `Reader`: `read()`
+    returns all that is queued. `put` waits while more than `limit` bytes are unread (but
+    always takes one message)."""
+
+    __slots__ = ("_items", "_size", "_limit", "_eof", "_reader", "_room")
+
+    def __init__(self, limit: int) -> None:
+        self._items: list[bytes] = []
+        self._size = 0
+        self._limit = limit
+        self._eof = False
+        self._reader: asyncio.Future[None] | None = None
+        self._room: asyncio.Event | None = None  # made when a put first has to wait
+
+    async def put(self, data: bytes) -> bool:
+        """Queue one message; False if the connection is over (the message is dropped)."""
+        while self._size and self._size + len(data) > self._limit and not self._eof:
+            if self._room is None:
+                self._room = asyncio.Event()
+            self._room.clear()
+            await self._room.wait()
+        if self._eof:
+            return False
+        self._items.append(data)
+        self._size += len(data)
+        _wake(self._reader)
+        return True
+
+    def close(self) -> None:
+        """EOF for the agent: it reads what is queued, then b""."""
+        self._eof = True
+        _wake(self._reader)
+        if self._room is not None:
+            self._room.set()
+
+    async def read(self, n: int = -1) -> bytes:
+        while not self._items:
+            if self._eof:
+                return b""
+            self._reader = asyncio.get_running_loop().create_future()
+            try:
+                await self._reader
+            finally:
+                self._reader = None
+        items, self._items, self._size = self._items, [], 0
+        if self._room is not None:
+            self._room.set()
+        return items[0] if len(items) == 1 else b"".join(items)
+
+
+class Channel:
+    """Agent->client messages for one consumer (a WebSocket, or one SSE stream), which takes
+    them in batches (`take`) and gives back what it could not send (`untake`)."""
+
+    __slots__ = ("items", "_waiter", "stop")
+
+    def __init__(self) -> None:
+        self.items: list[bytes] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self.stop: asyncio.Event | None = None  # set to end the SSE stream reading this
+
+    def push(self, line: bytes) -> None:
+        self.items.append(line)
+        _wake(self._waiter)
+
+    async def wait(self) -> None:
+        """Until something is pushed."""
+        if not self.items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def take(self) -> list[bytes]:
+        items, self.items = self.items, []
+        return items
+
+    def untake(self, items: list[bytes]) -> None:
+        self.items[:0] = items
+
+
+class Outbox:
+    """The agent connection's `Writer`: `write` gets one whole message (the connection writes
+    each in one call) and routes it to a channel; `drain` waits while more than `limit` bytes
+    are routed but not yet sent."""
+
+    __slots__ = ("_route", "_limit", "size", "closed", "_room")
+
+    def __init__(self, route: Callable[[bytes], None], limit: int) -> None:
+        self._route = route
+        self._limit = limit
+        self.size = 0
+        self.closed = False
+        self._room: asyncio.Event | None = None  # made when a drain first has to wait
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            raise ConnectionResetError("the remote connection is closed")
+        self.size += len(data)
+        self._route(data)
+
+    def sent(self, data: bytes) -> None:
+        """A consumer sent `data` (taken from a channel) to the client."""
+        self.size -= len(data)
+        if self._room is not None and self.size <= self._limit:
+            self._room.set()
+
+    async def drain(self) -> None:
+        while self.size > self._limit and not self.closed:
+            if self._room is None:
+                self._room = asyncio.Event()
+            self._room.clear()
+            await self._room.wait()
+
+    def close(self) -> None:
+        self.closed = True
+        if self._room is not None:
+            self._room.set()
+
+
+class Link:
+    """One remote connection: its id, its agent (from the factory) served by a `Connection`
+    over an `Inbox`/`Outbox` pair, the activity clock the idle timeout reads, and the hooks
+    run once when it ends (`on_close`)."""
+
+    __slots__ = ("id", "inbox", "outbox", "connection", "last_activity", "closed", "task", "_hooks")
+
+    def __init__(
+        self,
+        agent: Agent,
+        route: Callable[[bytes], None],
+        *,
+        ctx: DecodeContext | None,
+        max_message_size: int,
+        send_buffer: int,
+        shutdown_grace: float,
+    ) -> None:
+        self.id = os.urandom(16).hex()  # 128 random bits: not guessable
+        self.inbox = Inbox(max(send_buffer, 1))
+        self.outbox = Outbox(route, send_buffer)
+        self.connection = Connection(
+            Dispatcher(agent, AGENT_HANDLES, ctx),
+            self.inbox,
+            self.outbox,
+            max_message_size=max_message_size,
+            shutdown_grace=shutdown_grace,
+        )
+        agent.on_connect(ClientProxy(self.connection, ctx))
+        loop = asyncio.get_running_loop()
+        self.last_activity = loop.time()
+        self.closed = False  # set once the link is being torn down
+        self._hooks: list[Callable[[], None]] = []
+        self.task: asyncio.Task[None] = loop.create_task(self.connection.run())
+        self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:  # a bug in the runtime
+            _log.error("remote connection %s failed", self.id, exc_info=task.exception())
+        self.outbox.close()
+        self._close()
+
+    def on_close(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run `hook` when the link ends (now if it has); returns the undo."""
+        if self.closed:
+            hook()
+        else:
+            self._hooks.append(hook)
+        return lambda: self._hooks.remove(hook) if hook in self._hooks else None
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.inbox.close()
+            hooks, self._hooks = self._hooks, []
+            for hook in hooks:
+                hook()
+
+    def touch(self) -> None:
+        self.last_activity = asyncio.get_running_loop().time()
+
+    async def deliver(self, data: bytes) -> bool:
+        """One client->agent message (no newline inside: see `frame`)."""
+        self.touch()
+        return await self.inbox.put(data)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds with no traffic and nothing in flight (0 while busy); a connection whose
+        queued output is stuck behind a client that stopped reading counts as idle."""
+        stats = self.connection.stats()
+        if self.outbox.size == 0 and (stats["inflight"] or stats["pending"]):
+            return 0.0
+        return now - self.last_activity
+
+    async def close(self) -> None:
+        """End the connection: EOF for the agent, whose handlers still running are cancelled
+        (after `shutdown_grace`); returns once its tasks are done."""
+        self._close()
+        await asyncio.wait({self.task})  # its failure, if any, was logged by _ended

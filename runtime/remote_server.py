@@ -1,0 +1,276 @@
+"""Serve an agent remotely: an ASGI 3 application speaking the ACP remote transport (the RFD
+"Streamable HTTP & WebSocket Transport") on one path, `/acp` by default.
+
+    from mypkg import asgi_app
+    app = asgi_app(MyAgent)          # uvicorn mymod:app   /   hypercorn mymod:app
+
+- `GET` with `Upgrade: websocket`: one ACP connection per socket, JSON-RPC in text frames
+  (binary frames are ignored); the 101 answer carries `Acp-Connection-Id`.
+- Streamable HTTP (see `remote_server_http`): `POST` `initialize` answers 200 with the JSON
+  response and `Acp-Connection-Id`, every other POST 202; server->client messages go on
+  long-lived SSE `GET` streams, one for the connection and one per session; `DELETE` ends the
+  connection. The RFD requires HTTP/2 for it: serve it with hypercorn (h2c or TLS).
+
+Each connection gets its own agent from `make_agent()`, served by the same `Connection`
+runtime as over stdio, so one `Agent` subclass serves both unchanged. Sessions belong to the
+agent: to let a client reconnect and `session/load`, have the factory give every agent one
+shared session store; the transport never refuses a session it does not know.
+
+Limits: `max_message_size` (as over stdio: an oversize message is refused with -32600 under
+its own id, or 413 for an HTTP body), `max_connections` (503 / WebSocket close 1013 beyond),
+`idle_timeout` (a connection with no traffic and nothing in flight, or whose client stopped
+reading, is closed), `send_buffer` (bytes queued per connection before the agent waits).
+A client that goes away ends its connection: its agent's running turns are cancelled.
+
+Cookies: the app sets none and never touches the header lists a wrapping middleware adds to
+(`Set-Cookie` on every response passes through), so a load balancer's affinity cookie works.
+
+Standard library only; the ASGI server is the user's choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, MutableMapping
+from typing import Any, Final
+
+from .agent import Agent
+from .remote_link import Channel, Link
+from .remote_server_http import HttpTransport
+from .remote_wire import Limits, Receive, Send, frame, send_error
+from .types import DecodeContext
+
+__all__ = ["DEFAULT_PATH", "AsgiApp", "asgi_app"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_PATH: Final = "/acp"
+_WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
+_WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
+_CLOSE_TIMEOUT: Final = 1.0
+
+
+class AsgiApp:
+    """The ASGI application `asgi_app` returns; `connections` counts the live ones."""
+
+    def __init__(self, make_agent: Callable[[], Agent], path: str, limits: Limits) -> None:
+        self.make_agent = make_agent
+        self.path = path
+        self.limits = limits
+        self.websockets: dict[str, Link] = {}
+        self.http = HttpTransport(make_agent, limits, self._room, self._gone)
+        self._reaper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
+
+    @property
+    def connections(self) -> int:
+        return len(self.websockets) + len(self.http.links)
+
+    def _room(self) -> bool:
+        self._start_reaper()
+        return self.limits.max_connections is None or self.connections < self.limits.max_connections
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await self._websocket(scope, receive, send)
+        elif kind == "http":
+            if scope["path"] != self.path:
+                await send_error(send, 404, None, -32600, f"no ACP endpoint at {scope['path']}")
+            else:
+                await self.http(scope, receive, send)
+
+    # -- lifespan ------------------------------------------------------------------
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """End every connection (their agents see EOF) and stop the idle reaper."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        links = [*self.websockets.values(), *self.http.links.values()]
+        await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
+
+    # -- idle timeout ----------------------------------------------------------------
+    def _gone(self) -> None:
+        """A connection ended: with none left, the reaper stops (it restarts with the next)."""
+        if not self.connections and self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None and self.limits.idle_timeout is not None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        timeout = self.limits.idle_timeout
+        assert timeout is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(timeout / 4, 5.0))
+            if not self.connections:  # nothing to watch: started again with the next one
+                self._reaper = None
+                return
+            now = loop.time()
+            links = [*self.websockets.values(), *self.http.links.values()]
+            for link in links:
+                if not link.closed and link.idle_for(now) > timeout:
+                    _log.info("remote connection %s idle for %.0f s: closed", link.id, timeout)
+                    self._closing.add(task := loop.create_task(link.close()))
+                    task.add_done_callback(self._closing.discard)
+
+    # -- WebSocket -----------------------------------------------------------------
+    async def _websocket(
+        self, scope: MutableMapping[str, Any], receive: Receive, send: Send
+    ) -> None:
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        if scope["path"] != self.path:
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if not self._room():
+            await self._refuse_websocket(scope, send)
+            return
+        channel = Channel()
+        try:
+            agent = self.make_agent()
+        except Exception:
+            _log.exception("the agent factory failed")
+            await send({"type": "websocket.close", "code": 1011})
+            return
+        link = self._link(agent, channel)
+        self.websockets[link.id] = link
+        try:
+            headers = [(b"acp-connection-id", link.id.encode())]
+            await send({"type": "websocket.accept", "headers": headers})
+            pump = asyncio.ensure_future(self._pump(link, channel, send))
+            reader = asyncio.ensure_future(self._read(link, receive))
+            undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
+            try:
+                await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                undo()
+                # The client left (the reader returned), or the server ends it (the pump
+                # was stopped, or failed): then the socket is closed here.
+                left = reader.done() and not reader.cancelled() and reader.result() is True
+                pump.cancel()
+                reader.cancel()
+                await asyncio.gather(pump, reader, return_exceptions=True)
+                if not left:  # bounded: a client that stopped reading may never take it
+                    with contextlib.suppress(Exception):
+                        closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
+                        await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
+        finally:
+            del self.websockets[link.id]
+            await link.close()
+            self._gone()
+
+    def _link(self, agent: Agent, channel: Channel) -> Link:
+        limits = self.limits
+        return Link(
+            agent,
+            channel.push,
+            ctx=limits.ctx,
+            max_message_size=limits.max_message_size,
+            send_buffer=limits.send_buffer,
+            shutdown_grace=limits.shutdown_grace,
+        )
+
+    async def _refuse_websocket(self, scope: MutableMapping[str, Any], send: Send) -> None:
+        extensions: Any = scope.get("extensions")
+        if isinstance(extensions, dict) and "websocket.http.response" in extensions:
+            await send_error(send, 503, None, -32600, "too many connections", websocket=True)
+        else:
+            await send({"type": "websocket.accept"})
+            await send(
+                {"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": "too many connections"}
+            )
+
+    @staticmethod
+    async def _read(link: Link, receive: Receive) -> bool:
+        """Client frames into the agent's inbox: True once the client disconnected, False
+        if the connection ended first."""
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "websocket.receive":
+                text = message.get("text")
+                if text is not None:  # binary frames are ignored (the RFD)
+                    if not await link.deliver(frame(text.encode("utf-8", "surrogatepass"))):
+                        return False
+            elif kind == "websocket.disconnect":
+                return True
+
+    @staticmethod
+    async def _pump(link: Link, channel: Channel, send: Send) -> None:
+        """The agent's messages out as text frames, until cancelled (the link's end)."""
+        outbox = link.outbox
+        while True:
+            await channel.wait()
+            batch = channel.take()
+            for i, line in enumerate(batch):
+                try:
+                    text = line[:-1].decode("utf-8", "surrogatepass")
+                    await send({"type": "websocket.send", "text": text})
+                except BaseException:
+                    channel.untake(batch[i:])
+                    raise
+                outbox.sent(line)
+            link.touch()
+
+
+def asgi_app(
+    make_agent: Callable[[], Agent],
+    *,
+    path: str = DEFAULT_PATH,
+    max_message_size: int = 8 * 1024 * 1024,
+    max_connections: int | None = 1000,
+    idle_timeout: float | None = 600.0,
+    send_buffer: int = 1024 * 1024,
+    shutdown_grace: float = 0.0,
+    keepalive: float = 15.0,
+    ctx: DecodeContext | None = None,
+) -> AsgiApp:
+    """An ASGI 3 application serving agents from `make_agent()` (one per connection) over
+    WebSocket and Streamable HTTP at `path`.
+
+    `max_message_size`: bytes per message (a WebSocket frame or a POST body); raise the ASGI
+    server's own WebSocket limit (uvicorn `--ws-max-size`, hypercorn
+    `websocket_max_message_size`, both 16 MiB) if you go above it. `max_connections`: live
+    connections (None: no limit). `idle_timeout`: seconds (None: never). `send_buffer`: bytes
+    of output queued per connection before the agent's sends wait. `shutdown_grace`: seconds
+    a disconnected connection's running handlers get before they are cancelled. `keepalive`:
+    seconds between SSE comments on a quiet stream (keeps proxies from timing it out).
+    `ctx`: the decode context handed to every connection's dispatcher."""
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/', got {path!r}")
+    for name, value in (
+        ("max_message_size", max_message_size),
+        ("send_buffer", send_buffer),
+        ("keepalive", keepalive),
+    ):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+    limits = Limits(
+        max_message_size=max_message_size,
+        max_connections=max_connections,
+        idle_timeout=idle_timeout,
+        send_buffer=send_buffer,
+        shutdown_grace=shutdown_grace,
+        keepalive=keepalive,
+        ctx=ctx,
+    )
+    return AsgiApp(make_agent, path, limits)

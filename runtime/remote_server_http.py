@@ -1,0 +1,382 @@
+"""The Streamable HTTP profile of the remote transport (part of `remote`).
+
+- `POST`: one JSON-RPC message (`Content-Type: application/json`, else 415). `initialize`
+  without `Acp-Connection-Id` makes a connection and answers 200 with the agent's JSON
+  response and the `Acp-Connection-Id` header; every other message answers 202 and its
+  answer comes on an SSE stream. A request or notification whose params name a `sessionId`
+  must carry the same `Acp-Session-Id` (400), except the ones that open a session
+  (`session/new`, `session/load`, `session/resume`, `session/fork`: the client has no session
+  stream for them yet). Answers to the agent's requests need no session header: their id
+  already ties them to the request. Batches: 501. A body over `max_message_size`: 413, with
+  the -32600 error under the message's own id when its top level shows one.
+- `GET` (`Accept` must name `text/event-stream` itself, 406 otherwise): with
+  `Acp-Connection-Id` alone the connection's stream, with `Acp-Session-Id` too that session's.
+  A newer GET for the same stream replaces the older. A session id the connection has not
+  seen yet is accepted: the RFD's own reconnect flow opens the stream before `session/load`,
+  and only the agent knows its sessions.
+- Routing of the agent's messages: an answer to a request POSTed with `Acp-Session-Id` (other
+  than the session-opening ones) and a request or notification naming a `sessionId` go on
+  that session's stream once the client has opened it, before that on the connection's stream
+  (a client that never opens session streams still gets everything); the rest go on the
+  connection's stream. Messages wait for their stream (bounded by `send_buffer`) while it is
+  not open; a dropped stream is never read from again.
+- `DELETE`: ends the connection (202); 400 without `Acp-Connection-Id`, 404 if unknown.
+
+Every refusal has a JSON-RPC error body. Unknown connection ids get 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, MutableMapping
+from typing import Any, Final
+
+from .agent import Agent
+from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from .jsonline import Skim, loads
+from .remote_link import Channel, Link
+from .remote_wire import (
+    JSON_CONTENT,
+    Limits,
+    Receive,
+    Send,
+    frame,
+    id_key,
+    media_types,
+    named_session,
+    request_headers,
+    send_error,
+)
+
+_log = logging.getLogger(__name__)
+
+CONNECTION_HEADER: Final = b"acp-connection-id"
+SESSION_HEADER: Final = b"acp-session-id"
+SESSION_OPENING: Final = frozenset(
+    {"session/new", "session/load", "session/resume", "session/fork"}
+)
+
+
+class HttpConnection:
+    """One Streamable HTTP connection: its link, its streams and the routing state."""
+
+    def __init__(self, agent: Agent, limits: Limits) -> None:
+        self.main = Channel()
+        self.sessions: dict[str, Channel] = {}  # session streams the client has opened
+        self.session_of: dict[tuple[bool, Any], str] = {}  # request id -> Acp-Session-Id
+        self.waiters: dict[tuple[bool, Any], asyncio.Future[bytes]] = {}  # initialize answers
+        self.link = Link(
+            agent,
+            self.route,
+            ctx=limits.ctx,
+            max_message_size=limits.max_message_size,
+            send_buffer=limits.send_buffer,
+            shutdown_grace=limits.shutdown_grace,
+        )
+
+    def route(self, line: bytes) -> None:
+        message = loads(line)  # we encoded it: always a JSON object
+        session: Any = None
+        if "method" not in message:
+            key = id_key(message.get("id"))
+            if key is not None:
+                waiter = self.waiters.pop(key, None)
+                if waiter is not None:
+                    if not waiter.done():
+                        waiter.set_result(line)
+                    self.link.outbox.sent(line)
+                    return
+                session = self.session_of.pop(key, None)
+        else:
+            session = named_session(message)
+        channel = self.sessions.get(session) if session.__class__ is str else None
+        (channel or self.main).push(line)
+
+    def stream(self, session: str | None) -> Channel:
+        if session is None:
+            return self.main
+        channel = self.sessions.get(session)
+        if channel is None:
+            channel = self.sessions[session] = Channel()
+        return channel
+
+
+class HttpTransport:
+    """POST, GET and DELETE on the endpoint; `links` holds the live connections by id."""
+
+    def __init__(
+        self,
+        make_agent: Callable[[], Agent],
+        limits: Limits,
+        room: Callable[[], bool],
+        gone: Callable[[], None],
+    ) -> None:
+        self.make_agent = make_agent
+        self.limits = limits
+        self.room = room  # whether one more connection may start
+        self.gone = gone  # a connection ended
+        self.links: dict[str, Link] = {}
+        self.connections: dict[str, HttpConnection] = {}
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        headers = request_headers(scope)
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            allow = ((b"allow", b"GET, POST, DELETE"),)
+            await send_error(
+                send, 405, None, INVALID_REQUEST, f"method {method} not allowed", headers=allow
+            )
+
+    def _lookup(self, headers: dict[bytes, bytes]) -> HttpConnection | str:
+        raw = headers.get(CONNECTION_HEADER)
+        if raw is None:
+            return "missing the Acp-Connection-Id header"
+        state = self.connections.get(raw.decode("latin-1"))
+        if state is None or state.link.closed:
+            return "unknown Acp-Connection-Id (the connection ended, or never existed)"
+        return state
+
+    # -- POST ----------------------------------------------------------------------
+    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        if media_types(headers.get(b"content-type", b""))[0] != b"application/json":
+            await send_error(
+                send, 415, None, INVALID_REQUEST, "Content-Type must be application/json"
+            )
+            return
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        try:
+            message = loads(body)
+        except (ValueError, RecursionError) as exc:
+            await send_error(send, 400, None, PARSE_ERROR, str(exc)[:200])
+            return
+        if isinstance(message, list):
+            await send_error(send, 501, None, INVALID_REQUEST, "batch requests are not supported")
+            return
+        if message.__class__ is not dict:
+            await send_error(send, 400, None, INVALID_REQUEST, "a message must be a JSON object")
+            return
+        fields: dict[str, Any] = message
+        msg_id = fields.get("id") if id_key(fields.get("id")) is not None else None
+        method = fields.get("method")
+        is_request = method.__class__ is str and "id" in fields
+        if CONNECTION_HEADER not in headers and method == "initialize" and is_request:
+            await self._initialize(body, fields, send)
+            return
+        state = self._lookup(headers)
+        if isinstance(state, str):
+            status = 400 if CONNECTION_HEADER not in headers else 404
+            await send_error(send, status, msg_id, INVALID_REQUEST, state)
+            return
+        raw_session = headers.get(SESSION_HEADER)
+        session = None if raw_session is None else raw_session.decode("latin-1")
+        if method.__class__ is str and method not in SESSION_OPENING:
+            named = named_session(fields)
+            if named is not None and session != named:
+                detail = (
+                    f"{method} names session {named}: the Acp-Session-Id header must too"
+                    if session is None
+                    else f"Acp-Session-Id {session} does not match the params' sessionId {named}"
+                )
+                await send_error(send, 400, msg_id, INVALID_REQUEST, detail)
+                return
+            key = id_key(fields.get("id"))
+            if session is not None and is_request and key is not None:
+                state.session_of[key] = session
+        waiter: asyncio.Future[bytes] | None = None
+        if method == "initialize" and is_request and (key := id_key(fields.get("id"))) is not None:
+            waiter = state.waiters[key] = asyncio.get_running_loop().create_future()
+        if not await state.link.deliver(frame(body)):
+            await send_error(send, 404, msg_id, INVALID_REQUEST, "the connection ended")
+            return
+        if waiter is not None:
+            await self._answer(state, waiter, send)
+        else:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+    async def _body(self, receive: Receive, send: Send) -> bytes | None:
+        """The request body, or None once refused (413) or if the client went away."""
+        limit = self.limits.max_message_size
+        chunks: list[bytes] = []
+        size = 0
+        skim: Skim | None = None
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk: bytes = message.get("body", b"")
+            if skim is not None:
+                skim.feed(chunk, 0, len(chunk))
+            else:
+                size += len(chunk)
+                chunks.append(chunk)
+                if size > limit:  # keep only the top level, to answer under the message's id
+                    skim = Skim()
+                    for part in chunks:
+                        skim.feed(part, 0, len(part))
+                    chunks.clear()
+            if not message.get("more_body", False):
+                break
+        if skim is None:
+            return b"".join(chunks)
+        head = skim.head()
+        msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
+        detail = f"message larger than the maximum of {limit} bytes"
+        await send_error(send, 413, msg_id, INVALID_REQUEST, detail)
+        return None
+
+    async def _initialize(self, body: bytes, fields: dict[str, Any], send: Send) -> None:
+        msg_id = fields.get("id")
+        key = id_key(msg_id)
+        if key is None:
+            await send_error(
+                send, 400, None, INVALID_REQUEST, "id must be a string, an integer or null"
+            )
+            return
+        if not self.room():
+            retry = ((b"retry-after", b"5"),)
+            await send_error(
+                send, 503, msg_id, INVALID_REQUEST, "too many connections", headers=retry
+            )
+            return
+        try:
+            agent = self.make_agent()
+        except Exception:
+            _log.exception("the agent factory failed")
+            await send_error(send, 500, msg_id, INTERNAL_ERROR, "cannot start an agent")
+            return
+        state = HttpConnection(agent, self.limits)
+        link = state.link
+        self.links[link.id] = link
+        self.connections[link.id] = state
+        link.task.add_done_callback(lambda _: self._drop(link.id))
+        waiter = state.waiters[key] = asyncio.get_running_loop().create_future()
+        await link.deliver(frame(body))
+        await self._answer(state, waiter, send)
+
+    def _drop(self, link_id: str) -> None:
+        self.links.pop(link_id, None)
+        if self.connections.pop(link_id, None) is not None:
+            self.gone()
+
+    async def _answer(
+        self, state: HttpConnection, waiter: asyncio.Future[bytes], send: Send
+    ) -> None:
+        """200 with the agent's answer to `initialize` (the one POST answered in its body)."""
+        either: set[asyncio.Future[Any]] = {waiter, state.link.task}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not waiter.done():
+            waiter.cancel()
+            await send_error(
+                send,
+                500,
+                None,
+                INTERNAL_ERROR,
+                "the connection ended before initialize was answered",
+            )
+            return
+        headers = [JSON_CONTENT, (CONNECTION_HEADER, state.link.id.encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": waiter.result()[:-1]})
+
+    # -- GET: the SSE streams --------------------------------------------------------
+    async def _get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        if headers.get(b"upgrade", b"").lower() == b"websocket":
+            await send_error(
+                send, 400, None, INVALID_REQUEST, "this server did not accept the WebSocket upgrade"
+            )
+            return
+        if b"text/event-stream" not in media_types(headers.get(b"accept", b"")):
+            await send_error(
+                send, 406, None, INVALID_REQUEST, "Accept must include text/event-stream"
+            )
+            return
+        state = self._lookup(headers)
+        if isinstance(state, str):
+            await send_error(
+                send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
+            )
+            return
+        raw_session = headers.get(SESSION_HEADER)
+        channel = state.stream(None if raw_session is None else raw_session.decode("latin-1"))
+        stop = asyncio.Event()
+        if channel.stop is not None:
+            channel.stop.set()  # a newer GET for the same stream replaces the older
+        channel.stop = stop
+        start = {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+        }
+        await send(start)
+        link = state.link
+        undo = link.on_close(stop.set)
+        streamer = asyncio.ensure_future(self._stream(link, channel, send))
+        gone = asyncio.ensure_future(_disconnected(receive))
+        replaced = asyncio.ensure_future(stop.wait())  # or the connection ended
+        tasks: set[asyncio.Future[Any]] = {streamer, gone, replaced}
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            undo()
+            client_gone = gone.done()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if channel.stop is stop:
+                channel.stop = None
+            if not client_gone:
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream(self, link: Link, channel: Channel, send: Send) -> None:
+        outbox, keepalive = link.outbox, self.limits.keepalive
+        while True:
+            if not channel.items:
+                try:
+                    await asyncio.wait_for(channel.wait(), keepalive)
+                except asyncio.TimeoutError:
+                    body = b": keepalive\n\n"
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                continue
+            batch = channel.take()
+            for i, line in enumerate(batch):
+                # Taken once sent: cancelled mid-send (the client left), the rest waits
+                # for the stream's next GET.
+                try:
+                    body = b"data: " + line[:-1] + b"\n\n"
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                except BaseException:
+                    channel.untake(batch[i:])
+                    raise
+                outbox.sent(line)
+            link.touch()
+
+    # -- DELETE ----------------------------------------------------------------------
+    async def _delete(self, headers: dict[bytes, bytes], send: Send) -> None:
+        state = self._lookup(headers)
+        if isinstance(state, str):
+            await send_error(
+                send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
+            )
+            return
+        await state.link.close()
+        self._drop(state.link.id)
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client goes away (the request body, if any, is read and dropped)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

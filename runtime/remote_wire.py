@@ -1,0 +1,104 @@
+"""The remote transport's small pieces (part of `remote`): the ASGI callables' types, the
+limits, framing a received message as a line, JSON-RPC error answers, and reading headers
+and messages without trusting them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+from .dispatch import INTERNAL_ERROR, PARSE_ERROR
+from .jsonline import dumps
+from .types import DecodeContext
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+JSON_CONTENT: Final = (b"content-type", b"application/json")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What `asgi_app` was given (its docstring says what each means)."""
+
+    max_message_size: int
+    max_connections: int | None
+    idle_timeout: float | None
+    send_buffer: int
+    shutdown_grace: float
+    keepalive: float
+    ctx: DecodeContext | None
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    msg_id: Any,
+    code: int,
+    detail: str,
+    *,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    websocket: bool = False,
+) -> None:
+    """An HTTP error answer with a JSON-RPC error body (`websocket`: as the refusal of an
+    upgrade, through the ASGI `websocket.http.response` extension)."""
+    message = {PARSE_ERROR: "Parse error", INTERNAL_ERROR: "Internal error"}.get(
+        code, "Invalid request"
+    )
+    body = dumps(error_body(msg_id, code, message, detail))
+    prefix = "websocket.http.response" if websocket else "http.response"
+    await send({"type": f"{prefix}.start", "status": status, "headers": [JSON_CONTENT, *headers]})
+    await send({"type": f"{prefix}.body", "body": body})
+
+
+def request_headers(scope: MutableMapping[str, Any]) -> dict[bytes, bytes]:
+    """Request headers by lower-case name; repeated ones joined with commas."""
+    out: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        key = bytes(name).lower()
+        out[key] = out[key] + b"," + bytes(value) if key in out else bytes(value)
+    return out
+
+
+def media_types(value: bytes) -> list[bytes]:
+    """The media types a Content-Type or Accept value names, parameters dropped."""
+    return [part.split(b";", 1)[0].strip().lower() for part in value.split(b",")]
+
+
+def named_session(message: dict[str, Any]) -> str | None:
+    """The `sessionId` a request's or notification's params name, if any."""
+    params: Any = message.get("params")
+    if params.__class__ is dict:
+        session: Any = cast("dict[str, Any]", params).get("sessionId")
+        if isinstance(session, str):
+            return session
+    return None
+
+
+def id_key(value: Any) -> tuple[bool, Any] | None:
+    """A JSON-RPC id as a table key (1 and "1" differ), or None if it is not a valid id."""
+    if (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    ):
+        return (isinstance(value, str), value)
+    return None
+
+
+def frame(data: bytes) -> bytes:
+    """A received message as one line: a raw newline in JSON text can only be whitespace
+    (inside strings it must be escaped), so replacing it keeps the message intact."""
+    if b"\n" in data:
+        data = data.replace(b"\n", b" ")
+    return data + b"\n"
+
+
+def error_body(msg_id: Any, code: int, message: str, detail: str) -> dict[str, Any]:
+    """A JSON-RPC error response for a transport-level refusal."""
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "error": {"code": code, "message": message, "data": {"details": detail}},
+    }
