@@ -175,7 +175,8 @@ class Renderer(DecodePlanner):
         return "{" + ", ".join(f"{k!r}: {self.builder_expr(v)}" for k, v in e.items) + "}"
 
     def helpers_imports(self, builders: tuple[Builder, ...]) -> list[str]:
-        """The imports helpers.py needs besides `types`, decided from its parameters' types."""
+        """The imports helpers.py needs, decided from its builders and their parameters' types
+        (`types` too only when there is a builder: a schema may give it none)."""
         params = [p for b in builders for p in b.params]
         hints = [self.param_hint(p) for p in params]
         needs = {
@@ -183,7 +184,8 @@ class Renderer(DecodePlanner):
             "import typing": any("typing." in h for h in hints),
             "from typing import Any": any(_mentions_any(p.type) for p in params),
         }
-        return [line for line, needed in needs.items() if needed]
+        lines = [line for line, needed in needs.items() if needed]
+        return lines + (["", "from . import types"] if builders else [])
 
 
 def _mentions_any(t: TypeExpr) -> bool:

@@ -60,8 +60,8 @@ CONTEXT = {
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
     "helpers_imports": (
         "list[str]",
-        "the import lines helpers.py needs besides `types` (`Iterable`, `Any`, `typing`), from its builders'"
-        " parameters",
+        "the import lines helpers.py needs (`Iterable`, `Any`, `typing`; `types` when it has a builder),"
+        " from its builders and their parameters",
     ),
     "sdk_builders_missing": (
         "list[str]",
