@@ -55,7 +55,7 @@ class Affinity:
         self.requests.append(record)
 
         async def receive_recorded() -> dict[str, Any]:
-            message = await receive()
+            message: dict[str, Any] = await receive()
             if message["type"] == "http.request":
                 record["body"] += message.get("body", b"")
             return message
@@ -91,9 +91,9 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
     if server == "uvicorn":
         import uvicorn
 
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio")
-        runner = uvicorn.Server(config)
-        runner.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio"))
+        # The test process keeps its own SIGINT/SIGTERM handlers (uvicorn >= 0.29 would take them).
+        runner.capture_signals = contextlib.nullcontext  # type: ignore[method-assign, assignment]
         task = asyncio.ensure_future(runner.serve(sockets=[sock]))
         while not runner.started and not task.done():
             await asyncio.sleep(0.01)
@@ -105,7 +105,7 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
         config.bind = [f"fd://{os.dup(sock.fileno())}"]  # hypercorn closes the one it is given
         config.loglevel = "WARNING"
         config.graceful_timeout = 0.5
-        task = asyncio.ensure_future(hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+        task = asyncio.ensure_future(hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait))
     try:
         yield
     finally:
