@@ -208,7 +208,13 @@ class EchoAgent(Agent):
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    # IPPROTO_TCP, not socket.create_server's 0: asyncio turns Nagle off (TCP_NODELAY) only on
+    # sockets that say they are TCP, and accepted ones inherit this. With Nagle on, uvicorn holds a
+    # prompt's answer written right after an update until the client's delayed ACK: 40 ms a turn.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen()
     sock.setblocking(False)
     return sock
 

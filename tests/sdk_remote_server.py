@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import json
-import os
 import pickle
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from acp.http.asgi import create_asgi_app  # noqa: E402
+from asgi_serving import COOKIE, Affinity, bound_socket, serving  # noqa: E402, F401 - re-exported for the tests
 from sdk_echo_agent import SdkEchoAgent, Session  # noqa: E402
 
 SESSIONS: dict[str, Session] = {}
-COOKIE = b"acp-affinity=backend-1"
 
 
 class SharedSessionsAgent(SdkEchoAgent):
@@ -40,108 +35,6 @@ class SharedSessionsAgent(SdkEchoAgent):
     def __init__(self) -> None:
         super().__init__()
         self.sessions = SESSIONS
-
-
-class Affinity:
-    """Sets the affinity cookie on every response, as a load balancer would, and records what
-    each request carried: whether the cookie came back, the HTTP version, the headers the RFD
-    names, and each POST's JSON-RPC message."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.requests: list[dict[str, Any]] = []
-
-    def without_cookie(self) -> list[str]:
-        return [r["what"] for r in self.requests if not r["cookie"]]
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "http" and scope["path"] == "/stats":
-            body = json.dumps({"requests": len(self.requests), "without_cookie": self.without_cookie()}).encode()
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        record: dict[str, Any] = {
-            "what": f"{scope.get('method', 'WS')} {scope['type']}",
-            "method": scope.get("method", "WS"),
-            "cookie": COOKIE.decode() in headers.get("cookie", ""),
-            "http_version": scope.get("http_version"),
-            "accept": headers.get("accept"),
-            "content_type": headers.get("content-type"),
-            "connection_id": headers.get("acp-connection-id"),
-            "session_id": headers.get("acp-session-id"),
-            "authorization": headers.get("authorization"),
-            "body": b"",
-        }
-        self.requests.append(record)
-
-        async def receive_recorded() -> dict[str, Any]:
-            message = await receive()
-            if message["type"] == "http.request":
-                record["body"] += message.get("body", b"")
-            return message
-
-        async def send_with_cookie(message: dict[str, Any]) -> None:
-            if message["type"] in ("http.response.start", "websocket.accept"):
-                headers = list(message.get("headers", []))
-                headers.append((b"set-cookie", COOKIE + b"; Path=/; HttpOnly"))
-                message = {**message, "headers": headers}
-                record["status"] = message.get("status", 101)
-            await send(message)
-
-        await self.app(scope, receive_recorded, send_with_cookie)
-
-
-def bound_socket(port: int = 0) -> socket.socket:
-    """A listening socket on 127.0.0.1 (`port` 0: a free one); reusable at once after a stop."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
-@contextlib.asynccontextmanager
-async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[None]:
-    """Serve `app` on `sock` with uvicorn or hypercorn (h2c and HTTP/1.1) while the context runs."""
-    stop = asyncio.Event()
-    if server == "uvicorn":
-        import uvicorn
-
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio")
-        runner = uvicorn.Server(config)
-        runner.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        task = asyncio.ensure_future(runner.serve(sockets=[sock]))
-        while not runner.started and not task.done():
-            await asyncio.sleep(0.01)
-    else:
-        import hypercorn.asyncio
-        from hypercorn.config import Config
-
-        config = Config()
-        config.bind = [f"fd://{os.dup(sock.fileno())}"]  # hypercorn closes the one it is given
-        config.loglevel = "WARNING"
-        config.graceful_timeout = 0.5
-        task = asyncio.ensure_future(hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
-    try:
-        yield
-    finally:
-        if server == "uvicorn":
-            runner.should_exit = True
-            runner.force_exit = True
-        stop.set()
-        # A server stopped with streams open may end in errors of its own (hypercorn 0.18's
-        # graceful shutdown does): stopped is all that matters here.
-        done, _ = await asyncio.wait({task}, timeout=5.0)
-        if not done:
-            task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 def make_app() -> Affinity:

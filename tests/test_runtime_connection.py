@@ -8,6 +8,7 @@ client against a generated agent.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -461,6 +462,38 @@ def test_pending_requests_fail_with_connection_closed_at_eof() -> None:
             )
 
     run(scenario())
+
+
+# gc.collect() may sweep up what earlier tests in this process left (hypercorn's, say).
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_send_that_fails_as_the_peer_goes_leaves_no_unretrieved_future() -> None:
+    """The peer goes while our request is being written (a remote POST failing as the server
+    dies): EOF fails the request's future, then the write raises; the caller gets
+    ConnectionClosed, and asyncio reports no "Future exception was never retrieved"."""
+
+    class DyingPipe(Pipe):
+        def __init__(self, other: Pipe) -> None:
+            super().__init__()
+            self.other = other
+
+        async def drain(self) -> None:
+            self.other.close()  # the peer's end reaches EOF ...
+            await asyncio.sleep(0.05)  # ... and the connection has seen it ...
+            raise ConnectionResetError("peer gone")  # ... before the write fails
+
+    async def scenario() -> list[str]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context["message"]))
+        down = Pipe()
+        proxy, connection = client.connect(RecordingClient(), down.reader, DyingPipe(down))
+        serving = asyncio.ensure_future(connection.run())
+        with pytest.raises(client.ConnectionClosed):
+            await proxy.initialize(ct.InitializeRequest(protocol_version=1), timeout=None)
+        await serving
+        gc.collect()
+        return reported
+
+    assert run(scenario()) == []
 
 
 def test_proxy_calls_from_inside_a_handler() -> None:

@@ -257,8 +257,10 @@ class Connection:
             self._pending.pop(key, None)
             if timer is not None:
                 timer.cancel()
-                if future.done() and not future.cancelled():
-                    future.exception()  # retrieved: the send may have failed first
+            if future.done() and not future.cancelled():
+                # Retrieved: the send may have failed first (the peer gone mid-write: EOF
+                # failed the future, then the write raised), which nothing else awaits.
+                future.exception()
         if self._handled < seq[0]:
             await self._after(seq[0])
         return result

@@ -16,15 +16,14 @@ answers to the server's requests (the session of the stream the request came on)
 All streams feed one inbox, in arrival order per stream, so a response is taken on whichever
 stream the server sends it (servers differ). A POST answered with an HTTP error fails the
 request it carried (a JSON-RPC error with `data.httpStatus`); a POST that cannot be sent, or
-the end of the connection stream, ends the connection (the reader sees EOF).
-
-`httpx` is imported only here, when a connection is opened; what is used of it is typed as
-`Any`, so this module type-checks without it.
+the end of the connection stream, ends the connection (the reader sees EOF). `httpx` is
+imported only here, when a connection is opened; typed as `Any`, so this type-checks without it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import urllib.parse
@@ -44,6 +43,7 @@ SESSION_HEADER: Final = "Acp-Session-Id"
 _INSTALL: Final = "'httpx[http2]'"
 _HTTP_ERROR: Final = -32603  # JSON-RPC internal error: what a request refused by HTTP fails with
 _DELETE_TIMEOUT: Final = 5.0
+_POST_HEADERS: Final = {"Accept": "application/json", "Content-Type": "application/json"}
 CROSS_STREAM_GRACE: Final = 0.05
 """Seconds an answer about a session that came on another stream than the session's waits."""
 
@@ -101,6 +101,7 @@ class StreamableHttpTransport:
             http1=http1,
             http2=http2,
             timeout=self._httpx.Timeout(self._options.open_timeout, read=None),
+            verify=_default_tls(self._httpx),
             headers=dict(self._options.headers),
             cookies=self._options.cookies,
             trust_env=False,  # an ACP endpoint is reached directly: no proxy from the environment
@@ -203,11 +204,7 @@ class StreamableHttpTransport:
         ):
             if not await self._open_session(session):
                 self._ours[id_key(message["id"])] = (session, True)
-        headers = {
-            CONNECTION_HEADER: self._connection_id,
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-        }
+        headers = {CONNECTION_HEADER: self._connection_id, **_POST_HEADERS}
         if session is not None:
             headers[SESSION_HEADER] = session
         response = await self._send_post(line, headers)
@@ -216,12 +213,8 @@ class StreamableHttpTransport:
         elif request:
             self._fail(message["id"], response.status_code, response.text)
         else:
-            _log.warning(
-                "the server refused a message (HTTP %s %s): %s",
-                response.status_code,
-                response.text[:200],
-                line[:200],
-            )
+            status, text = response.status_code, response.text[:200]
+            _log.warning("the server refused (HTTP %s %s): %s", status, text, line[:200])
 
     async def _send_post(self, line: bytes, headers: dict[str, str], h2c: bool = False) -> Any:
         """POST `line`. `h2c`: HTTP/2 by prior knowledge (the default for http://) may fall
@@ -243,7 +236,7 @@ class StreamableHttpTransport:
             ) from exc
 
     async def _initialize(self, line: bytes, request_id: Any) -> None:
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        headers = dict(_POST_HEADERS)
         h2c = self._http2 is None and urllib.parse.urlsplit(self.url).scheme.lower() == "http"
         response = await self._send_post(line, headers, h2c)
         if response.status_code != 200:
@@ -386,6 +379,13 @@ class StreamableHttpTransport:
                 if self._tasks:  # answers held back still go before the end
                     await asyncio.wait(set(self._tasks), timeout=self._options.open_timeout)
                 self._end("the server closed the connection stream")
+
+
+@functools.lru_cache(maxsize=1)
+def _default_tls(httpx: Any) -> Any:
+    """httpx's default TLS context, made once: a client given none makes its own (50 ms and
+    more), and every stream has a client of its own."""
+    return httpx.create_ssl_context(verify=True, trust_env=False)
 
 
 async def _close_client(client: Any) -> None:
