@@ -23,7 +23,7 @@ class CheckResult:
     detail: str = ""
     offending: str | None = None
     """The offending message (a line the agent sent), when there is one."""
-    warnings: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list[str])
 
     def to_dict(self) -> dict[str, Any]:
         return {
