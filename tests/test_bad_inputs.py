@@ -1,7 +1,7 @@
 """Bad inputs: each folder of tests/bad_inputs/ is one case with its exact expected stderr.
 
-The CLI runs as a new process on a copy of the case, as a user would run it (forked from a server
-that has imported it: tests/zygote.py, tests/fixtures/cli/). Every case must
+The CLI runs as a new process on a copy of the case, as a user would run it (`python -m codegen`).
+Every case must
 exit 2, print only `error: ...` lines (no traceback) matching `expected_stderr.txt`, print
 nothing on stdout and leave the case folder (and --out) exactly as it was.
 UPDATE_GOLDEN=1 rewrites the expected_stderr.txt files; see tests/bad_inputs/README.md.

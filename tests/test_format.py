@@ -163,7 +163,6 @@ def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[
 BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)]
 
 
-@pytest.mark.xdist_group("golden")  # the bundled and shape schemas' class models, built once (conftest.py)
 def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
     """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
     Python file the same under ruff and black. One test, so that black formats the pieces all of

@@ -57,10 +57,6 @@ CASES = _cases()
 # (it decodes as `v == "2.0"` to the literal itself): no release is expected to fail any more.
 
 
-# The session fixtures below serve every test of this module: one worker runs them all.
-pytestmark = pytest.mark.xdist_group("releases")
-
-
 def _package(case_id: str) -> str:
     return "rel_" + re.sub(r"\W", "_", case_id)
 

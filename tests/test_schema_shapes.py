@@ -24,10 +24,6 @@ from codegen.errors import CodegenError
 from codegen.generate import Target, generate_all, generate_files
 from codegen.write import write_tree
 
-# In the worker that runs test_format's agreement test over the same schemas: their class models
-# are computed once (the "golden" group, conftest.py).
-pytestmark = pytest.mark.xdist_group("golden")
-
 META = {"version": 1, "agentMethods": {"session_new": "session/new"}, "clientMethods": {}, "protocolMethods": {}}
 
 

@@ -70,8 +70,7 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def cli(cli_command: Callable[[str], list[str]]) -> Cli:
-    """`cli(*args, cwd=None)`: `acp-codegen ARGS` as a new process (forked from a server that has
-    imported the CLI: the `cli_command` fixture of conftest.py)."""
+    """`cli(*args, cwd=None)`: `acp-codegen ARGS` as a new process (the `cli_command` fixture of conftest.py)."""
 
     def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*cli_command("acp_codegen.py"), *args], capture_output=True, text=True, cwd=cwd)
