@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from budget import PROFILE, examples
 from filelock import FileLock
+from hypothesis import settings
 from typecheck import PyrightRun, pyright_strict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,6 +20,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # Tests import the generated packages by name: generated/agent -> `agent`, generated/client -> `client`.
 sys.path.insert(0, str(GENERATED))
+
+# The hypothesis profiles (tests/budget.py): `ci` by default, `slow` for the full budgets.
+settings.register_profile("ci", max_examples=examples(100), derandomize=True, deadline=None)
+settings.register_profile("slow", max_examples=examples(100), deadline=None)
+settings.load_profile(PROFILE)
 
 
 @pytest.fixture(scope="session")
