@@ -210,10 +210,11 @@ def test_unknown_fields_and_variants_are_reported_with_wire_paths() -> None:
 CANCEL_SLOW = Options(cancel_prompt="slow")
 
 # A loaded CI machine may start a Python agent slowly: a passing run never waits for a timeout,
-# so a generous one costs nothing and keeps these tests from flaking. (The settle time, which
-# every passing turn waits out, stays the default: update_after_cancel writes its late update
-# right behind the answer.)
-PATIENT = Options(timeout=20, cancel_prompt="slow")
+# so a generous one costs nothing and keeps these tests from flaking; so does the wait for an
+# agent to exit at EOF (the SDK's agent still imports pydantic when its stdin closes). (The
+# settle time, which every passing turn waits out, stays the default: update_after_cancel writes
+# its late update right behind the answer.)
+PATIENT = Options(timeout=20, cancel_prompt="slow", eof_timeout=10)
 
 # Each check starts a fresh agent process (`python AGENT.py`, as a user's agent starts): a dozen
 # per run.

@@ -405,8 +405,7 @@ def test_bad_formatter_in_config_is_exit_2_with_a_pointer(
     err = capsys.readouterr().err
     value = '"yapf"' if "yapf" in body else "3"  # as TOML writes it
     assert err.splitlines() == [
-        f"error: {config}{pointer}: unknown formatter {value} "
-        "(fix: use one of ['ruff', 'black'])"
+        f"error: {config}{pointer}: unknown formatter {value} (fix: use one of ['ruff', 'black'])"
     ]
     assert not (tmp_path / "a").exists()
 

@@ -301,7 +301,7 @@ def test_check_writes_nothing(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "pkg"
     args = ("agent", "--schema", str(schema), "--out", str(out))
     missing = cli(*args, "--check")
-    assert missing.returncode == 1 and "missing" in missing.stderr
+    assert missing.returncode == 1 and "missing" in missing.stdout
     assert not out.exists()
     assert cli(*args).returncode == 0
     assert cli(*args, "--check").returncode == 0
@@ -309,7 +309,7 @@ def test_check_writes_nothing(tmp_path: Path, cli: Cli) -> None:
     (out / "mine.txt").write_text("mine")
     before = snapshot(tmp_path)
     stale = cli(*args, "--check")
-    assert stale.returncode == 1 and "types.py" in stale.stderr
+    assert stale.returncode == 1 and "types.py" in stale.stdout
     assert snapshot(tmp_path) == before
 
 
