@@ -121,11 +121,11 @@ def decoder_shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pyright_run(tmp_path_factory: pytest.TempPathFactory, keyword_snippet: Path, decoder_shapes: Path) -> PyrightRun:
-    """The suite's pyright runs (strict; Microsoft's pyright and basedpyright, once each, side by
-    side), once per test run: every golden package (generated/), the decoder shapes' packages and
-    the keyword snippet, which imports generated/ packages by name. One run per checker instead of
-    three spares the start-ups and analysing generated/client again. Each test reads only its own
-    files (`problems`, `part`)."""
+    """The suite's pyright run (strict: Microsoft's pyright, and basedpyright beside it when
+    ACP_PYRIGHTS asks, see tests/typecheck.py), once per test run: every golden package
+    (generated/), the decoder shapes' packages and the keyword snippet, which imports generated/
+    packages by name. One run instead of three spares the start-ups and analysing
+    generated/client again. Each test reads only its own files (`problems`, `part`)."""
 
     def run(work: Path) -> dict[str, Any]:
         goldens = sorted(p.parent for p in GENERATED.rglob("py.typed"))

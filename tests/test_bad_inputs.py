@@ -125,6 +125,7 @@ def test_there_are_enough_cases() -> None:
         assert (CASES_DIR / name / "expected_stderr.txt").exists() or UPDATE, f"{name}: no expected_stderr.txt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input(name: str, tmp_path: Path, cli_command: Command) -> None:
     proc, case = run_case(name, tmp_path, cli_command)
@@ -193,6 +194,7 @@ def test_chmod_000_is_reported(tmp_path: Path) -> None:
     assert "schema cannot be read: Permission denied" in str(info.value)
 
 
+@pytest.mark.slow
 def test_keyword_property_names_become_trailing_underscore(tmp_path: Path, cli_command: Command) -> None:
     """A property named like a Python keyword is not an error: `from` is the attribute `from_`."""
     schema_dir = tmp_path / "schema"
@@ -302,6 +304,7 @@ def _mutate(doc: dict[str, Any], rng: Any) -> None:
             parent[key][rng.choice(KEYS)] = json.loads(json.dumps(rng.choice(JUNK)))
 
 
+@pytest.mark.slow
 def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random corruptions of a real schema: the pipeline up to render either works or raises CodegenError."""
     import random
@@ -338,6 +341,7 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.Monk
     assert outcomes["ok"] > 10 and outcomes["error"] > 10, outcomes
 
 
+@pytest.mark.slow
 def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path, cli_command: Command) -> None:
     """A bug (not bad input) still prints no traceback, unless ACP_CODEGEN_DEBUG is set
     (tests/fixtures/cli/simulated_bug.py: the pipeline raises where it assembles the package).

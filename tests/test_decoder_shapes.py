@@ -135,6 +135,7 @@ def test_single_value_enum_property_decodes_to_its_literal(decoder_shapes: Path)
             types.Envelope.from_dict(bad)
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) -> None:
     """Kind 2 was a mypy error (`str` assigned to `Literal['2.0']`): the output must check clean."""
     result = mypy_strict(decoder_shapes, *packages(SCHEMAS), cache=mypy_cache)
@@ -142,6 +143,7 @@ def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) ->
     assert errors == [], result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_pyright_strict_on_shape_outputs(decoder_shapes: Path, pyright_run: PyrightRun) -> None:
     result = pyright_run.part([decoder_shapes])
     assert {path.relative_to(decoder_shapes.resolve()).parts[0] for path in result.stands_for} == set(SCHEMAS)

@@ -163,6 +163,7 @@ def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[
 BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)]
 
 
+@pytest.mark.slow
 def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
     """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
     Python file the same under ruff and black. One test, so that black formats the pieces all of
@@ -410,6 +411,7 @@ def test_bad_formatter_in_config_is_exit_2_with_a_pointer(
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.slow
 def test_formatter_flag_chooses_the_formatter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     used: list[str] = []
     for name in ("ruff", "black"):

@@ -81,6 +81,7 @@ def error_lines(output: str, file: str) -> set[int]:
     return {int(m.group(1)) for m in pattern.finditer(output)}
 
 
+@pytest.mark.slow
 def test_mypy_sees_the_keyword_form(keyword_snippet: Path, mypy_cache: Path) -> None:
     work = keyword_snippet.parent
     result = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
@@ -90,6 +91,7 @@ def test_mypy_sees_the_keyword_form(keyword_snippet: Path, mypy_cache: Path) -> 
     assert 'Unexpected keyword argument "promt"' in mypy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", PYRIGHTS)
 def test_pyright_sees_the_keyword_form(keyword_snippet: Path, pyright_run: PyrightRun, checker: str) -> None:
     """Checked in the suite's pyright runs, importing generated/client as `client`."""
@@ -98,6 +100,7 @@ def test_pyright_sees_the_keyword_form(keyword_snippet: Path, pyright_run: Pyrig
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
 
 
+@pytest.mark.slow
 def test_role_modules_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
     """No pyright or basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry
     points (the suite's pyright runs over generated/)."""
@@ -344,6 +347,7 @@ def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     assert cancel["method"] == "$/cancel_request"
 
 
+@pytest.mark.slow
 def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], mypy_cache: Path) -> None:
     work, _ = clash_pkg
     (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
@@ -355,6 +359,7 @@ def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], myp
     assert "clash_pkg/client.py" not in output, output
 
 
+@pytest.mark.slow
 def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
     examples = ROOT / "examples"
@@ -365,6 +370,7 @@ def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
+@pytest.mark.slow
 def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) pass mypy --strict."""
     readme = (ROOT / "README.md").read_text()

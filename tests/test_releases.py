@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -23,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from typecheck import mypy_strict, packages
+from typecheck import mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
 from codegen.errors import CodegenError
@@ -32,6 +33,8 @@ from codegen.generate import ApiCache, Target, render_files
 from codegen.load import locate
 from codegen.render import Rendered
 from codegen.write import write_tree
+
+pytestmark = pytest.mark.slow  # generates every release and type-checks it
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -269,3 +272,15 @@ def test_mypy_strict(
     mypy_errors: dict[str, list[str]], case_id: str, directory: Path, unstable: bool, role: str
 ) -> None:
     assert mypy_errors.get(_package(case_id)) == []
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ACP_RELEASE_PYRIGHT"),
+    reason="about 130 CPU-seconds per pyright: ACP_RELEASE_PYRIGHT=1 runs it (both: ACP_PYRIGHTS=pyright,basedpyright)",
+)
+def test_pyright_strict_on_every_release_package(generated: Path, tmp_path: Path) -> None:
+    """Every release package (the goldens among them) clean under the pyrights of PYRIGHTS, strict."""
+    roots = sorted(p.parent for p in generated.glob("*/__init__.py"))
+    assert len(roots) == len(CASES)
+    run = pyright_strict(roots, tmp_path)
+    assert not run.all_problems(("error", "warning")), run.output

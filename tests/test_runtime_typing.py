@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typecheck import PyrightRun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +29,7 @@ RUNTIME = [
 ]
 
 
+@pytest.mark.slow
 def test_pyright_strict_on_the_runtime(golden_pyright: PyrightRun) -> None:
     """The suite's pyright runs over generated/ cover the runtime copy of every package:
     no error and no warning in any."""

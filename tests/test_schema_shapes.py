@@ -509,6 +509,7 @@ def test_missing_evidence_stops(tmp_path: Path) -> None:
     assert "#/$defs/Authenticate" in message
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_every_shape(tmp_path: Path, mypy_cache: Path) -> None:
     """The output of every shape schema above, both roles, mypy --strict.
 

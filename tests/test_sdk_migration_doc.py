@@ -81,6 +81,7 @@ def python() -> Path:
     return Path(sys.executable)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", RUNS, ids=[" ".join(c) for c in RUNS])
 def test_snippet_runs(workdir: Path, python: Path, command: list[str]) -> None:
     env = snippet_env()

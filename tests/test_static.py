@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typecheck import PYRIGHTS, PyrightRun, distinct_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,13 +19,15 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 GOLDEN = sorted(p.parent for p in (ROOT / "generated").rglob("py.typed"))
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_generator(mypy_cache: Path) -> None:
     result = run("mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(mypy_cache), "codegen")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 # mypy --strict checks every golden package in the single run of tests/test_releases.py (each is
-# the release case of its schema), Microsoft's pyright and basedpyright here.
+# the release case of its schema), pyright here (tests/typecheck.py: PYRIGHTS).
+@pytest.mark.slow
 def test_pyright_strict_on_every_generated_package(golden_pyright: PyrightRun) -> None:
     assert len(GOLDEN) >= 6
     sources = [p.resolve() for package in GOLDEN for p in package.rglob("*.py") if "__pycache__" not in p.parts]
