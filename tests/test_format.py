@@ -415,11 +415,10 @@ def test_bad_formatter_in_config_is_exit_2_with_a_pointer(
 def test_formatter_flag_chooses_the_formatter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     used: list[str] = []
     for name in ("ruff", "black"):
-        real = getattr(codegen.format, f"_{name}")
 
-        def spy(files: dict[str, str], *args: Any, name: str = name, real: Any = real, **kwargs: Any) -> dict[str, str]:
-            used.append(name)
-            return real(files, *args, **kwargs)  # type: ignore[no-any-return]
+        def spy(files: dict[str, str], *args: Any, name: str = name, **kwargs: Any) -> dict[str, str]:
+            used.append(name)  # which formatter ran is the point here; what each makes is tested above
+            return dict(files)
 
         monkeypatch.setattr(codegen.format, f"_{name}", spy)
     schema = tiny_schema(tmp_path / "schema")
