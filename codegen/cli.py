@@ -7,13 +7,21 @@ and `--help` cost little more than Typer itself.
 
 from __future__ import annotations
 
-import gc
+import importlib.util
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import typer
+from typer.core import TyperCommand
+
+if TYPE_CHECKING or importlib.util.find_spec("typer._click"):  # Typer 0.2x carries its own click
+    from typer._click.core import Context
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+else:  # pragma: no cover - earlier Typers use click itself
+    from click.core import Context
+    from click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from . import __version__
 from .check_agent import check_agent_command
@@ -38,10 +46,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-SCHEMA_HELP = (
-    "Bundled schema name (v1 = ACP 1.21.0, the default; v2 = 2.0.0-alpha.3), a directory "
-    "holding schema.json + meta.json, or a schema.json path with meta.json beside it."
+SCHEMA_FORMS = (
+    "a bundled schema name (v1 = ACP 1.21.0, v2 = 2.0.0-alpha.3), a directory holding schema.json + meta.json, "
+    "or a schema.json path with meta.json beside it"
 )
+SCHEMA_HELP = f"The schema: {SCHEMA_FORMS}. Default: v1."
 
 
 FORMATTER_HELP = (
@@ -82,16 +91,19 @@ def run_target(
     force: bool,
     files: dict[str, str] | None = None,
 ) -> int:
-    """Generate (or check) one target; returns the exit code. `files`: already generated."""
-    from .generate import check, write
+    """Generate (or check) one target; returns the exit code. `files`: already generated.
+    The check's report (the diff) is the command's output: stdout, so that `> stale.diff` keeps it."""
+    from .generate import check, preflight, write
 
     try:
+        if files is None:
+            preflight([target], check_only, force)  # before any schema work
         if check_only:
             report = check(target, files=files)
             if report:
-                typer.echo(f"{target.out}: out of date; regenerate with: {target.command()}", err=True)
+                typer.echo(f"{target.out}: out of date; regenerate with: {target.command()}")
                 for block in report:
-                    typer.echo(block, err=True)
+                    typer.echo(block)
                 return 1
             typer.echo(f"{target.out}: up to date")
             return 0
@@ -122,7 +134,9 @@ def _role_command(role: Literal["agent", "client"]) -> None:
             False, "--check", help="Write nothing; exit 1 with a diff if --out is out of date."
         ),
         force: bool = typer.Option(
-            False, "--force", help="Overwrite or remove files in --out that acp-codegen did not generate."
+            False,
+            "--force",
+            help="Write into an --out folder of other files; overwrite or remove files acp-codegen did not generate.",
         ),
         formatter: Formatter = typer.Option("ruff", "--formatter", help=FORMATTER_HELP),
         templates: str | None = typer.Option(None, "--templates", metavar="DIR", help=TEMPLATES_HELP),
@@ -161,7 +175,7 @@ def generate_command(
     from dataclasses import replace
 
     from .config import load_targets
-    from .generate import generate_all
+    from .generate import generate_all, preflight
 
     try:
         targets = load_targets(config)
@@ -176,6 +190,7 @@ def generate_command(
     if templates is not None:
         targets = [replace(target, templates=_custom(templates)) for target in targets]
     try:
+        preflight(targets, check_only, force)  # every target's own problems, before any schema work
         # Every target is generated before any is written or checked, so bad input leaves all of
         # them untouched; targets reading the same schema share one load + IR build.
         generated = generate_all(targets)
@@ -187,10 +202,23 @@ def generate_command(
     raise typer.Exit(status)
 
 
-@app.command("diff")
+class _PlainUsage(TyperCommand):
+    """A usage line that names the arguments plainly, `[OPTIONS] OLD NEW` (Typer 0.2x writes a
+    required one `{OLD}`)."""
+
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.metavar or (param.name or "").upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+@app.command("diff", cls=_PlainUsage)
 def diff_command(
-    old: str = typer.Argument(..., help="The old schema: " + SCHEMA_HELP),
-    new: str = typer.Argument(..., help="The new schema, given the same way."),
+    old: str = typer.Argument(..., metavar="OLD", help=f"The schema to compare from: {SCHEMA_FORMS}."),
+    new: str = typer.Argument(..., metavar="NEW", help="The schema to compare to, in any of the forms OLD takes."),
     unstable: bool = typer.Option(False, "--unstable", help="Compare the unstable schemas (schema.unstable.json)."),
     fmt: Format = typer.Option("text", "--format", "-f", help="Output format: text, json or markdown."),
     fail_on_breaking: bool = typer.Option(
@@ -246,14 +274,8 @@ app.command("check-client")(check_client_command)
 
 
 def entry() -> None:
-    # A run builds a large object graph that lives to the end (the class model, the IR, black's
-    # trees): CPython's default thresholds rescan it again and again (~15% of `generate`, half
-    # of black's time). A process this short-lived can collect far less often.
-    gc.set_threshold(100_000, 50, 100)
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(_run())
     except Exception as exc:  # a bug in acp-codegen, not bad input: still no traceback by default
         if os.environ.get("ACP_CODEGEN_DEBUG"):
             raise
@@ -263,6 +285,36 @@ def entry() -> None:
             err=True,
         )
         sys.exit(3)
+
+
+def _run() -> int:
+    """The command line, run: its exit status. Typer's own error printing is not used (see `_usage_error`)."""
+    try:
+        status = app(standalone_mode=False, prog_name="acp-codegen")
+    except (UsageError, ClickException) as exc:
+        return _usage_error(exc)
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return status if isinstance(status, int) else 0
+
+
+def _usage_error(exc: ClickException) -> int:
+    """A command line Typer cannot parse: its usage and hint, then our one `error:` spelling
+    (Typer's own printing says `Error:`)."""
+    if isinstance(exc, NoArgsIsHelpError):  # no arguments at all: the help, as Typer prints it
+        exc.show()
+        return exc.exit_code
+    ctx = exc.ctx if isinstance(exc, UsageError) else None
+    if ctx is not None:
+        typer.echo(ctx.get_usage(), err=True)
+        if ctx.command.get_help_option(ctx) is not None:
+            typer.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", err=True)
+        typer.echo("", err=True)
+    typer.echo(f"error: {exc.format_message()}", err=True)
+    return exc.exit_code
 
 
 if __name__ == "__main__":

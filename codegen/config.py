@@ -15,6 +15,8 @@ templates = "acp-templates"  # optional: custom templates directory (relative to
 
 from __future__ import annotations
 
+import json
+import keyword
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -53,7 +55,12 @@ def load_targets(config: Path) -> list[Target]:
         )
     entries = section.get("targets") if isinstance(section, dict) else None
     if not isinstance(entries, list) or not entries:
-        raise fail("[tool.acp-codegen] needs a non-empty targets list", config, "/tool/acp-codegen/targets")
+        raise fail(
+            "[tool.acp-codegen] needs a non-empty targets list",
+            config,
+            "/tool/acp-codegen/targets",
+            fix='add [[tool.acp-codegen.targets]] with role = "agent" and out = "..."',
+        )
     base = config.parent
     problems: list[Problem] = []
     unknown = sorted(set(section) - _SECTION_KEYS)
@@ -74,11 +81,23 @@ def load_targets(config: Path) -> list[Target]:
     return targets
 
 
+def _toml(value: Any) -> str:
+    """A value as it is written in TOML (near enough for a message): "agnet", true, 3."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _templates(value: Any, base: Path, file: str, problems: list[Problem]) -> CustomTemplates | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        problems.append(Problem("templates must be a directory path", file, "/tool/acp-codegen/templates"))
+        problems.append(
+            Problem(
+                f"templates = {_toml(value)} is not a directory path",
+                file,
+                "/tool/acp-codegen/templates",
+                'templates = "acp-templates" (a folder, relative to pyproject.toml)',
+            )
+        )
         return None
     return CustomTemplates(base / value, value)
 
@@ -88,39 +107,77 @@ def _formatter(value: Any, file: str, pointer: str, problems: list[Problem]) -> 
         if value == name:
             return name
     problems.append(
-        Problem(f"unknown formatter {value!r}", file, f"{pointer}/formatter", f"use one of {list(FORMATTERS)}")
+        Problem(f"unknown formatter {_toml(value)}", file, f"{pointer}/formatter", f"use one of {list(FORMATTERS)}")
     )
     return DEFAULT_FORMATTER
+
+
+def _package_problem(name: str) -> str | None:
+    """Why `name` cannot be imported as a package name, or None."""
+    if all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split(".")):
+        return None
+    return "is not a valid Python package name"
+
+
+PACKAGE_FIX = "letters, digits and _, not starting with a digit, no keyword; dots between parts"
 
 
 def _target(
     entry: Any, base: Path, file: str, pointer: str, problems: list[Problem], formatter: Formatter
 ) -> Target | None:
     if not isinstance(entry, dict):
-        problems.append(Problem("a target must be a table", file, pointer))
+        problems.append(
+            Problem(
+                f"a target must be a table, not {_toml(entry)}",
+                file,
+                pointer,
+                'write each target as [[tool.acp-codegen.targets]] with role = "agent" and out = "..."',
+            )
+        )
         return None
+    found = len(problems)
     unknown = sorted(set(entry) - _KEYS)
     if unknown:
         problems.append(Problem(f"unknown keys {unknown}", file, pointer, f"use only {sorted(_KEYS)}"))
     role = entry.get("role")
     if role not in ("agent", "client"):
-        problems.append(Problem('role must be "agent" or "client"', file, f"{pointer}/role"))
-        return None
+        what = "role is missing" if "role" not in entry else f'role = {_toml(role)} is neither "agent" nor "client"'
+        problems.append(Problem(what, file, f"{pointer}/role", 'role = "agent", or "client" for an editor'))
     out = entry.get("out")
     if not isinstance(out, str) or not out:
-        problems.append(Problem("out must be a path", file, f"{pointer}/out"))
-        return None
+        what = "out is missing" if "out" not in entry else f"out = {_toml(out)} is not a path"
+        fix = 'out = "src/myagent/acp", the package folder to write, relative to pyproject.toml'
+        problems.append(Problem(what, file, f"{pointer}/out", fix))
     schema = entry.get("schema")
     if schema is not None and not isinstance(schema, str):
-        problems.append(Problem("schema must be a string", file, f"{pointer}/schema"))
-        return None
-    if isinstance(schema, str) and schema not in bundled_schema_names():
-        schema = str(base / schema)
+        fix = f"schema = one of {sorted(bundled_schema_names())} or a path (relative to pyproject.toml)"
+        problems.append(Problem(f"schema = {_toml(schema)} is not a string", file, f"{pointer}/schema", fix))
     unstable = entry.get("unstable", False)
+    if not isinstance(unstable, bool):
+        fix = "unstable = true, or false (the default)"
+        problems.append(Problem(f"unstable = {_toml(unstable)} is not a boolean", file, f"{pointer}/unstable", fix))
     package = entry.get("package")
-    if not isinstance(unstable, bool) or (package is not None and not isinstance(package, str)):
-        problems.append(Problem("unstable must be a boolean and package a string", file, pointer))
-        return None
+    if package is not None:
+        why = "is not a string" if not isinstance(package, str) else _package_problem(package)
+        if why is not None:
+            fix = f'package = "myagent.acp" ({PACKAGE_FIX})'
+            problems.append(Problem(f"package = {_toml(package)} {why}", file, f"{pointer}/package", fix))
+    elif isinstance(out, str) and out:
+        folder = (base / out).resolve().name
+        why = _package_problem(folder)
+        if why is not None:
+            fix = f'add package = "{folder.replace("-", "_")}", the import name ({PACKAGE_FIX})'
+            what = f"out = {_toml(out)}: its folder name {folder!r} {why}"
+            problems.append(Problem(what, file, f"{pointer}/out", fix))
     if "formatter" in entry:
         formatter = _formatter(entry["formatter"], file, pointer, problems)
-    return Target(role, base / out, schema, unstable, package, from_config=True, formatter=formatter)
+    if len(problems) > found or role not in ("agent", "client") or not isinstance(out, str):
+        return None
+    return Target(role, base / out, _schema(schema, base), unstable, package, from_config=True, formatter=formatter)
+
+
+def _schema(schema: str | None, base: Path) -> str | None:
+    """A schema named in the config: a bundled name as it is, a path relative to pyproject.toml."""
+    if schema is None or schema in bundled_schema_names():
+        return schema
+    return str(base / schema)

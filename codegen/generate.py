@@ -15,7 +15,7 @@ from .load import load, locate
 from .render import Rendered, render_package
 from .templates import CustomTemplates
 from .validate import validate
-from .write import WriteResult, diff_tree, out_dir_problems, write_tree
+from .write import WriteResult, diff_tree, foreign_files_problem, out_dir_problems, write_tree
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,19 @@ class Target:
         return problems
 
 
+def preflight(targets: list[Target], check_only: bool = False, force: bool = False) -> None:
+    """Everything about the targets themselves, before any schema is read (a bad --out or
+    --package is reported at once): raises their problems together. Unless `check_only` or
+    `force`, an --out folder of files that are not ours is refused too."""
+    problems: list[Problem] = []
+    for target in targets:
+        problems += target.problems()
+        if not check_only and not force:
+            problems += foreign_files_problem(target.out)
+    if problems:
+        raise CodegenError(list(dict.fromkeys(problems)))  # targets may share a templates directory
+
+
 class ApiCache:
     """The role-independent IR per (schema, unstable) pair, so several targets share one build.
 
@@ -94,16 +107,12 @@ class ApiCache:
 def render_files(target: Target, apis: ApiCache | None = None) -> Rendered:
     """Everything the target's package consists of, rendered but not yet formatted, in memory.
 
-    Bad input of every kind (the target, the schema files, the schema's content) is reported
-    here, together, before the package is rendered: nothing has been written when this raises.
+    Bad input is reported here, before the package is rendered: first the target's own (see
+    `preflight`), then the schema files' and the schema's content, together. Nothing has been
+    written when this raises.
     """
-    problems = target.problems()
-    try:
-        api = (apis or ApiCache()).get(target.schema, target.unstable)
-    except CodegenError as exc:
-        problems += exc.problems
-    if problems:
-        raise CodegenError(problems)
+    preflight([target], check_only=True)
+    api = (apis or ApiCache()).get(target.schema, target.unstable)
     package = assemble(api, target.role, target.package_name(), target.command())
     if target.templates is not None:
         package = replace(package, custom_templates=target.templates.label)
@@ -120,8 +129,10 @@ def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[di
     """Every target's files, formatted (see `generate_files`): each (schema, unstable) pair is
     built once, and all packages are formatted together (`format_packages`).
 
-    Bad input in any target is reported for all of them together, before anything is formatted.
+    Bad input in any target is reported for all of them together, before anything is formatted;
+    the targets' own problems before any schema is read (`preflight`).
     """
+    preflight(targets, check_only=True)
     apis = apis or ApiCache()
     rendered: list[Rendered] = []
     problems: list[Problem] = []

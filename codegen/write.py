@@ -125,6 +125,44 @@ def out_dir_problems(out: Path) -> list[Problem]:
     return []
 
 
+def _ours(manifest: Path) -> bool:
+    doc = _manifest_doc(manifest) if manifest.is_file() and not manifest.is_symlink() else None
+    return isinstance(doc, dict) and doc.get("generator") == GENERATOR
+
+
+def foreign_files(out: Path, limit: int = 10) -> list[str]:
+    """Files in `out` that acp-codegen did not write (no header of ours), when `out` holds no
+    manifest of ours: a folder of the user's own files, not an earlier output. At most `limit`
+    (the walk stops there), then "..."; [] for a new or empty folder or an earlier output."""
+    if out.is_symlink() or not out.is_dir() or _ours(out / MANIFEST):
+        return []
+    found: list[str] = []
+    for folder, dirs, names in os.walk(out):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            path = Path(folder, name)
+            rel = path.relative_to(out).as_posix()
+            if not _looks_generated(path, rel):
+                if len(found) == limit:
+                    return [*found, "..."]
+                found.append(rel)
+    return found
+
+
+def foreign_files_problem(out: Path) -> list[Problem]:
+    """Refusal to write a package among files that are not ours (see `foreign_files`)."""
+    found = foreign_files(out)
+    if not found:
+        return []
+    return [
+        Problem(
+            f"--out holds files acp-codegen did not generate ({', '.join(found)}) and no {MANIFEST} of an earlier run",
+            str(out),
+            fix="choose a new or empty folder for the package, or pass --force to write among these files",
+        )
+    ]
+
+
 def check_out_dir(out: Path) -> None:
     problems = out_dir_problems(out)
     if problems:
@@ -171,12 +209,7 @@ def _plan(out: Path, files: dict[str, str], force: bool) -> _Plan:
     exists = out.is_dir()
     owned = set(read_manifest(out)) if exists else set()
     manifest_path = out / MANIFEST
-    foreign_manifest = (
-        exists
-        and manifest_path.exists()
-        and not manifest_path.is_symlink()
-        and not (isinstance(doc := _manifest_doc(manifest_path), dict) and doc.get("generator") == GENERATOR)
-    )
+    foreign_manifest = exists and manifest_path.exists() and not manifest_path.is_symlink() and not _ours(manifest_path)
     entries = [*sorted(files.items()), (MANIFEST, manifest_text(files))]
     for rel, text in entries:
         problem = _path_problem(out, rel)

@@ -167,7 +167,8 @@ class Script:
         except StepFailed as exc:
             return self._report(False, name, str(exc))
         except RequestError as exc:
-            return self._report(False, name, f"error {exc.code} {exc.message} {exc.data!r}")
+            data = "" if exc.data is None else f" {exc.data!r}"  # most errors carry none
+            return self._report(False, name, f"error {exc.code} {exc.message}{data}")
         except (asyncio.TimeoutError, TimeoutError):  # distinct types before Python 3.11
             return self._report(False, name, f"no answer within {STEP_TIMEOUT:g} s")
         except Exception as exc:  # a broken agent must not stop the report

@@ -1,7 +1,8 @@
 """Bad inputs: each folder of tests/bad_inputs/ is one case with its exact expected stderr.
 
-The CLI runs as a new process on a copy of the case, as a user would run it (forked from a server
-that has imported it: tests/zygote.py, tests/fixtures/cli/). Every case must
+The CLI runs on a copy of the case through the console script's entry point (`codegen.cli:entry`,
+what `acp-codegen` runs), in this process; tests/test_cli_edges.py and the tests at the end of this
+file run it as a new process. Every case must
 exit 2, print only `error: ...` lines (no traceback) matching `expected_stderr.txt`, print
 nothing on stdout and leave the case folder (and --out) exactly as it was.
 UPDATE_GOLDEN=1 rewrites the expected_stderr.txt files; see tests/bad_inputs/README.md.
@@ -15,11 +16,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from budget import examples
 
+from codegen.cli import entry
 from codegen.errors import CodegenError
 from codegen.generate import Target, generate_files
 from codegen.validate import MAX_TYPES
@@ -92,7 +96,18 @@ def snapshot(root: Path) -> dict[str, tuple[str, bytes | str]]:
     return found
 
 
-def run_case(name: str, tmp_path: Path, cli_command: Command) -> tuple[subprocess.CompletedProcess[str], Path]:
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_case(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[Run, Path]:
+    """The case's command through the console script's entry point (`codegen.cli:entry`, what
+    `acp-codegen` runs), in this process: its exit status and output as a user's shell sees them."""
     source = CASES_DIR / name
     case = tmp_path / "case"
     case.mkdir()
@@ -106,11 +121,18 @@ def run_case(name: str, tmp_path: Path, cli_command: Command) -> tuple[subproces
     args = args_file.read_text(encoding="utf-8").splitlines() if args_file.exists() else DEFAULT_ARGS
     args = [a.replace(PLACEHOLDER, str(case)) for a in args if a and not a.startswith("#")]
     before = snapshot(tmp_path)
-    proc = subprocess.run(
-        [*cli_command("acp_codegen.py"), *args], cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120
-    )
+    capsys.readouterr()
+    with monkeypatch.context() as patch:
+        patch.delenv("ACP_CODEGEN_DEBUG", raising=False)
+        patch.setenv("COLUMNS", "200")
+        patch.chdir(tmp_path)
+        patch.setattr(sys, "argv", ["acp-codegen", *args])
+        with pytest.raises(SystemExit) as exit_:
+            entry()
+    out = capsys.readouterr()
+    assert isinstance(exit_.value.code, int), exit_.value.code
     assert snapshot(tmp_path) == before, "a failing run must write nothing"
-    return proc, case
+    return Run(exit_.value.code, out.out, out.err), case
 
 
 def normalise(stderr: str, case: Path) -> str:
@@ -126,8 +148,10 @@ def test_there_are_enough_cases() -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input(name: str, tmp_path: Path, cli_command: Command) -> None:
-    proc, case = run_case(name, tmp_path, cli_command)
+def test_bad_input(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proc, case = run_case(name, tmp_path, monkeypatch, capsys)
     stderr = normalise(proc.stderr, case)
     golden = CASES_DIR / name / "expected_stderr.txt"
     if UPDATE:
@@ -193,6 +217,7 @@ def test_chmod_000_is_reported(tmp_path: Path) -> None:
     assert "schema cannot be read: Permission denied" in str(info.value)
 
 
+@pytest.mark.slow
 def test_keyword_property_names_become_trailing_underscore(tmp_path: Path, cli_command: Command) -> None:
     """A property named like a Python keyword is not an error: `from` is the attribute `from_`."""
     schema_dir = tmp_path / "schema"
@@ -302,6 +327,7 @@ def _mutate(doc: dict[str, Any], rng: Any) -> None:
             parent[key][rng.choice(KEYS)] = json.loads(json.dumps(rng.choice(JUNK)))
 
 
+@pytest.mark.slow
 def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random corruptions of a real schema: the pipeline up to render either works or raises CodegenError."""
     import random
@@ -321,7 +347,8 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     rng = random.Random(20240601)
     outcomes = {"ok": 0, "error": 0}
-    for _ in range(80):
+    runs = examples(80)  # 20 under the default hypothesis profile, 80 under `slow` (tests/budget.py)
+    for _ in range(runs):
         doc = json.loads(json.dumps(base))
         _mutate(doc, rng)
         (tmp_path / "schema.json").write_text(json.dumps(doc))
@@ -335,9 +362,10 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.Monk
         except Exception as exc:  # pragma: no cover - the failure report
             (tmp_path / "crash.json").write_text(json.dumps(doc))
             raise AssertionError(f"{type(exc).__name__}: {exc}; schema kept in {tmp_path / 'crash.json'}") from exc
-    assert outcomes["ok"] > 10 and outcomes["error"] > 10, outcomes
+    assert outcomes["ok"] > runs // 8 and outcomes["error"] > runs // 8, outcomes
 
 
+@pytest.mark.slow
 def test_an_internal_error_is_one_line_and_exit_3(tmp_path: Path, cli_command: Command) -> None:
     """A bug (not bad input) still prints no traceback, unless ACP_CODEGEN_DEBUG is set
     (tests/fixtures/cli/simulated_bug.py: the pipeline raises where it assembles the package).

@@ -49,8 +49,6 @@ RUNS = {
     **{fault: ([sys.executable, str(FAULTY), fault, "{agent}"], b"") for fault in (*FAULTS, "cancel", "stays")},
 }
 
-pytestmark = pytest.mark.xdist_group("client-checks")
-
 
 def failed(report: Report) -> set[str]:
     return {r.check.id for r in report.results if r.status == "failed"}

@@ -42,9 +42,6 @@ for path in (AGENTS, ROOT / "examples"):
 from echo_agent import EchoAgent  # noqa: E402
 from in_process_agents import IgnoresCancel, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
 
-# One worker runs the `runs` fixture below (and generates the CLI tests' cached package).
-pytestmark = pytest.mark.xdist_group("conformance")
-
 ALL_IDS = {check.id for check in CHECKS}
 # Beside the project, when present (or beside the folder of its worktrees).
 DOCS = next(
@@ -207,17 +204,14 @@ def test_unknown_fields_and_variants_are_reported_with_wire_paths() -> None:
 CANCEL_SLOW = Options(cancel_prompt="slow")
 
 # A loaded CI machine may start a Python agent slowly: a passing run never waits for a timeout,
-# so a generous one costs nothing and keeps these tests from flaking. (The settle time, which
-# every passing turn waits out, stays the default: update_after_cancel writes its late update
-# right behind the answer.)
-PATIENT = Options(timeout=20, cancel_prompt="slow")
+# so a generous one costs nothing and keeps these tests from flaking; so does the wait for an
+# agent to exit at EOF (the SDK's agent still imports pydantic when its stdin closes). (The
+# settle time, which every passing turn waits out, stays the default: update_after_cancel writes
+# its late update right behind the answer.)
+PATIENT = Options(timeout=20, cancel_prompt="slow", eof_timeout=10)
 
-# Each check starts a fresh agent process: some twenty Python start-ups per run, each importing the
-# agent's package again (~0.1 s of CPU for the generated one, ~0.7 s for the official SDK). On
-# Linux the fixture agents are forked instead from a server that imported their modules once
-# (tests/zygote.py): still a fresh process on its own stdio for every check; so are the agents
-# of the CLI tests below. The silent agent's run starts it the ordinary way: it is about the
-# agent's process group, which a forked agent is not in.
+# Each check starts a fresh agent process (`python AGENT.py`, as a user's agent starts): a dozen
+# per run.
 Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
 
 
@@ -299,8 +293,7 @@ def runs(
     agent_command: Command, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Runs]:
     """Every check run the selected tests below assert on (each test's own call, unchanged),
-    started together. The agent servers are started here, in this thread (Servers is not
-    thread-safe); the zygote server forks agents for any number of launchers at once."""
+    started together."""
     runs = Runs(tmp_path_factory.mktemp("silent") / "pids")
     ACTIVE.append(runs)
     wanted = selected_runs(request)
@@ -309,7 +302,7 @@ def runs(
         if key in wanted:  # `run` makes the call (and starts its agent server) only then
             runs.start(key, run())
 
-    # First the silent agent (a fresh interpreter, not forked), so it starts before the others.
+    # First the silent agent, so it starts before the others.
     env = dict(os.environ, SILENT_AGENT_PIDS=str(runs.silent_pids))
     silent = [sys.executable, str(AGENTS / "silent.py")]
     quick = Options(timeout=0.5, startup_timeout=0.5, eof_timeout=0.2)

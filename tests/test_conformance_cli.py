@@ -18,7 +18,6 @@ from codegen.cli import app
 
 # The same worker as test_conformance: CliRunner swaps sys.stdout and os.environ for the whole
 # process, so these wait for its background runs (no_runs_meanwhile).
-pytestmark = pytest.mark.xdist_group("conformance")
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Decoder behaviour on small hand-made schemas (issue 9 kinds 2 and 4, issue 11.5).
 
 All shape schemas of this module are generated once (the `decoder_shapes` fixture) into one
-folder, so the static checks run over all of them at once: mypy --strict here, basedpyright in the
+folder, so the static checks run over all of them at once: mypy --strict here, both pyrights in the
 suite's one run (`pyright_run`).
 """
 
@@ -99,9 +99,6 @@ UNIONS = with_session(
 )
 
 SCHEMAS = {"dec_envelope": ENVELOPE, "dec_unions": UNIONS}
-# Most tests share the `decoder_shapes` fixture (tests/conftest.py), which `pyright_run` checks:
-# one worker generates them for all, and runs basedpyright over them with the goldens.
-pytestmark = pytest.mark.xdist_group("pyright")
 
 
 def write_shapes(base: Path) -> Path:
@@ -138,6 +135,7 @@ def test_single_value_enum_property_decodes_to_its_literal(decoder_shapes: Path)
             types.Envelope.from_dict(bad)
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) -> None:
     """Kind 2 was a mypy error (`str` assigned to `Literal['2.0']`): the output must check clean."""
     result = mypy_strict(decoder_shapes, *packages(SCHEMAS), cache=mypy_cache)
@@ -145,6 +143,7 @@ def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) ->
     assert errors == [], result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_pyright_strict_on_shape_outputs(decoder_shapes: Path, pyright_run: PyrightRun) -> None:
     result = pyright_run.part([decoder_shapes])
     assert {path.relative_to(decoder_shapes.resolve()).parts[0] for path in result.stands_for} == set(SCHEMAS)
@@ -199,8 +198,6 @@ def test_strict_rejects_unknown_tool_call_content_of_bundled_schema() -> None:
     # An open union of the same schema (AuthMethod has an untagged fallback) keeps its unknowns.
     method = {"type": "env_var", "id": "e", "name": "n"}
     assert types.decode_AuthMethod(method, types.DecodeContext(strict=True)).to_dict() == method
-
-
 
 
 # -- issue 11.5: report every unknown field and union variant, with its JSON path ----------------

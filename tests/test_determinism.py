@@ -1,8 +1,8 @@
 """Byte-identical output for the same input, whatever the hash seed.
 
-Three fresh processes with different PYTHONHASHSEED values (so set and dict-of-set orders,
+Two fresh processes with different PYTHONHASHSEED values (so set and dict-of-set orders,
 str hashes, ... differ) generate the same targets; the trees must be equal byte for byte.
-The three runs go in parallel: with ruff formatting, each takes a few seconds.
+The two runs go in parallel: with ruff formatting, each takes a few seconds.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-SEEDS = ("0", "1", "4242")
+import pytest
+
+SEEDS = ("0", "4242")
 CONFIG = """\
 [[tool.acp-codegen.targets]]
 role = "agent"
@@ -39,6 +41,7 @@ def generate(work: Path, seed: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=work, env=env, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     runs = [(tmp_path / f"seed{seed}", generate(tmp_path / f"seed{seed}", seed)) for seed in SEEDS]
     trees: list[dict[str, bytes]] = []

@@ -42,7 +42,6 @@ def tree_diff(target: Target, files: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.xdist_group("golden")
 @pytest.mark.parametrize("target", TARGETS, ids=[t.out.relative_to(ROOT).as_posix() for t in TARGETS])
 def test_golden_tree_matches_fresh_generation(target: Target, golden_generation: dict[Path, dict[str, str]]) -> None:
     files = golden_generation[target.out]  # what `acp-codegen generate` produces for this target now

@@ -249,4 +249,3 @@ def test_builders_follow_each_schema() -> None:
     assert {"update_agent_message_chunk", "update_terminal", "update_tool_call"} <= v2
     diff = inspect.signature(GOLDENS["v2"].helpers.tool_diff_content).parameters
     assert list(diff)[:1] == ["changes"] and diff["changes"].kind is inspect.Parameter.KEYWORD_ONLY
-

@@ -81,14 +81,10 @@ MODES = [
 T = TypeVar("T")
 Command = Callable[..., list[str]]  # the `agent_command` fixture (conftest.py)
 
-# One worker runs the module: its `client_runs` fixture starts every echo-client run at once.
-pytestmark = pytest.mark.xdist_group("interop")
-
 
 @pytest.fixture(scope="module")
 def echo_agent(agent_command: Command) -> list[str]:
-    """`python examples/echo_agent.py`, forked from a server that has imported it (tests/zygote.py):
-    a fresh agent process on its own stdio each time, without Python's start-up and imports."""
+    """`python examples/echo_agent.py`."""
     return agent_command(ECHO_AGENT, "echo_agent")
 
 
@@ -507,7 +503,6 @@ def test_sdk_client_answering_null_for_an_empty_result() -> None:
 
 
 # -- (b) and (c): the generated echo client against both agents ---------------------------------
-# The client and its agents are forked from servers that have imported them (tests/zygote.py).
 @pytest.fixture(scope="module")
 def echo_client(agent_command: Command) -> list[str]:
     """`python examples/echo_client.py` (it takes the agent's command line as arguments)."""
@@ -561,8 +556,7 @@ def client_runs(request: pytest.FixtureRequest) -> Iterator[ClientRuns]:
     """The echo client's runs (each a process talking to its agent, a second or so, mostly
     waiting: the slow turn and its cancel, start-ups), started together when the module starts,
     so that they overlap each other and the SDK tests above; each test waits for its own
-    `run_echo_client` call. Only when an echo-client test is selected (else no servers either).
-    The agent servers start here, in this thread (tests/zygote.py's Servers is not thread-safe)."""
+    `run_echo_client` call. Only when an echo-client test is selected."""
     runs: ClientRuns = Background("echo-client", workers=8)
     if {item.originalname for item in selected(request)} & set(CLIENT_TESTS):
         echo_client: list[str] = request.getfixturevalue("echo_client")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agent import jsonline, serde, types
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -197,7 +198,7 @@ def json_texts(draw: st.DrawFn) -> str:
     return draw(pad) + json.dumps(value) + draw(pad)
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=examples(100), deadline=None, database=None)
 @given(json_texts())
 def test_loads_matches_the_stdlib_on_random_text(text: str) -> None:
     assert outcome(types.loads, text) == outcome(stdlib_loads, text)

@@ -1,6 +1,6 @@
 """Proxy methods take their params object or its fields as keywords, and requests a timeout.
 
-Static: mypy --strict and basedpyright (strict) see the keyword form's names and types, on a
+Static: mypy --strict and both pyrights (strict) see the keyword form's names and types, on a
 snippet whose wrong lines are marked; both checkers must flag exactly those lines. Runtime:
 both forms put the same bytes on the wire, mixing them is a TypeError, and a request that
 times out raises TimeoutError after sending `$/cancel_request`. A hand-made schema whose
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
-from typecheck import PyrightRun, mypy_strict
+from typecheck import PYRIGHTS, PyrightRun, mypy_strict
 
 from codegen.generate import Target, generate_files
 from codegen.write import write_tree
@@ -95,7 +95,7 @@ def error_lines(output: str, file: str) -> set[int]:
     return {int(m.group(1)) for m in pattern.finditer(output)}
 
 
-@pytest.mark.xdist_group("keyword-mypy")
+@pytest.mark.slow
 def test_mypy_sees_the_keyword_form(keyword_snippet: Path, mypy_cache: Path) -> None:
     work = keyword_snippet.parent
     result = mypy_strict(work, "--no-error-summary", "snippet.py", cache=mypy_cache, mypypath=ROOT / "generated")
@@ -105,17 +105,19 @@ def test_mypy_sees_the_keyword_form(keyword_snippet: Path, mypy_cache: Path) -> 
     assert 'Unexpected keyword argument "promt"' in mypy
 
 
-@pytest.mark.xdist_group("pyright")
-def test_pyright_sees_the_keyword_form(keyword_snippet: Path, pyright_run: PyrightRun) -> None:
-    """Checked in the suite's one basedpyright run, importing generated/client as `client`."""
-    pyright = "\n".join(pyright_run.problems(keyword_snippet)) + "\n" + json.dumps(pyright_run.summary)
+@pytest.mark.slow
+@pytest.mark.parametrize("checker", PYRIGHTS)
+def test_pyright_sees_the_keyword_form(keyword_snippet: Path, pyright_run: PyrightRun, checker: str) -> None:
+    """Checked in the suite's pyright runs, importing generated/client as `client`."""
+    found = pyright_run.problems(keyword_snippet, checkers=[checker])
+    pyright = "\n".join(found) + "\n" + json.dumps(pyright_run.summary[checker])
     assert error_lines(pyright, "snippet.py") == marked_lines(SNIPPET), pyright
 
 
-@pytest.mark.xdist_group("pyright")
+@pytest.mark.slow
 def test_role_modules_are_pyright_strict_clean(golden_pyright: PyrightRun) -> None:
-    """No basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry
-    points (the suite's one basedpyright run over generated/)."""
+    """No pyright or basedpyright (strict) error anywhere in the role modules: proxies, base classes, entry
+    points (the suite's pyright runs over generated/)."""
     role_files = sorted((ROOT / "generated").rglob("agent.py")) + sorted((ROOT / "generated").rglob("client.py"))
     assert len(role_files) == 6
     found = [line for path in role_files for line in golden_pyright.problems(path)]
@@ -328,7 +330,6 @@ def clash_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModuleTyp
         sys.path.remove(str(work))
 
 
-@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
 def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     clash_pkg: tuple[Path, ModuleType],
 ) -> None:
@@ -360,7 +361,7 @@ def test_clashing_field_names_keep_their_names_and_the_method_renames_its_own(
     assert cancel["method"] == "$/cancel_request"
 
 
-@pytest.mark.xdist_group("keyword-clash")  # one worker generates clash_pkg for both
+@pytest.mark.slow
 def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], mypy_cache: Path) -> None:
     work, _ = clash_pkg
     (work / "clash_snippet.py").write_text(textwrap.dedent(CLASH_SNIPPET))
@@ -372,7 +373,7 @@ def test_clashing_field_names_type_check(clash_pkg: tuple[Path, ModuleType], myp
     assert "clash_pkg/client.py" not in output, output
 
 
-@pytest.mark.xdist_group("keyword-mypy")
+@pytest.mark.slow
 def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     """The examples call every proxy method in the keyword form; mypy --strict must accept them."""
     examples = ROOT / "examples"
@@ -383,7 +384,7 @@ def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
-@pytest.mark.xdist_group("keyword-mypy")
+@pytest.mark.slow
 def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) and its contrib snippets pass mypy --strict."""
     readme = (ROOT / "README.md").read_text()

@@ -30,8 +30,13 @@ def test_wheel_ships_templates_and_schemas_and_generates(tmp_path: Path) -> None
     assert build.returncode == 0, build.stderr
     wheel = next(dist.glob("acp_codegen-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for required in ("codegen/templates/types.py.jinja", "codegen/schema/v1/schema.json",
-                     "codegen/schema/v2/meta.json", "codegen/schema/LICENSE", "codegen/schema/v1/VERSION"):
+    for required in (
+        "codegen/templates/types.py.jinja",
+        "codegen/schema/v1/schema.json",
+        "codegen/schema/v2/meta.json",
+        "codegen/schema/LICENSE",
+        "codegen/schema/v1/VERSION",
+    ):
         assert required in names
     # A venv that sees the already-installed dependencies, plus the wheel itself: no network.
     env_dir = tmp_path / "venv"
@@ -44,15 +49,22 @@ def test_wheel_ships_templates_and_schemas_and_generates(tmp_path: Path) -> None
     out = tmp_path / "work" / "editor_acp"
     run = subprocess.run(
         [str(python), "-c", "from codegen.cli import entry; entry()", "client", "--out", str(out), "--schema", "v2"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     check = subprocess.run(
         [str(python), "-c", "import editor_acp, sys; sys.stdout.write(editor_acp.SCHEMA_RELEASE)"],
-        cwd=out.parent, capture_output=True, text=True, timeout=60,
+        cwd=out.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert check.stdout == "2.0.0-alpha.3", check.stderr
     # The wheel's copy of codegen is the one that ran (not the checkout).
-    where = subprocess.run([str(python), "-c", "import codegen; print(codegen.__file__)"],
-                           cwd=tmp_path, capture_output=True, text=True)
+    where = subprocess.run(
+        [str(python), "-c", "import codegen; print(codegen.__file__)"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert str(site) in where.stdout

@@ -42,6 +42,7 @@ import pytest
 import serde_hjs_compat
 import serde_schema as S
 from agent import types
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serde_support import codec
@@ -52,8 +53,9 @@ serde_hjs_compat.faster_json_values()
 
 from hypothesis_jsonschema import from_schema  # noqa: E402  (after the shim)
 
-# Raise locally to hunt harder, e.g. ACP_PROPERTY_EXAMPLES=200 (never below 10).
-MAX_EXAMPLES = max(10, int(os.environ.get("ACP_PROPERTY_EXAMPLES", "10")))
+# 10 per type under the `ci` hypothesis profile, 40 under `slow` (tests/budget.py); raise it
+# locally to hunt harder, e.g. ACP_PROPERTY_EXAMPLES=200 (never below 10).
+MAX_EXAMPLES = max(10, int(os.environ.get("ACP_PROPERTY_EXAMPLES", examples(40))))
 SETTINGS = settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -33,6 +34,8 @@ from codegen.generate import ApiCache, Target, render_files
 from codegen.load import locate
 from codegen.render import Rendered
 from codegen.write import write_tree
+
+pytestmark = pytest.mark.slow  # generates every release and type-checks it
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -56,10 +59,6 @@ CASES = _cases()
 # Kind 2 of issue 9: a single-value enum property (`"jsonrpc": {"enum": ["2.0"]}`) used to decode
 # as `v.__class__ is str and v in ("2.0",)`, which mypy does not narrow to Literal['2.0']. Fixed
 # (it decodes as `v == "2.0"` to the literal itself): no release is expected to fail any more.
-
-
-# The session fixtures below serve every test of this module: one worker runs them all.
-pytestmark = pytest.mark.xdist_group("releases")
 
 
 def _package(case_id: str) -> str:
@@ -310,3 +309,15 @@ def test_helpers_and_contrib_are_pyright_strict_clean(builders_pyright: tuple[Py
     assert any(p.name == "helpers.py" for p in files) and any(p.name == "contrib.py" for p in files)
     problems = [line for path in files for line in run.problems(path, ("error", "warning"))]
     assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ACP_RELEASE_PYRIGHT"),
+    reason="about 130 CPU-seconds per pyright: ACP_RELEASE_PYRIGHT=1 runs it (both: ACP_PYRIGHTS=pyright,basedpyright)",
+)
+def test_pyright_strict_on_every_release_package(generated: Path, tmp_path: Path) -> None:
+    """Every release package (the goldens among them) clean under the pyrights of PYRIGHTS, strict."""
+    roots = sorted(p.parent for p in generated.glob("*/__init__.py"))
+    assert len(roots) == len(CASES)
+    run = pyright_strict(roots, tmp_path)
+    assert not run.all_problems(("error", "warning")), run.output

@@ -39,7 +39,6 @@ T = TypeVar("T")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("remote"),
     # hypercorn 0.18, stopped with streams open, leaves an idle-timeout coroutine unawaited.
     pytest.mark.filterwarnings("ignore:coroutine 'TCPServer._idle_timeout' was never awaited"),
 ]

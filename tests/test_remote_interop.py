@@ -44,7 +44,7 @@ TS_CLIENT = Path(__file__).resolve().parent / "ts_remote_client.mjs"
 TS_PACKAGES = ("@agentclientprotocol/sdk@2.4.0", "ws@8")
 TIMEOUT = 15.0
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("remote")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -601,9 +601,13 @@ def _dynamic_code(name: str, text: str) -> list[str]:
                 problems.append(f":{node.lineno}: {ast.unparse(node)}")
             elif func == "type" and len(node.args) != 1:
                 problems.append(f":{node.lineno}: {ast.unparse(node)}")
-            elif func.endswith("import_module") and not (
-                len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "orjson"
-            ) and ALLOWED_IMPORT_MODULE.get(name) != ast.unparse(node.args[0]):
+            elif (
+                func.endswith("import_module")
+                and not (
+                    len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == "orjson"
+                )
+                and ALLOWED_IMPORT_MODULE.get(name) != ast.unparse(node.args[0])
+            ):
                 problems.append(f":{node.lineno}: {ast.unparse(node)}")
             elif func in ("getattr", "setattr", "delattr", "hasattr", "object.__getattribute__"):
                 arg = node.args[1] if len(node.args) > 1 else None

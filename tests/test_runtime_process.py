@@ -16,6 +16,8 @@ import pytest
 from client import process, proctable
 from client import types as ct
 
+pytestmark = pytest.mark.slow  # every test spawns processes
+
 T = TypeVar("T")
 HERE = Path(__file__).resolve().parent
 STUBBORN = HERE / "stubborn_agent.py"

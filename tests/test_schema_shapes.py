@@ -24,10 +24,6 @@ from codegen.errors import CodegenError
 from codegen.generate import Target, generate_all, generate_files
 from codegen.write import write_tree
 
-# In the worker that runs test_format's agreement test over the same schemas: their class models
-# are computed once (the "golden" group, conftest.py).
-pytestmark = pytest.mark.xdist_group("golden")
-
 META = {"version": 1, "agentMethods": {"session_new": "session/new"}, "clientMethods": {}, "protocolMethods": {}}
 
 
@@ -513,6 +509,7 @@ def test_missing_evidence_stops(tmp_path: Path) -> None:
     assert "#/$defs/Authenticate" in message
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_every_shape(tmp_path: Path, mypy_cache: Path) -> None:
     """The output of every shape schema above, both roles, mypy --strict.
 

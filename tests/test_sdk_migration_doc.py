@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "coming-from-the-sdk.md"
@@ -48,11 +45,6 @@ RUNS: list[list[str]] = [
     ["sdk_ext_client.py"],
 ]
 STARTED_BY_CLIENTS = {"sdk_agent.py", "my_agent.py", "sdk_ext_agent.py", "my_ext_agent.py"}
-# What the snippets import, imported once by the server they are forked from (tests/zygote.py):
-# the official SDK alone costs ~0.6 s of CPU per process, and a client starts an agent. One
-# worker runs them all, so that one server does.
-PRELOADED = ("acp", "acp.schema", "myagent.acp", "myeditor.acp")
-pytestmark = pytest.mark.xdist_group("sdk-migration-doc")
 
 
 def test_every_snippet_is_run() -> None:
@@ -85,26 +77,13 @@ def snippet_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def python(workdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The `python` the snippets run with and start their agents with (first on their PATH):
-    `python NAME.py ARG...` is a fresh process forked from a server that has imported PRELOADED,
-    with its own argv, cwd, environment and stdio (tests/zygote.py); anything else is this
-    interpreter itself. Not on Linux: this interpreter."""
-    if sys.platform != "linux":
-        yield Path(sys.executable)
-        return
-    servers = zygote.Servers(str(tmp_path_factory.mktemp("zygote")), env=snippet_env())
-    launcher = shlex.join(servers.launcher(str(workdir), *PRELOADED))
-    shim = tmp_path_factory.mktemp("bin") / "python"
-    shim.write_text(
-        f'#!/bin/sh\ncase "$1" in *.py) exec {launcher} "$@" ;; esac\nexec {shlex.quote(sys.executable)} "$@"\n',
-        encoding="utf-8",
-    )
-    shim.chmod(0o755)
-    yield shim
-    servers.close()
+def python() -> Path:
+    """The `python` the snippets run with and start their agents with (first on their PATH): this
+    interpreter, which has the official SDK installed."""
+    return Path(sys.executable)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", RUNS, ids=[" ".join(c) for c in RUNS])
 def test_snippet_runs(workdir: Path, python: Path, command: list[str]) -> None:
     env = snippet_env()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from typecheck import PyrightRun, distinct_sources
+from typecheck import PYRIGHTS, PyrightRun, distinct_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,19 +19,21 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 GOLDEN = sorted(p.parent for p in (ROOT / "generated").rglob("py.typed"))
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_generator(mypy_cache: Path) -> None:
     result = run("mypy", "--strict", "--python-version", "3.10", "--cache-dir", str(mypy_cache), "codegen")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 # mypy --strict checks every golden package in the single run of tests/test_releases.py (each is
-# the release case of its schema), basedpyright here.
-@pytest.mark.xdist_group("pyright")
+# the release case of its schema), pyright here (tests/typecheck.py: PYRIGHTS).
+@pytest.mark.slow
 def test_pyright_strict_on_every_generated_package(golden_pyright: PyrightRun) -> None:
     assert len(GOLDEN) >= 6
     sources = [p.resolve() for package in GOLDEN for p in package.rglob("*.py") if "__pycache__" not in p.parts]
     assert sorted(golden_pyright.stands_for) == sorted(sources)  # every file checked, or its twin
-    assert golden_pyright.summary["filesAnalyzed"] >= 6
+    assert all(summary["filesAnalyzed"] >= 6 for summary in golden_pyright.summary.values())
+    assert sorted(golden_pyright.summary) == sorted(PYRIGHTS)
     assert not golden_pyright.all_problems(("error", "warning")), golden_pyright.output
 
 
@@ -71,15 +72,6 @@ def test_distinct_sources_skips_only_files_whose_whole_import_closure_is_identic
     # A star import in __init__ may bind any name: `from . import x` then depends on it.
     kept = {rel for rel in [*same, "changed.py"] if stands_for[d / rel] == d / rel}
     assert kept == {"__init__.py", "by_name.py", "binds.py", "middle.py", "uses_changed.py", "up.py"}
-
-
-@pytest.mark.xdist_group("probe")
-def test_xdist_groups_take_effect(request: pytest.FixtureRequest) -> None:
-    """Session fixtures that generate or type-check are computed once because their tests share
-    an xdist_group; pytest-xdist marks a grouped test by suffixing its nodeid (pytest 9.2 undid
-    that silently, and every worker computed every such fixture)."""
-    if os.environ.get("PYTEST_XDIST_WORKER") and getattr(request.config.option, "loadgroup", False):
-        assert request.node.nodeid.endswith("@probe"), request.node.nodeid
 
 
 def test_ruff_on_generator() -> None:

@@ -171,8 +171,8 @@ def test_check_honours_templates(tmp_path: Path) -> None:
     assert cli("agent", "--out", str(out), "--templates", str(tpl))[0] == 0
     assert "def __repr__(self) -> str:" in (out / "agent.py").read_text()
     assert cli("agent", "--out", str(out), "--templates", str(tpl), "--check")[0] == 0
-    code, _, err = cli("agent", "--out", str(out), "--check")  # without them, the output is stale
-    assert code == 1 and "__repr__" in err and "custom templates" in err
+    code, diff, _ = cli("agent", "--out", str(out), "--check")  # without them, the output is stale
+    assert code == 1 and "__repr__" in diff and "custom templates" in diff
 
 
 def test_config_templates_key_is_relative_to_pyproject(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_config_templates_key_is_relative_to_pyproject(tmp_path: Path) -> None:
 
     config.write_text(config.read_text().replace('templates = "tpl"', "templates = 3"))
     code, _, err = cli("generate", "--config", str(config))
-    assert code == 2 and "#/tool/acp-codegen/templates: templates must be a directory path" in err
+    assert code == 2 and "#/tool/acp-codegen/templates: templates = 3 is not a directory path" in err
 
 
 def test_a_bad_templates_directory_is_reported_once_for_all_targets(tmp_path: Path) -> None:

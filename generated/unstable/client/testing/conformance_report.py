@@ -69,15 +69,15 @@ class CheckResult:
     detail: str = ""
     offending: str | None = None
     """The offending message (a line the peer sent), when there is one."""
-    warnings: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list[str])
     duration: float = 0.0
     """Seconds the check took (its own peers, from start to settle)."""
     blocked: str = ""
     """For `not testable`: the short cause and the fix, shown in the summary (e.g. `blocked by
     authentication: pass --auth-method ID and the agent's env`)."""
-    transcript: list[str] = dataclasses.field(default_factory=list)
+    transcript: list[str] = dataclasses.field(default_factory=list[str])
     """The check's wire lines, `-> ` sent and `<- ` received (kept for failures)."""
-    stderr: list[str] = dataclasses.field(default_factory=list)
+    stderr: list[str] = dataclasses.field(default_factory=list[str])
     """The tail of the peer's stderr during the check (kept for failures)."""
 
     @property

@@ -1,0 +1,5 @@
+"""`python -m codegen`: the `acp-codegen` command."""
+
+from .cli import entry
+
+entry()
