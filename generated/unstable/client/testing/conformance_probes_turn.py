@@ -206,6 +206,11 @@ class TurnProbes(Harness):
             detail = (
                 f"the interrupted prompt answered {error_text(reply)}, not stopReason cancelled"
             )
+            baseline = await self.outcome_of("prompt-turn")
+            if baseline is not None and baseline[0] != "passed":
+                # Prompts fail uninterrupted too (no credentials, say): this turn never ran,
+                # so its error says nothing about the interruption.
+                self.prompt_failed(run, reply, f"{detail}; a plain prompt fails too")
             raise Fail(detail, reply.response)
         answer = reply.response
         late = await self.late_conversation(run, answer, session_id)
