@@ -179,6 +179,7 @@ class SessionProbes(TurnProbes):
             return (await run.client.call("session/close", params, self.options.timeout)).response
 
         await self.advertises("sessionCapabilities.close")
+        await self.turns_run()
         async with self.agent() as run:
             init, first = await self.advertised(run, "sessionCapabilities.close")
             sessions = [first]
