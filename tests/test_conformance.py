@@ -42,7 +42,7 @@ for path in (AGENTS, ROOT / "examples"):
     sys.path.insert(0, str(path))
 
 from echo_agent import EchoAgent  # noqa: E402
-from in_process_agents import IgnoresCancel, NoBackend, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
+from in_process_agents import AlwaysCancelled, IgnoresCancel, NoBackend, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
 
 # One worker runs the `runs` fixture below (and generates the CLI tests' cached package).
 pytestmark = pytest.mark.xdist_group("conformance")
@@ -281,6 +281,7 @@ RUN_OF_TEST: dict[str, Callable[[dict[str, Any]], str]] = {
     "test_a_replayed_entry_after_the_load_answer_fails_session_load": lambda _: "replay-after-load",
     "test_an_ignored_cancel_fails_cancel": lambda _: "ignores-cancel",
     "test_an_agent_without_its_backend_fails_nothing": lambda _: "no-backend",
+    "test_a_turn_that_always_ends_cancelled_proves_no_cancel": lambda _: "always-cancelled",
     "test_an_answered_notification_fails_its_check_not_framing": lambda _: "answered",
     "test_official_sdk_example_agent": lambda _: "sdk",
     "test_official_sdk_echo_agent_passes": lambda _: "sdk-echo",
@@ -331,6 +332,7 @@ def runs(
     start("ignores-cancel", lambda: partial(check_agent, IgnoresCancel, CANCEL_SLOW))
     answered = agent_command(AGENTS / "notification_answered.py", "_base")
     start("answered", lambda: partial(check_command, answered, replace(PATIENT, select=compile_selection(WIRE))))
+    start("always-cancelled", lambda: partial(check_agent, AlwaysCancelled, Options(select=compile_selection("cancel or turn"))))
     start("no-backend", lambda: partial(check_agent, NoBackend, Options(timeout=0.4)))
     # The longest runs first: the SDK's server imports for ~0.7 s here, while the runs above go on.
     sdk = AGENTS / "sdk_example_agent.py"
@@ -451,6 +453,13 @@ def test_an_agent_without_its_backend_fails_nothing(runs: Runs) -> None:
         assert report.result(check).status == "not testable"
         assert report.result(check).detail.startswith("a plain prompt is refused")
     assert report.result("session-load-fresh").status == "not exercised"  # nothing stored yet
+
+
+def test_a_turn_that_always_ends_cancelled_proves_no_cancel(runs: Runs) -> None:
+    report = runs.result("always-cancelled")  # check_agent(AlwaysCancelled, -k "cancel or turn")
+    assert report.result("prompt-turn").detail == "stopReason cancelled"
+    cancel = report.result("cancel")  # sent 0.2 s in, before the answer: no pass all the same
+    assert cancel.status == "not exercised" and "so does a plain prompt" in cancel.detail
 
 
 # -- over stdio -----------------------------------------------------------------------------

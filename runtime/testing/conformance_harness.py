@@ -107,6 +107,7 @@ class Harness:
         self.eof_runs: list[tuple[str, AgentRun]] = []  # runs that wait for an exit after EOF
         self.turns = 0  # prompt turns that ended with a result, in all runs
         self.prompts_refused = False  # prompt-turn's plain prompt was answered with an error
+        self.plain_stop = ""  # the stopReason prompt-turn's plain prompt ended with
         self.cannot_run = ""  # set when the agent cannot be checked at all (exit 2)
         self.gate_blocked = ""  # set when no check can run: initialize fails
         self.accepted_version = PROTOCOL_VERSION  # what the agent answered to initialize
