@@ -42,7 +42,15 @@ for path in (AGENTS, ROOT / "examples"):
     sys.path.insert(0, str(path))
 
 from echo_agent import EchoAgent  # noqa: E402
-from in_process_agents import AlwaysCancelled, IgnoresCancel, NoBackend, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
+from in_process_agents import (  # noqa: E402
+    AlwaysCancelled,
+    IgnoresCancel,
+    NoBackend,
+    NoCredentials,
+    Plain,
+    ReplayAfterLoad,
+    StateAfterAnswers,
+)
 
 # One worker runs the `runs` fixture below (and generates the CLI tests' cached package).
 pytestmark = pytest.mark.xdist_group("conformance")
@@ -332,7 +340,8 @@ def runs(
     start("ignores-cancel", lambda: partial(check_agent, IgnoresCancel, CANCEL_SLOW))
     answered = agent_command(AGENTS / "notification_answered.py", "_base")
     start("answered", lambda: partial(check_command, answered, replace(PATIENT, select=compile_selection(WIRE))))
-    start("always-cancelled", lambda: partial(check_agent, AlwaysCancelled, Options(select=compile_selection("cancel or turn"))))
+    turns = Options(select=compile_selection("cancel or turn"))
+    start("always-cancelled", lambda: partial(check_agent, AlwaysCancelled, turns))
     start("no-backend", lambda: partial(check_agent, NoBackend, Options(timeout=0.4)))
     # The longest runs first: the SDK's server imports for ~0.7 s here, while the runs above go on.
     sdk = AGENTS / "sdk_example_agent.py"
