@@ -47,7 +47,7 @@ def check_agent_command(
     strict: bool = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too."),
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for any one answer after start-up."),
     startup_timeout: float = typer.Option(
-        30.0, "--startup-timeout", help="Seconds an agent may take to start and answer initialize."
+        30.0, "--startup-timeout", help="Seconds an agent may take to start, answer initialize or open a session."
     ),
     prompt: str = typer.Option("Hello", "--prompt", help="Text of the prompt the turn checks send."),
     cancel_prompt: str | None = typer.Option(

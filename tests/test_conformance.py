@@ -11,6 +11,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from agent.testing import (
     check_agent,
     check_agent_async,
     check_command,
+    compile_selection,
     junit_xml,
     memory_streams,
     unknown_warnings,
@@ -40,7 +42,15 @@ for path in (AGENTS, ROOT / "examples"):
     sys.path.insert(0, str(path))
 
 from echo_agent import EchoAgent  # noqa: E402
-from in_process_agents import IgnoresCancel, NoCredentials, Plain, ReplayAfterLoad, StateAfterAnswers  # noqa: E402
+from in_process_agents import (  # noqa: E402
+    AlwaysCancelled,
+    IgnoresCancel,
+    NoBackend,
+    NoCredentials,
+    Plain,
+    ReplayAfterLoad,
+    StateAfterAnswers,
+)
 
 ALL_IDS = {check.id for check in CHECKS}
 # Beside the project, when present (or beside the folder of its worktrees).
@@ -272,6 +282,9 @@ RUN_OF_TEST: dict[str, Callable[[dict[str, Any]], str]] = {
     "test_state_updates_after_an_answer_fail_nothing": lambda _: "state-after-answers",
     "test_a_replayed_entry_after_the_load_answer_fails_session_load": lambda _: "replay-after-load",
     "test_an_ignored_cancel_fails_cancel": lambda _: "ignores-cancel",
+    "test_an_agent_without_its_backend_fails_nothing": lambda _: "no-backend",
+    "test_a_turn_that_always_ends_cancelled_proves_no_cancel": lambda _: "always-cancelled",
+    "test_an_answered_notification_fails_its_check_not_framing": lambda _: "answered",
     "test_official_sdk_example_agent": lambda _: "sdk",
     "test_official_sdk_echo_agent_passes": lambda _: "sdk-echo",
     "test_an_agent_demanding_authentication_is_blocked_not_passed": lambda _: "auth",
@@ -318,6 +331,11 @@ def runs(
     start("state-after-answers", lambda: partial(check_agent, StateAfterAnswers, CANCEL_SLOW))
     start("replay-after-load", lambda: partial(check_agent, ReplayAfterLoad, CANCEL_SLOW))
     start("ignores-cancel", lambda: partial(check_agent, IgnoresCancel, CANCEL_SLOW))
+    answered = agent_command(AGENTS / "notification_answered.py", "_base")
+    start("answered", lambda: partial(check_command, answered, replace(PATIENT, select=compile_selection(WIRE))))
+    turns = Options(select=compile_selection("cancel or turn"))
+    start("always-cancelled", lambda: partial(check_agent, AlwaysCancelled, turns))
+    start("no-backend", lambda: partial(check_agent, NoBackend, Options(timeout=0.4)))
     # The longest runs first: the SDK's server imports for ~0.7 s here, while the runs above go on.
     sdk = AGENTS / "sdk_example_agent.py"
     start("sdk", lambda: partial(check_command, agent_command(sdk, "acp", "acp.schema"), PATIENT))
@@ -428,6 +446,24 @@ def test_an_ignored_cancel_fails_cancel(runs: Runs) -> None:
     )
 
 
+def test_an_agent_without_its_backend_fails_nothing(runs: Runs) -> None:
+    """claude-agent-acp's and claude-code-acp's answers without credentials (see NoBackend)."""
+    report = runs.result("no-backend")  # check_agent(NoBackend, Options(timeout=0.4))
+    assert failed(report) == set(), str(report)
+    assert report.result("session-new").status == "passed"  # its second session/new takes 0.6 s
+    for check in ("session-close-prompt", "cancel"):  # no turn to interrupt: -32603 or not
+        assert report.result(check).status == "not testable"
+        assert report.result(check).detail.startswith("a plain prompt is refused")
+    assert report.result("session-load-fresh").status == "not exercised"  # nothing stored yet
+
+
+def test_a_turn_that_always_ends_cancelled_proves_no_cancel(runs: Runs) -> None:
+    report = runs.result("always-cancelled")  # check_agent(AlwaysCancelled, -k "cancel or turn")
+    assert report.result("prompt-turn").detail == "stopReason cancelled"
+    cancel = report.result("cancel")  # sent 0.2 s in, before the answer: no pass all the same
+    assert cancel.status == "not exercised" and "so does a plain prompt" in cancel.detail
+
+
 # -- over stdio -----------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BROKEN))
@@ -435,6 +471,21 @@ def test_broken_agent_fails_exactly_the_check_it_breaks(name: str, runs: Runs) -
     report = runs.result(f"stdio:{name}")  # check_command(agent_command(<name>.py, "_base"), PATIENT)
     assert failed(report) == {BROKEN[name]}, str(report)
     assert set(not_passed(report)) - NOT_ADVERTISED == {BROKEN[name]}, str(report)
+
+
+WIRE = "stdio-framing or notification or jsonrpc"
+
+
+@pytest.mark.slow
+def test_an_answered_notification_fails_its_check_not_framing(runs: Runs) -> None:
+    """codex-acp answers an unknown `_` notification with an id-less error: one fault."""
+    report = runs.result("answered")  # check_command(notification_answered.py, PATIENT, -k WIRE)
+    assert not_passed(report) == {"unknown-notification": "failed"}, str(report)
+    assert report.result("unknown-notification").offending == (
+        '{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found", '
+        '"data": "_acp_conformance/unknown_notification"}}'
+    )
+    assert report.result("stdio-framing").warnings  # the line is noted there, not failed
 
 
 @pytest.mark.slow

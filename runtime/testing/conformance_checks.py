@@ -56,8 +56,9 @@ class Options:
     timeout: float = 5.0
     """Seconds to wait for any one answer, once the agent has answered `initialize`."""
     startup_timeout: float = 30.0
-    """Seconds a fresh agent may take to start and answer `initialize` (apart from `timeout`:
-    a slow start on a loaded machine changes no verdict)."""
+    """Seconds a fresh agent may take to start and answer `initialize`, and to answer any
+    session/new, load or resume (apart from `timeout`: a slow start on a loaded machine
+    changes no verdict)."""
     auth_method: str | None = None
     """An advertised auth method id to `authenticate` with before any session is made."""
     session_cwd: str | None = None

@@ -24,6 +24,9 @@ SESSION_REFUSED: Final = (
     "env with --env KEY=VALUE, or --auth-method ID)"
 )
 
+STARTS_SESSION: Final = frozenset({"session/new", "session/load", "session/resume"})
+"""The methods that open a session: they wait as long as an agent's start-up."""
+
 CONVERSATION_UPDATES: Final = frozenset(
     {
         "user_message_chunk",
@@ -103,6 +106,8 @@ class Harness:
         self.raw_runs: list[AgentRun] = []  # runs fed malformed input on purpose
         self.eof_runs: list[tuple[str, AgentRun]] = []  # runs that wait for an exit after EOF
         self.turns = 0  # prompt turns that ended with a result, in all runs
+        self.prompts_refused = False  # prompt-turn's plain prompt was answered with an error
+        self.plain_stop = ""  # the stopReason prompt-turn's plain prompt ended with
         self.cannot_run = ""  # set when the agent cannot be checked at all (exit 2)
         self.gate_blocked = ""  # set when no check can run: initialize fails
         self.accepted_version = PROTOCOL_VERSION  # what the agent answered to initialize
@@ -171,7 +176,14 @@ class Harness:
         }
 
     async def call(self, run: AgentRun, method: str, params: Any, timeout: float = 0.0) -> Reply:
-        return await run.client.call(method, params, timeout or self.options.timeout)
+        return await run.client.call(method, params, timeout or self.timeout_for(method))
+
+    def timeout_for(self, method: str) -> float:
+        """Opening a session may start the agent's machinery (a backend process per session,
+        for some): as much time as its start-up, so a loaded machine changes no verdict."""
+        if method in STARTS_SESSION:
+            return max(self.options.startup_timeout, self.options.timeout)
+        return self.options.timeout
 
     async def initialized(self, run: AgentRun, version: int = PROTOCOL_VERSION) -> Reply:
         """initialize (within the start-up timeout); NotTestable if it fails."""
@@ -234,11 +246,9 @@ class Harness:
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
-            wait = (
-                self.options.startup_timeout
-                if reply.method in ("initialize", "session/new")
-                else self.options.timeout
-            )
+            wait = self.timeout_for(reply.method)
+            if reply.method == "initialize":
+                wait = self.options.startup_timeout
             return f"no answer within {wait:g} s"
         if reply.closed:
             tail = " | ".join(run.stderr)

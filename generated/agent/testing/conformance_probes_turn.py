@@ -97,11 +97,12 @@ class TurnProbes(Harness):
             _, session_id = await self.setup(run)
             mark = len(run.client.lines)
             reply = await self.prompt(run, session_id, self.options.prompt)
+            self.prompts_refused = reply.response is not None and not reply.ok
             self.prompt_failed(run, reply)
             assert reply.response is not None
             late = await self.late_conversation(run, reply.response, session_id)
             await self.capability_turn(run, session_id)
-        stop = self.stop_reason(reply)
+        stop = self.plain_stop = self.stop_reason(reply)
         for line in run.client.received:
             if mark < line.index < reply.response.index and line.method == "session/update":
                 if line.session_id() != session_id:
@@ -150,6 +151,7 @@ class TurnProbes(Harness):
             ping = await run.client.call(PING, {}, min(self.options.timeout, 2.0))
             return ping.response
 
+        await self.turns_run()
         async with self.agent() as run:
             _, session_id = await self.setup(run)
 
@@ -157,6 +159,17 @@ class TurnProbes(Harness):
                 return session_id
 
             return await self.interrupted_turn(run, same, cancel, "session/cancel")
+
+    async def turns_run(self) -> None:
+        """NotTestable when prompt-turn's prompt was refused (no credentials, say): no turn
+        runs to interrupt, and whether an early interruption wins the race with the refusal
+        is chance, not a verdict. (Awaited before an agent is started: it holds no slot.)"""
+        baseline = await self.outcome_of("prompt-turn")
+        if baseline is not None and baseline[0] == "not testable" and self.prompts_refused:
+            raise NotTestable(
+                f"a plain prompt is refused, so no turn runs to interrupt ({baseline[1]})",
+                self.blocked.get("prompt-turn", ""),
+            )
 
     async def interrupted_turn(
         self, run: AgentRun, session: Callable[[], Awaitable[str]], interrupt: Interrupt, what: str
@@ -212,6 +225,10 @@ class TurnProbes(Harness):
         stop = self.stop_reason(reply)
         if late is not None:
             raise Fail("a conversation update came after the interrupted turn's response", late)
+        if stop == "cancelled" and self.plain_stop == "cancelled":
+            # gptme-acp without a model ends every turn so: the answer proves no cancellation.
+            detail = f"the turn ended cancelled, but so does a plain prompt, without {what}"
+            return ("not exercised", detail, None, [])
         if stop == "cancelled":
             return passed("stopReason cancelled")
         # Ignored: the turn went on (a conversation update) after the agent had read the

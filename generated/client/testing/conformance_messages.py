@@ -24,6 +24,11 @@ def framing(runs: list[AgentRun]) -> Outcome:
             if not line.raw.strip():
                 warnings.append("an empty line on stdout")
                 continue
+            if _notification_answer(line):
+                # The answer to a notification (no id to echo): one well-framed message whose
+                # fault, answering at all, is the notification checks' to judge, not framing's.
+                warnings.append("an error response without an id (a notification answered)")
+                continue
             problem = framing_problem(line)
             if problem is not None:
                 return ("failed", problem, line, warnings)
@@ -31,6 +36,18 @@ def framing(runs: list[AgentRun]) -> Outcome:
     if not count:
         return ("not testable", "the agent sent nothing", None, warnings)
     return ("passed", f"{count} lines", None, warnings)
+
+
+def _notification_answer(line: Line) -> bool:
+    message = line.object
+    return (
+        message is not None
+        and message.get("jsonrpc") == "2.0"
+        and "id" not in message
+        and "method" not in message
+        and "result" not in message
+        and well_formed_error(message.get("error"))
+    )
 
 
 def strict(runs: list[AgentRun]) -> Outcome:

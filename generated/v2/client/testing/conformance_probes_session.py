@@ -98,6 +98,14 @@ class SessionProbes(TurnProbes):
         async with self.agent() as run:
             _, session_id = await self.advertised(run, "loadSession")
             reply = await self.call(run, "session/load", self.session_params(session_id))
+            if reply.response is not None and not reply.ok and well_formed_error(reply.error):
+                # "Allow Clients to resume previous conversations": an agent may store a
+                # session only once it has one; refusing an empty one breaks no rule.
+                detail = (
+                    f"session/load of a session with no turn answered {error_text(reply)}: "
+                    "nothing stored to load (session-load loads one after a turn)"
+                )
+                return ("not exercised", detail, reply.response, [])
             if not reply.ok or reply.response is None:
                 raise Fail(
                     f"session/load of a fresh session failed: {self.why(run, reply)}",
@@ -171,6 +179,7 @@ class SessionProbes(TurnProbes):
             return (await run.client.call("session/close", params, self.options.timeout)).response
 
         await self.advertises("sessionCapabilities.close")
+        await self.turns_run()
         async with self.agent() as run:
             init, first = await self.advertised(run, "sessionCapabilities.close")
             sessions = [first]
