@@ -184,8 +184,10 @@ class Renderer(DecodePlanner):
             "import typing": any("typing." in h for h in hints),
             "from typing import Any": any(_mentions_any(p.type) for p in params),
         }
+        # Each group after a blank line (the template writes none of its own: black and ruff
+        # disagree on two blank lines after `from __future__`, which an empty file would get).
         lines = [line for line, needed in needs.items() if needed]
-        return lines + (["", "from . import types"] if builders else [])
+        return ([""] + lines if lines else []) + (["", "from . import types"] if builders else [])
 
 
 def _mentions_any(t: TypeExpr) -> bool:

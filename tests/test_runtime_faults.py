@@ -544,6 +544,7 @@ ALLOWED_IMPORTS = {
     # check-client: the probe agent's relay (a Unix socket the checker owns, a thread per
     # direction), its `{agent}` command quoted into a client's command line, random file names
     "shlex", "socket", "threading", "secrets",
+    "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
