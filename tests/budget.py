@@ -21,6 +21,15 @@ if PROFILE not in PROFILES:
 CI_SHARE = 4  # the ci profile runs a quarter of each full budget
 
 
+FULL = PROFILE == "slow"
+
+# mypy arguments that leave out a generated package's `testing/` subpackage (the conformance kit:
+# the same source in every package) unless the profile is slow. Used for the hand-made shape
+# schemas, whose packages vary in types.py; tests/test_releases.py checks the kit against every
+# published schema, the goldens included, under either profile.
+MYPY_CORE = [] if FULL else ["--exclude", "/testing/"]
+
+
 def examples(full: int) -> int:
     """The examples a test with a full budget of `full` runs under the chosen profile."""
     return full if PROFILE == "slow" else max(10, full // CI_SHARE)

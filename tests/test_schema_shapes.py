@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from budget import MYPY_CORE
 from typecheck import mypy_strict, packages
 
 from codegen.errors import CodegenError
@@ -532,7 +533,7 @@ def test_mypy_strict_on_every_shape(tmp_path: Path, mypy_cache: Path) -> None:
         write_tree(target.out, files)
     for role in ("agent", "client"):
         names = [t.out.name for t in targets if t.role == role]
-        result = mypy_strict(tmp_path / role, *packages(names), cache=mypy_cache)
+        result = mypy_strict(tmp_path / role, *MYPY_CORE, *packages(names), cache=mypy_cache)
         assert result.returncode == 0, f"{role} packages:\n{result.stdout}{result.stderr}"
 
 
