@@ -18,7 +18,7 @@ PROFILES = ("ci", "slow")
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 if PROFILE not in PROFILES:
     raise ValueError(f"HYPOTHESIS_PROFILE={PROFILE!r}: use one of {PROFILES}")
-CI_SHARE = 4  # the ci profile runs a quarter of each full budget
+CI_SHARE = 6  # the ci profile runs a sixth of each full budget
 
 
 FULL = PROFILE == "slow"
