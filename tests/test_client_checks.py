@@ -32,6 +32,8 @@ from codegen.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = Path(__file__).resolve().parent / "fixtures" / "clients"
+# The official SDK's example client, verbatim with its LICENSE (also a peer of tests/test_sdk_examples.py).
+SDK_EXAMPLES = Path(__file__).resolve().parent / "fixtures" / "sdk-examples"
 FAULTY = CLIENTS / "faulty_client.py"
 OPTIONS = ClientOptions(timeout=3.0, idle=3.0)
 FAULTS = {
@@ -45,7 +47,7 @@ FAULTS = {
 }
 RUNS = {
     "echo": ([sys.executable, str(ROOT / "examples" / "echo_client.py"), "{agent}"], b""),
-    "sdk": ([sys.executable, str(CLIENTS / "sdk_example_client.py"), "{agent}"], b"hello\n"),
+    "sdk": ([sys.executable, str(SDK_EXAMPLES / "client.py"), "{agent}"], b"hello\n"),
     **{fault: ([sys.executable, str(FAULTY), fault, "{agent}"], b"") for fault in (*FAULTS, "cancel", "stays")},
 }
 
