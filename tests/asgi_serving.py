@@ -1,7 +1,8 @@
 """Serving an ASGI app in the test's event loop on a real server (uvicorn or hypercorn), and
 `Affinity`, a middleware that sets an affinity cookie as a load balancer would and records what
-every request carried. Shared by the remote tests against the SDK's server
-(tests/sdk_remote_server.py) and against ours (tests/test_remote_e2e.py)."""
+every request carried, and `listening_echo_agent`, examples/echo_agent.py --listen as a user
+starts it. Shared by the remote tests against the SDK's server (tests/sdk_remote_server.py) and
+against ours (tests/test_remote_e2e.py, tests/test_remote_interop.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
+
+ECHO_AGENT = Path(__file__).resolve().parent.parent / "examples" / "echo_agent.py"
 
 COOKIE = b"acp-affinity=backend-1"
 
@@ -119,3 +126,31 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
         if not done:
             task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def listening_echo_agent() -> Iterator[dict[str, str]]:
+    """`echo_agent.py --listen 127.0.0.1:0`: its URLs by profile ("ws", "http"); stopped by
+    SIGTERM, which it must survive cleanly (exit 0, no traceback)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        words = line.split()
+        assert len(words) == 3 and words[0] == "listening", (line, proc.stderr and proc.stderr.read())
+        assert words[1].startswith("ws://127.0.0.1:") and words[2].startswith("http://127.0.0.1:"), words
+        yield {"ws": words[1], "http": words[2]}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        err = proc.stderr.read() if proc.stderr else ""
+        assert code == 0 and "Traceback" not in err, err

@@ -17,8 +17,6 @@ import contextlib
 import importlib.util
 import io
 import json
-import signal
-import subprocess
 import sys
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
@@ -30,10 +28,9 @@ import pytest
 from client import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from asgi_serving import Affinity, bound_socket, serving  # noqa: E402
+from asgi_serving import Affinity, bound_socket, listening_echo_agent, serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 TIMEOUT = 30.0
 T = TypeVar("T")
 
@@ -63,27 +60,8 @@ def load_example(name: str) -> ModuleType:
 @pytest.fixture(scope="module")
 def listening() -> Iterator[dict[str, str]]:
     """`echo_agent.py --listen 127.0.0.1:0`: its URLs by profile; stopped by SIGTERM, cleanly."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        words = proc.stdout.readline().split()
-        assert len(words) == 3 and words[0] == "listening", words
-        assert words[1].startswith("ws://127.0.0.1:") and words[2].startswith("http://127.0.0.1:"), words
-        yield {"ws": words[1], "http": words[2]}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        err = proc.stderr.read() if proc.stderr else ""
-        assert code == 0 and "Traceback" not in err, err
+    with listening_echo_agent() as urls:
+        yield urls
 
 
 async def echo_scenario(url: str, reconnect: bool) -> tuple[int, str]:

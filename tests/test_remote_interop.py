@@ -29,17 +29,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgi_serving import listening_echo_agent
 
-ROOT = Path(__file__).resolve().parent.parent
-ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 TS_CLIENT = Path(__file__).resolve().parent / "ts_remote_client.mjs"
 TS_PACKAGES = ("@agentclientprotocol/sdk@2.4.0", "ws@8")
 TIMEOUT = 15.0
@@ -50,27 +47,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, str]]:
     """`echo_agent.py --listen 127.0.0.1:0`: its WebSocket and HTTP URLs; stopped by SIGTERM."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        words = line.split()
-        assert len(words) == 3 and words[0] == "listening", (line, proc.stderr and proc.stderr.read())
-        yield words[1], words[2]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        err = proc.stderr.read() if proc.stderr else ""
-        assert code == 0 and "Traceback" not in err, err
+    with listening_echo_agent() as urls:
+        yield urls["ws"], urls["http"]
 
 
 class Recorder:
