@@ -1,10 +1,12 @@
-"""How hard the property and fuzz tests search: the hypothesis profile, `HYPOTHESIS_PROFILE`.
+"""How much the suite's broadest tests cover: the profile, `HYPOTHESIS_PROFILE`.
 
-- `ci` (the default, what `.ci/run` runs): every property and fuzz test at a fixed, smaller
-  budget, reproducible (`derandomize`), so the whole suite stays within minutes on 2 cores;
-- `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), for a
-  change to the runtime or the decoders: `HYPOTHESIS_PROFILE=slow .venv/bin/python -m pytest
-  tests/test_fuzz_runtime.py tests/test_properties.py`.
+- `ci` (the default, what `.ci/run` runs), so the whole suite stays within minutes on 2 cores:
+  every property and fuzz test at a fixed, smaller budget, reproducible (`derandomize`); the
+  shape schemas' packages through mypy without their `testing/` kit (MYPY_CORE); ruff and
+  black compared on the default target's schema and the shape schemas (tests/test_format.py);
+- `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), the kit
+  too, and ruff against black on every bundled schema: for a change to the runtime, the
+  decoders or the templates: `HYPOTHESIS_PROFILE=slow .venv/bin/python -m pytest`.
 
 conftest.py registers both with hypothesis and loads the chosen one, so a test without its own
 `max_examples` follows it too; the tests with their own budget size it with `examples`.

@@ -27,6 +27,13 @@ settings.register_profile("slow", max_examples=examples(100), deadline=None)
 settings.load_profile(PROFILE)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (addopts): a worker more than there are cores. The tests wait on the agents and
+    clients they start (start-ups, settle windows, exits), and the extra worker keeps the cores
+    busy meanwhile, also on a loaded machine."""
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -338,7 +338,7 @@ def runs(
     start("always-cancelled", lambda: partial(check_agent, AlwaysCancelled, turns))
     start("no-backend", lambda: partial(check_agent, NoBackend, Options(timeout=NO_BACKEND_TIMEOUT)))
     # The longest runs first: the SDK's server imports for ~0.7 s here, while the runs above go on.
-    sdk = AGENTS / "sdk_example_agent.py"
+    sdk = ROOT / "tests" / "fixtures" / "sdk-examples" / "echo_agent.py"  # upstream's, verbatim
     start("sdk", lambda: partial(check_command, agent_command(sdk, "acp", "acp.schema"), PATIENT))
     sdk_echo = ROOT / "tests" / "sdk_echo_agent.py"
     start("sdk-echo", lambda: partial(check_command, agent_command(sdk_echo, "acp", "acp.schema"), PATIENT))
@@ -502,8 +502,8 @@ def test_an_agent_demanding_authentication_is_blocked_not_passed(runs: Runs) -> 
 
 @pytest.mark.slow
 def test_official_sdk_example_agent(runs: Runs) -> None:
-    """Upstream's example echo agent: three real deviations (see the fixture's docstring)."""
-    report = runs.result("sdk")  # check_command(agent_command(sdk_example_agent.py, "acp", ...), PATIENT)
+    """Upstream's example echo agent (tests/fixtures/sdk-examples/echo_agent.py): three real deviations."""
+    report = runs.result("sdk")  # check_command(agent_command(sdk-examples/echo_agent.py), PATIENT)
     # It answers initialize with the version it was asked for, 65535 included (MUST), with no
     # agentInfo (SHOULD), and the SDK's Agent base class answers any `_` request with result
     # null instead of -32601 (SHOULD).

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from budget import FULL
 from test_schema_shapes import IMAGE, META, SHAPES, TEXT, new_session, tag_variant, tagged
 
 import codegen.format
@@ -160,13 +161,17 @@ def formatted_both_ways(rendered: dict[str, dict[str, str]]) -> dict[str, tuple[
     return {text: (by_ruff[names[text]], by_black[text]) for text in texts}
 
 
-BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)]
+# The bundled schemas compared: under the ci profile the default target's (v1 stable, what the
+# golden generated/agent and generated/client are made from); under the slow profile every
+# bundled schema x unstable (three times black's work: about 30 CPU-seconds more). The shape
+# schemas, which hold each construct the generator emits, are compared under both.
+BUNDLED = [(schema, unstable) for schema in ("v1", "v2") for unstable in (False, True)] if FULL else [("v1", False)]
 
 
 @pytest.mark.slow
-def test_ruff_and_black_agree_on_every_bundled_schema_and_the_schema_shapes(tmp_path: Path) -> None:
-    """Every bundled schema x unstable x role, and every schema-shape schema x role: each distinct
-    Python file the same under ruff and black. One test, so that black formats the pieces all of
+def test_ruff_and_black_agree_on_the_bundled_schemas_and_the_schema_shapes(tmp_path: Path) -> None:
+    """The BUNDLED schemas x role, and every schema-shape schema x role: each distinct Python
+    file the same under ruff and black. One test, so that black formats the pieces all of
     them share once."""
     assert importlib.metadata.version("black") == BLACK_READ, "re-read black for the argument of ByStatement"
     apis = ApiCache()
