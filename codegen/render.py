@@ -15,9 +15,9 @@ import jinja2.bccache
 
 from .build_contrib import build_contrib
 from .build_helpers import SDK_ORDER
+from .exports import package_exports, resume_methods
 from .format import LINE_LENGTH
 from .ir import (
-    AliasDef,
     Builder,
     BuilderExpr,
     BuilderParam,
@@ -30,7 +30,6 @@ from .ir import (
     ListOf,
     LiteralOf,
     MapOf,
-    Method,
     New,
     ObjectDef,
     Package,
@@ -274,6 +273,7 @@ def _docstring(text: str, indent: int = 4, continued: bool = False) -> str:
 
 def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
     """What every template receives (documented in docs/templates.md)."""
+    contrib = build_contrib(package)
     return {
         "pkg": package,
         "objects": [d for d in package.definitions if isinstance(d, ObjectDef)],
@@ -294,23 +294,9 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "helpers_imports": renderer.helpers_imports(package.builders),
         "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
         "resume": resume_methods(package),
-        "contrib": build_contrib(package),
+        "contrib": contrib,
+        "exports": package_exports(package, contrib),
     }
-
-
-def resume_methods(package: Package) -> tuple[Method, Method] | None:
-    """`initialize` and `session/load`, when this role calls both as requests with a result
-    (not JSON null, as `session/load`'s is in the oldest releases): a client then gets
-    `reconnect_and_load`, which resumes a session on a new remote connection and returns both answers."""
-    nulls = {d.name for d in package.definitions if isinstance(d, AliasDef) and d.target == Scalar("null")}
-    called = {
-        m.wire: m
-        for m in package.called()
-        if m.kind == "request" and m.params and m.result and m.result not in nulls
-    }
-    if "initialize" in called and "session/load" in called:
-        return called["initialize"], called["session/load"]
-    return None
 
 
 def sources(role: str) -> dict[str, str]:
