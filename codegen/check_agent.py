@@ -15,8 +15,15 @@ import urllib.parse
 import typer
 
 from .check_cli import (
+    JSON_OPTION,
+    JUNIT_XML_OPTION,
+    LIST_OPTION,
+    SCHEMA_OPTION,
+    STRICT_OPTION,
+    UNSTABLE_OPTION,
     Output,
     child_env,
+    env_option,
     fail_usage,
     finish,
     list_checks,
@@ -30,21 +37,15 @@ from .check_cli import (
 
 def check_agent_command(
     command: list[str] = typer.Argument(None, help="The agent command line, after `--`."),
-    schema: str | None = typer.Option(
-        None, "--schema", "-s", help="Schema the bindings are generated from (default: bundled v1)."
-    ),
-    unstable: bool = typer.Option(False, "--unstable", help="Use the unstable schema."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the report as JSON (failures with their transcript and stderr)."
-    ),
-    junit_xml: str | None = typer.Option(
-        None, "--junit-xml", metavar="PATH", help="Also write the report as JUnit XML (one testcase per check)."
-    ),
+    schema: str | None = SCHEMA_OPTION,
+    unstable: bool = UNSTABLE_OPTION,
+    as_json: bool = JSON_OPTION,
+    junit_xml: str | None = JUNIT_XML_OPTION,
     select: str | None = typer.Option(
         None, "-k", metavar="EXPR", help="Run only the checks whose id matches (`initialize and not version`)."
     ),
-    list_only: bool = typer.Option(False, "--list", help="List the checks and exit."),
-    strict: bool = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too."),
+    list_only: bool = LIST_OPTION,
+    strict: bool = STRICT_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for any one answer after start-up."),
     startup_timeout: float = typer.Option(
         30.0, "--startup-timeout", help="Seconds an agent may take to start, answer initialize or open a session."
@@ -59,9 +60,7 @@ def check_agent_command(
     auth_method: str | None = typer.Option(
         None, "--auth-method", metavar="ID", help="Authenticate with this advertised method before sessions."
     ),
-    env: list[str] | None = typer.Option(
-        None, "--env", metavar="KEY=VALUE", help="Set in the agent's environment (repeatable)."
-    ),
+    env: list[str] | None = env_option("agent"),
     cwd: str | None = typer.Option(
         None, "--cwd", metavar="DIR", help="The agent's working directory (and the sessions' cwd)."
     ),

@@ -35,6 +35,26 @@ from .resources import runtime_dir, templates_dir
 PACKAGE_PREFIX = "acp_check_"
 Role = Literal["agent", "client"]
 
+# The options both commands declare alike (the role-specific ones, and those whose help names
+# the peer, stay in check_agent.py / check_client.py).
+SCHEMA_OPTION: Any = typer.Option(
+    None, "--schema", "-s", help="Schema the bindings are generated from (default: bundled v1)."
+)
+UNSTABLE_OPTION: Any = typer.Option(False, "--unstable", help="Use the unstable schema.")
+JSON_OPTION: Any = typer.Option(
+    False, "--json", help="Print the report as JSON (failures with their transcript and stderr)."
+)
+JUNIT_XML_OPTION: Any = typer.Option(
+    None, "--junit-xml", metavar="PATH", help="Also write the report as JUnit XML (one testcase per check)."
+)
+LIST_OPTION: Any = typer.Option(False, "--list", help="List the checks and exit.")
+STRICT_OPTION: Any = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too.")
+
+
+def env_option(peer: str) -> Any:
+    """`--env KEY=VALUE` (repeatable), for the `peer` the command starts."""
+    return typer.Option(None, "--env", metavar="KEY=VALUE", help=f"Set in the {peer}'s environment (repeatable).")
+
 
 def cache_root() -> Path:
     """$ACP_CODEGEN_CACHE, else $XDG_CACHE_HOME/acp-codegen, else ~/.cache/acp-codegen."""

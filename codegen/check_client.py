@@ -14,8 +14,15 @@ import sys
 import typer
 
 from .check_cli import (
+    JSON_OPTION,
+    JUNIT_XML_OPTION,
+    LIST_OPTION,
+    SCHEMA_OPTION,
+    STRICT_OPTION,
+    UNSTABLE_OPTION,
     Output,
     child_env,
+    env_option,
     fail_usage,
     finish,
     list_checks,
@@ -31,21 +38,15 @@ MODULE = "testing.client_conformance"
 
 def check_client_command(
     command: list[str] = typer.Argument(None, help="The client command line, after `--`, with {agent} in it."),
-    schema: str | None = typer.Option(
-        None, "--schema", "-s", help="Schema the bindings are generated from (default: bundled v1)."
-    ),
-    unstable: bool = typer.Option(False, "--unstable", help="Use the unstable schema."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the report as JSON (failures with their transcript and stderr)."
-    ),
-    junit_xml: str | None = typer.Option(
-        None, "--junit-xml", metavar="PATH", help="Also write the report as JUnit XML (one testcase per check)."
-    ),
+    schema: str | None = SCHEMA_OPTION,
+    unstable: bool = UNSTABLE_OPTION,
+    as_json: bool = JSON_OPTION,
+    junit_xml: str | None = JUNIT_XML_OPTION,
     select: str | None = typer.Option(
         None, "-k", metavar="EXPR", help="Report only the checks whose id matches (`permission and not cancel`)."
     ),
-    list_only: bool = typer.Option(False, "--list", help="List the checks and exit."),
-    strict: bool = typer.Option(False, "--strict", help="Fail on failed SHOULD checks too."),
+    list_only: bool = LIST_OPTION,
+    strict: bool = STRICT_OPTION,
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds the client has to answer any one request."),
     startup_timeout: float = typer.Option(
         30.0, "--startup-timeout", help="Seconds the client may take to start the agent and send its first line."
@@ -54,9 +55,7 @@ def check_client_command(
         5.0, "--idle", help="Seconds of silence after which a client that does not exit by itself is stopped."
     ),
     max_time: float = typer.Option(120.0, "--max-time", help="Seconds the whole run may take at most."),
-    env: list[str] | None = typer.Option(
-        None, "--env", metavar="KEY=VALUE", help="Set in the client's environment (repeatable)."
-    ),
+    env: list[str] | None = env_option("client"),
     cwd: str | None = typer.Option(None, "--cwd", metavar="DIR", help="The client's working directory."),
     stdin: str = typer.Option(
         "",
