@@ -23,7 +23,6 @@ A field with a schema default is never a builder parameter (the builder leaves i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .errors import CodegenError, Problem
 from .ir import (
@@ -49,63 +48,7 @@ from .ir import (
     UnionDef,
 )
 from .naming import is_identifier, snake
-
-UPDATE, CONTENT, TOOL = "SessionUpdate", "ContentBlock", "ToolCallContent"
-
-
-@dataclass(frozen=True)
-class P:
-    """One SDK parameter: `field` is the field it sets (default: its own name)."""
-
-    name: str
-    field: str | None = None
-    keyword_only: bool = False
-    optional: bool = False  # default None, which leaves the field out
-    iterable: bool = False  # any iterable, stored as a list
-    default: str | None = None  # a fixed string default (`priority="medium"`)
-
-    @property
-    def target(self) -> str:
-        return self.field or self.name
-
-
-def _k(name: str, iterable: bool = False) -> P:
-    return P(name, keyword_only=True, optional=True, iterable=iterable)
-
-
-_TOOL_FIELDS = (_k("kind"), _k("status"), _k("content", True), _k("locations", True), _k("raw_input"), _k("raw_output"))
-
-# (name, union, tag, parameters): the SDK builders that set fields from their parameters only.
-PLAIN: tuple[tuple[str, str, str, tuple[P, ...]], ...] = (
-    ("text_block", CONTENT, "text", (P("text"),)),
-    ("image_block", CONTENT, "image", (P("data"), P("mime_type"), _k("uri"))),
-    ("audio_block", CONTENT, "audio", (P("data"), P("mime_type"))),
-    (
-        "resource_link_block",
-        CONTENT,
-        "resource_link",
-        (P("name"), P("uri"), _k("mime_type"), _k("size"), _k("description"), _k("title")),
-    ),
-    ("resource_block", CONTENT, "resource", (P("resource"),)),
-    ("tool_content", TOOL, "content", (P("block", "content"),)),
-    ("tool_diff_content", TOOL, "diff", (P("path"), P("new_text"), P("old_text", optional=True))),
-    ("tool_terminal_ref", TOOL, "terminal", (P("terminal_id"),)),
-    ("update_plan", UPDATE, "plan", (P("entries", iterable=True),)),
-    ("update_user_message", UPDATE, "user_message_chunk", (P("content"),)),
-    ("update_agent_message", UPDATE, "agent_message_chunk", (P("content"),)),
-    ("update_agent_thought", UPDATE, "agent_thought_chunk", (P("content"),)),
-    (
-        "update_available_commands",
-        UPDATE,
-        "available_commands_update",
-        (P("commands", "available_commands", iterable=True),),
-    ),
-    ("update_current_mode", UPDATE, "current_mode_update", (P("current_mode_id"),)),
-    ("start_tool_call", UPDATE, "tool_call", (P("tool_call_id"), P("title"), *_TOOL_FIELDS)),
-    ("update_tool_call", UPDATE, "tool_call_update", (P("tool_call_id"), _k("title"), *_TOOL_FIELDS)),
-)
-# SDK builder -> the builder taking the same text (`update_agent_message_text(text)`).
-TEXT_FORMS = ("update_user_message", "update_agent_message", "update_agent_thought")
+from .sdk_builders import CONTENT, PLAIN, SDK_ORDER, TEXT_FORMS, TOOL, UPDATE, P, kw
 
 
 class HelperPlanner:
@@ -271,36 +214,6 @@ def _summary(doc: str) -> str:
     return "" if first == "**UNSTABLE**" else first
 
 
-# The order of the SDK's module; the builders beyond it follow, union by union, in schema order.
-SDK_ORDER = (
-    "text_block",
-    "image_block",
-    "audio_block",
-    "resource_link_block",
-    "embedded_text_resource",
-    "embedded_blob_resource",
-    "resource_block",
-    "tool_content",
-    "tool_diff_content",
-    "tool_terminal_ref",
-    "plan_entry",
-    "update_plan",
-    "update_user_message",
-    "update_user_message_text",
-    "update_agent_message",
-    "update_agent_message_text",
-    "update_agent_thought",
-    "update_agent_thought_text",
-    "update_available_commands",
-    "update_current_mode",
-    "session_notification",
-    "start_tool_call",
-    "start_read_tool_call",
-    "start_edit_tool_call",
-    "update_tool_call",
-)
-
-
 def _text_forms(h: HelperPlanner, made: dict[str, Builder]) -> None:
     """`update_agent_message_text(text)`: the chunk of a text block."""
     text_block = made.get("text_block")
@@ -370,7 +283,7 @@ def _objects(h: HelperPlanner) -> None:
         for v in resource.variants if resource else ():
             found = h.object_of(v.type)
             if found is not None and any(f.py == key and f.required for f in found.fields):
-                h.add(h.sdk_builder(name, found, (P("uri"), P(key), _k("mime_type"))))
+                h.add(h.sdk_builder(name, found, (P("uri"), P(key), kw("mime_type"))))
                 break
 
 

@@ -14,7 +14,6 @@ import jinja2
 import jinja2.bccache
 
 from .build_contrib import build_contrib
-from .build_helpers import SDK_ORDER
 from .exports import package_exports, resume_methods
 from .format import LINE_LENGTH
 from .ir import (
@@ -40,6 +39,7 @@ from .ir import (
 )
 from .render_decode import DecodePlanner
 from .render_types import keyword_params
+from .sdk_builders import SDK_ORDER
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
 # output file -> template
