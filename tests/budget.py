@@ -2,7 +2,8 @@
 
 - `ci` (the default, what `.ci/run` runs), so the whole suite stays within minutes on 2 cores:
   every property and fuzz test at a fixed, smaller budget, reproducible (`derandomize`); the
-  shape schemas' packages through mypy without their `testing/` kit (MYPY_CORE); ruff and
+  shape schemas' packages through mypy without their `testing/` kit (MYPY_CORE), and the
+  releases' but for the goldens (tests/test_releases.py: KIT_FOR_ALL); ruff and
   black compared on the default target's schema and the shape schemas (tests/test_format.py);
 - `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), the kit
   too, and ruff against black on every bundled schema: for a change to the runtime, the
@@ -26,9 +27,9 @@ CI_SHARE = 6  # the ci profile runs a sixth of each full budget
 FULL = PROFILE == "slow"
 
 # mypy arguments that leave out a generated package's `testing/` subpackage (the conformance kit:
-# the same source in every package) unless the profile is slow. Used for the hand-made shape
-# schemas, whose packages vary in types.py; tests/test_releases.py checks the kit against every
-# published schema, the goldens included, under either profile.
+# the same source in every package, reaching the schema only through names every package has)
+# unless the profile is slow. Used for the hand-made shape schemas, whose packages vary in
+# types.py; tests/test_releases.py checks the goldens' kits under either profile.
 MYPY_CORE = [] if FULL else ["--exclude", "/testing/"]
 
 

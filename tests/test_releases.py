@@ -3,8 +3,10 @@
 For each vendored release x {stable, unstable where shipped} x {agent, client}: generate, import,
 and compare `METHODS` with the methods the schema defines, derived here independently of the
 generator from meta.json and the variants of the message unions (AgentRequest, ClientResponse,
-...). All packages then go through `mypy --strict`, batched in two runs (see `mypy_errors`), and one
-`contrib.py` per distinct text through basedpyright strict (see `contrib_pyright`).
+...), and import each package's conformance kit. All packages then go through `mypy --strict`,
+batched in two runs (see `mypy_errors`; under the ci profile the kit of the goldens only, see
+KIT_FOR_ALL), and their `helpers.py` and `contrib.py`, each distinct one once, through pyright
+strict (see `builders_pyright`).
 
 A case that is also a [tool.acp-codegen] target of this repository (same role, same schema file)
 is not generated again: its package is the golden one in generated/, which tests/test_golden.py
@@ -25,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from budget import FULL
 from typecheck import PyrightRun, mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
@@ -215,6 +218,7 @@ def test_methods_match_the_schema(
     generated, failed = generation
     assert failed.get(_package(case_id)) is None
     module = _import(generated, _package(case_id))
+    _import(generated, _package(case_id) + ".testing")  # the kit imports against this schema too
     table = {
         wire: (spec.handled_by, spec.kind, spec.params_type, spec.result_type, spec.notification_params_type)
         for wire, spec in module.METHODS.items()
@@ -227,10 +231,20 @@ def test_methods_match_the_schema(
 
 
 # -- mypy --strict on every package, two runs sharing one cache -----------------------------
+# Under the ci profile, the conformance kit (`testing/`) of a package that is no golden is left
+# out: the kit reaches the schema only through names every package has (METHODS, the decode
+# errors, ...; see runtime/testing), so the goldens' kits, of three schemas, type-check it.
+# test_methods_match_the_schema imports every package's kit. The slow profile checks them all.
+KIT_FOR_ALL = FULL
+
+
 def _mypy_run(root: Path, checked: dict[str, str], cache: Path) -> dict[str, list[str]]:
     """mypy --strict over the packages in `root` (directory name -> the package it is, for the
     errors): the errors per package checked."""
-    result = mypy_strict(root, *packages(checked), cache=cache)
+    golden = {_package(case_id) for case_id in GOLDEN}
+    kitless = sorted(d for d, package in checked.items() if package not in golden and not KIT_FOR_ALL)
+    exclude = ["--exclude", f"^({'|'.join(map(re.escape, kitless))})/testing/"] if kitless else []
+    result = mypy_strict(root, *exclude, *packages(checked), cache=cache)
     errors: dict[str, list[str]] = {n: [] for n in checked.values()}
     for line in result.stdout.splitlines():
         directory = line.split("/", 1)[0]
@@ -275,7 +289,7 @@ def test_mypy_strict(
     assert mypy_errors.get(_package(case_id)) == []
 
 
-# -- basedpyright strict on helpers.py and contrib.py, one run ------------------------------------
+# -- pyright strict on helpers.py and contrib.py, one run ------------------------------------
 def _body(path: Path) -> str:
     """A generated file without its header comments (which name the schema and the package)."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -284,8 +298,9 @@ def _body(path: Path) -> str:
 
 @pytest.fixture(scope="session")
 def builders_pyright(generated: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[PyrightRun, list[Path]]:
-    """One basedpyright strict run over the releases' `helpers.py` and `contrib.py` (the goldens'
-    are in the suite's golden run; mypy above sees every package whole). Both vary with what each
+    """One pyright strict run (the pyrights of PYRIGHTS) over the releases' `helpers.py` and
+    `contrib.py` (the goldens' are in the suite's golden run; mypy above sees every package whole,
+    but for the kit as KIT_FOR_ALL says). Both vary with what each
     schema has: helpers.py is checked once per distinct pair of its text and the types.py it
     imports, contrib.py once per distinct text (header aside); each file with its own package as
     the root, so only what it uses of types.py is analysed."""
