@@ -3,7 +3,8 @@
 - `ci` (the default, what `.ci/run` runs), so the whole suite stays within minutes on 2 cores:
   every property and fuzz test at a fixed, smaller budget, reproducible (`derandomize`); the
   shape schemas' packages through mypy without their `testing/` kit (MYPY_CORE), and the
-  releases' but for the goldens (tests/test_releases.py: KIT_FOR_ALL); ruff and
+  releases' but for the goldens (tests/test_releases.py: KIT_FOR_ALL); pyright over the kit of
+  generated/agent and generated/client only (conftest.py: `pyright_left_out`); ruff and
   black compared on the default target's schema and the shape schemas (tests/test_format.py);
 - `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), the kit
   too, and ruff against black on every bundled schema: for a change to the runtime, the

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from budget import MYPY_CORE
 from typecheck import PyrightRun, mypy_strict, packages
 
 from codegen.generate import Target, generate_files
@@ -138,7 +139,7 @@ def test_single_value_enum_property_decodes_to_its_literal(decoder_shapes: Path)
 @pytest.mark.slow
 def test_mypy_strict_on_shape_outputs(decoder_shapes: Path, mypy_cache: Path) -> None:
     """Kind 2 was a mypy error (`str` assigned to `Literal['2.0']`): the output must check clean."""
-    result = mypy_strict(decoder_shapes, *packages(SCHEMAS), cache=mypy_cache)
+    result = mypy_strict(decoder_shapes, *MYPY_CORE, *packages(SCHEMAS), cache=mypy_cache)
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors == [], result.stdout + result.stderr
 

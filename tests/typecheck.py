@@ -246,15 +246,22 @@ def pyright_strict(
     files: Sequence[Path] = (),
     extra_paths: Sequence[Path] = (),
     checkers: Sequence[str] = PYRIGHTS,
+    left_out: Sequence[Path] = (),
 ) -> PyrightRun:
     """Each of `checkers` in pyright's standard strict mode, one run each (config in `work`, the
     runs side by side), over the packages `roots` (each distinct file once, see
     `distinct_sources`) and the loose `files`. The packages are checked with `work` as the
     execution root; each loose file with its own folder as the root and absolute imports also
     looked up in `extra_paths`, as if run alone with its config beside it: one run checks both
-    without either seeing the other's paths."""
+    without either seeing the other's paths. Files under a folder of `left_out` are not checked
+    (pyright still reads what a checked file imports from there)."""
     work = work.resolve()
     stands_for = distinct_sources([root.resolve() for root in roots])
+    skipped = [folder.resolve() for folder in left_out]
+    stands_for = {p: c for p, c in stands_for.items() if not any(p.is_relative_to(f) for f in skipped)}
+    assert not any(c.is_relative_to(f) for c in stands_for.values() for f in skipped), (
+        "a checked file's twin is left out"
+    )
     stands_for.update({f.resolve(): f.resolve() for f in files})
     include = sorted({str(p) for p in stands_for.values()})
 
