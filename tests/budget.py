@@ -4,11 +4,14 @@
   every property and fuzz test at a fixed, smaller budget, reproducible (`derandomize`); the
   shape schemas' packages through mypy without their `testing/` kit (MYPY_CORE), and the
   releases' but for the goldens (tests/test_releases.py: KIT_FOR_ALL); pyright over the kit of
-  generated/agent and generated/client only (conftest.py: `pyright_left_out`); ruff and
-  black compared on the default target's schema and the shape schemas (tests/test_format.py);
-- `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), the kit
-  too, and ruff against black on every bundled schema: for a change to the runtime, the
-  decoders or the templates: `HYPOTHESIS_PROFILE=slow .venv/bin/python -m pytest`.
+  generated/agent and generated/client only (conftest.py: `pyright_left_out`); the broken
+  agents over stdio only where no in-process run checks the same class (test_conformance.py:
+  BROKEN_STDIO); ruff and black compared on the default target's schema and the shape
+  schemas (tests/test_format.py);
+- `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), every
+  kit, every broken agent over stdio, and ruff against black on every bundled schema: for a
+  change to the runtime, the conformance kit, the decoders or the templates:
+  `HYPOTHESIS_PROFILE=slow .venv/bin/python -m pytest`.
 
 conftest.py registers both with hypothesis and loads the chosen one, so a test without its own
 `max_examples` follows it too; the tests with their own budget size it with `examples`.
