@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -61,3 +62,18 @@ def test_changing_a_template_without_regenerating_fails(tmp_path: Path) -> None:
     methods.write_text(methods.read_text(encoding="utf-8").replace("the table dispatch", "the table routing"))
     target = replace(TARGETS[0], templates=CustomTemplates(templates, "templates"))
     assert "the table routing" in tree_diff(target, generate_files(target))
+
+
+def test_readme_file_table_names_every_module_of_a_package() -> None:
+    """The README's table of a package's files names each module a golden package has at its
+    top level (and the `testing/` folder), so a newcomer can look up any file they vendored."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| file | contents |") : readme.index("## Quick start")]
+    named = set(re.findall(r"`([\w/]+(?:\.py)?)`", table))
+    modules = {
+        p.name + ("/" if p.is_dir() else "")
+        for target in TARGETS
+        for p in target.out.iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and p.name != "__pycache__")
+    }
+    assert sorted(modules - named) == []
