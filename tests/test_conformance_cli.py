@@ -4,6 +4,7 @@ check, with JUnit XML; -k; --json with transcripts; exit 2 for what cannot be ch
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -49,6 +50,25 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Comma
     cases = ET.parse(junit).getroot().findall("testsuite/testcase")
     assert sorted(case.get("name") or "" for case in cases) == sorted(ALL_IDS)
     assert [p.name for p in cli_cache.iterdir()] == [next(cli_cache.iterdir()).name]  # one cached package
+
+
+@pytest.mark.slow
+def test_the_readme_agent_example_is_conformant(cli_cache: Path, tmp_path: Path) -> None:
+    """A newcomer copies the README's agent example, vendors the package as `myagent/acp` and
+    runs check-agent on it, as the README says: no check fails."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Writing an agent") :]
+    example = section[section.index("```python\n") + len("```python\n") :]
+    (tmp_path / "my_agent.py").write_text(example[: example.index("```")], encoding="utf-8")
+    shutil.copytree(
+        ROOT / "generated" / "agent", tmp_path / "myagent" / "acp", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tmp_path / "myagent" / "__init__.py").write_text("")
+    result = _cli(cli_cache, "--timeout", "20", "--", sys.executable, str(tmp_path / "my_agent.py"))
+    assert result.exit_code == 0, result.output
+    summary = result.output.splitlines()
+    assert ", 0 failed, " in summary[-1] and ", 0 not testable" in summary[-1], result.output
+    assert "-- conformant" in summary[-2], result.output
 
 
 @pytest.mark.slow
