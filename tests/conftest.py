@@ -4,7 +4,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,14 @@ settings.register_profile("slow", max_examples=examples(100), deadline=None)
 settings.load_profile(PROFILE)
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (addopts): a worker more than there are cores. The tests wait on the agents and
-    clients they start (start-ups, settle windows, exits), and the extra worker keeps the cores
-    busy meanwhile, also on a loaded machine."""
-    return (os.cpu_count() or 1) + 1
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
+    """`-n auto` (addopts): a worker more than pytest-xdist counts cores (unless
+    PYTEST_XDIST_AUTO_NUM_WORKERS says how many). The tests wait on the agents and clients they
+    start (start-ups, settle windows, exits), and the extra worker keeps the cores busy
+    meanwhile, also on a loaded machine."""
+    cores = yield
+    return cores if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else cores + 1
 
 
 @pytest.fixture(scope="session")
