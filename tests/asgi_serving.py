@@ -2,7 +2,8 @@
 `Affinity`, a middleware that sets an affinity cookie as a load balancer would and records what
 every request carried, and `listening_echo_agent`, examples/echo_agent.py --listen as a user
 starts it. Shared by the remote tests against the SDK's server (tests/sdk_remote_server.py) and
-against ours (tests/test_remote_e2e.py, tests/test_remote_interop.py)."""
+against ours (tests/test_remote_e2e.py, tests/test_remote_interop.py); and
+`cancelled_then_permission_turn`, the turn pair the remote clients' concurrency tests run."""
 
 from __future__ import annotations
 
@@ -154,3 +155,19 @@ def listening_echo_agent() -> Iterator[dict[str, str]]:
             raise
         err = proc.stderr.read() if proc.stderr else ""
         assert code == 0 and "Traceback" not in err, err
+
+
+async def cancelled_then_permission_turn(proxy: Any, session: str) -> tuple[str, str]:
+    """On `session` of a generated client's proxy: a slow turn cancelled 0.15 s in, then a
+    permission turn (the agent's request, the client's answer); both stop reasons."""
+    # Here, not at the top: tests/sdk_remote_server.py imports this module without generated/ on its path.
+    from client import types
+
+    slow = asyncio.ensure_future(
+        proxy.session_prompt(session_id=session, prompt=[types.TextContent(text="slow")], timeout=5)
+    )
+    await asyncio.sleep(0.15)
+    await proxy.session_cancel(session_id=session)
+    first = await slow
+    second = await proxy.session_prompt(session_id=session, prompt=[types.TextContent(text="permission")], timeout=5)
+    return first.stop_reason, second.stop_reason

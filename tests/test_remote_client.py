@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 import client as gen_client
 import pytest
+from asgi_serving import cancelled_then_permission_turn
 from client import remote_client, types
 from client.remote_sse import sse_data
 
@@ -244,21 +245,11 @@ def test_http2_with_many_open_streams_and_posts_does_not_hang(sdk_server: Any) -
                 await proxy.initialize(protocol_version=1, timeout=5)
                 sessions = [(await proxy.session_new(cwd="/", mcp_servers=[], timeout=5)).session_id for _ in range(3)]
 
-                async def turn(session: str) -> tuple[str, str]:
-                    slow = asyncio.ensure_future(
-                        proxy.session_prompt(session_id=session, prompt=[types.TextContent(text="slow")], timeout=5)
-                    )
-                    await asyncio.sleep(0.15)
-                    await proxy.session_cancel(session_id=session)
-                    first = await slow
-                    second = await proxy.session_prompt(
-                        session_id=session, prompt=[types.TextContent(text="permission")], timeout=5
-                    )
-                    return first.stop_reason, second.stop_reason
-
                 results: list[tuple[str, str]] = []
                 for _ in range(2):
-                    results += await asyncio.gather(*(turn(session) for session in sessions))
+                    results += await asyncio.gather(
+                        *(cancelled_then_permission_turn(proxy, session) for session in sessions)
+                    )
         assert {r["authorization"] for r in app.requests} == {"Bearer t"}  # headers= on every request
         return results
 

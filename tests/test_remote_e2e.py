@@ -28,7 +28,13 @@ import pytest
 from client import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from asgi_serving import Affinity, bound_socket, listening_echo_agent, serving  # noqa: E402
+from asgi_serving import (  # noqa: E402
+    Affinity,
+    bound_socket,
+    cancelled_then_permission_turn,
+    listening_echo_agent,
+    serving,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 30.0
@@ -192,19 +198,9 @@ def test_http2_with_session_streams_open_and_concurrent_turns_does_not_hang(echo
                 await proxy.initialize(protocol_version=1, timeout=5)
                 sessions = [(await proxy.session_new(cwd="/", mcp_servers=[], timeout=5)).session_id for _ in range(3)]
 
-                async def turn(session: str) -> tuple[str, str]:
-                    slow = asyncio.ensure_future(
-                        proxy.session_prompt(session_id=session, prompt=[types.TextContent(text="slow")], timeout=5)
-                    )
-                    await asyncio.sleep(0.15)
-                    await proxy.session_cancel(session_id=session)
-                    first = await slow
-                    second = await proxy.session_prompt(
-                        session_id=session, prompt=[types.TextContent(text="permission")], timeout=5
-                    )
-                    return first.stop_reason, second.stop_reason
-
-                results = await asyncio.gather(*(turn(session) for session in sessions))
+                results = await asyncio.gather(
+                    *(cancelled_then_permission_turn(proxy, session) for session in sessions)
+                )
             assert {r["http_version"] for r in app.requests} == {"2"}
             return results
 
