@@ -28,10 +28,11 @@ _MODULES = ("contrib", "helpers", "types")  # `from . import ...`
 _CONSTANTS = ("SCHEMA_RELEASE", "SCHEMA_SHA256", "GENERATOR_VERSION")  # defined in `__init__` itself
 
 
-def package_exports(package: Package, contrib: ContribPlan) -> Exports:
+def package_exports(package: Package, contrib: ContribPlan, resume: tuple[Method, Method] | None) -> Exports:
     """The package's public names: the role module's (base class, peer proxy, the terminal handle
-    where the schema has terminals, how to run or connect), the role's transports (an agent's
-    ASGI app; a client's agent process and remote agent), and the names every package has."""
+    where the schema has terminals, how to run or connect: `reconnect_and_load` where `resume`,
+    see `resume_methods`), the role's transports (an agent's ASGI app; a client's agent process
+    and remote agent), and the names every package has."""
     base, proxy = package.role.capitalize(), package.peer.capitalize() + "Proxy"
     terminal = ["TerminalHandle"] if contrib.terminal else []
     transports: list[tuple[str, tuple[str, ...]]]
@@ -39,8 +40,8 @@ def package_exports(package: Package, contrib: ContribPlan) -> Exports:
         runs = ["run_agent"]
         transports = [("remote", ("AsgiApp", "asgi_app"))]
     else:
-        resume = ["reconnect_and_load"] if resume_methods(package) is not None else []
-        runs = ["connect", "connect_remote", *resume, "spawn_agent"]
+        reconnect = ["reconnect_and_load"] if resume is not None else []
+        runs = ["connect", "connect_remote", *reconnect, "spawn_agent"]
         transports = [("process", ("AgentProcess",)), ("remote_client", ("RemoteAgent", "RemoteUnavailable"))]
     role_module = (package.role, (*sorted([base, proxy]), *terminal, *runs))
     imports = (role_module, *_COMMON_EXPORTS, *transports, ("types", _TYPES_EXPORTS))

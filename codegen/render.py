@@ -273,7 +273,7 @@ def _docstring(text: str, indent: int = 4, continued: bool = False) -> str:
 
 def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
     """What every template receives (documented in docs/templates.md)."""
-    contrib = build_contrib(package)
+    contrib, resume = build_contrib(package), resume_methods(package)
     return {
         "pkg": package,
         "objects": [d for d in package.definitions if isinstance(d, ObjectDef)],
@@ -293,9 +293,9 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "proxy_has_methods": bool(package.called()),
         "helpers_imports": renderer.helpers_imports(package.builders),
         "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
-        "resume": resume_methods(package),
+        "resume": resume,
         "contrib": contrib,
-        "exports": package_exports(package, contrib),
+        "exports": package_exports(package, contrib, resume),
     }
 
 
