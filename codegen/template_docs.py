@@ -173,16 +173,19 @@ def problems(source: str | None = None) -> list[str]:
         found.append(f"filters {sorted(custom_filters(env))} != documented {sorted(FILTERS)}")
     if sorted(custom_tests(env)) != sorted(TESTS):
         found.append(f"tests {sorted(custom_tests(env))} != documented {sorted(TESTS)}")
-    extra = [cls for _, classes in plan_classes() for cls in classes]
-    for cls in ir_classes(ir_source() if source is None else source) + extra:
-        if not cls.doc:
-            found.append(f"codegen/ir.py: class {cls.name} has no docstring")
-        for f in cls.fields:
-            if not f.meaning:
-                found.append(f"codegen/ir.py: {cls.name}.{f.name} has no docstring or comment saying what it means")
-        for m in cls.members:
-            if not m.doc:
-                found.append(f"codegen/ir.py: {cls.name}.{m.name} has no docstring")
+    sections = [("ir.py", ir_classes(ir_source() if source is None else source))]
+    sections += [(Path(module.__file__ or "").name, classes) for module, classes in plan_classes()]
+    for name, classes in sections:
+        for cls in classes:
+            if not cls.doc:
+                found.append(f"codegen/{name}: class {cls.name} has no docstring")
+            for f in cls.fields:
+                if not f.meaning:
+                    what = f"{cls.name}.{f.name} has no docstring or comment saying what it means"
+                    found.append(f"codegen/{name}: {what}")
+            for m in cls.members:
+                if not m.doc:
+                    found.append(f"codegen/{name}: {cls.name}.{m.name} has no docstring")
     return found
 
 
