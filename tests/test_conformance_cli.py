@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from agent.testing import CHECKS  # generated/agent, on sys.path via conftest
 from test_conformance import AGENTS, ALL_IDS, ECHO_AGENT, NOT_ADVERTISED, ROOT, Command, no_runs_meanwhile
+from test_keyword_calls import readme_examples
 from typer.testing import CliRunner
 
 from codegen.cli import app
@@ -56,10 +57,7 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Comma
 def test_the_readme_agent_example_is_conformant(cli_cache: Path, tmp_path: Path) -> None:
     """A newcomer copies the README's agent example, vendors the package as `myagent/acp` and
     runs check-agent on it, as the README says: no check fails."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Writing an agent") :]
-    example = section[section.index("```python\n") + len("```python\n") :]
-    (tmp_path / "my_agent.py").write_text(example[: example.index("```")], encoding="utf-8")
+    (tmp_path / "my_agent.py").write_text(readme_examples()["agent"], encoding="utf-8")
     shutil.copytree(
         ROOT / "generated" / "agent", tmp_path / "myagent" / "acp", ignore=shutil.ignore_patterns("__pycache__")
     )

@@ -384,16 +384,27 @@ def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
+def readme_blocks() -> list[str]:
+    """The README's Python code blocks."""
+    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+
+
+def readme_examples() -> dict[str, str]:
+    """role -> the README's complete example of that role, as written (importing `myagent.acp` /
+    `myclient.acp`): the block that runs it (other blocks import from the package too)."""
+    found: dict[str, str] = {}
+    for role, runs in (("agent", "run_agent("), ("client", "spawn_agent(")):
+        (found[role],) = [b for b in readme_blocks() if f"from my{role}.acp import" in b and runs in b]
+    return found
+
+
 @pytest.mark.slow
 def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) and its contrib snippets pass mypy --strict."""
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    examples = {"agent": "from myagent.acp import", "client": "from myclient.acp import"}
-    for role, marker in examples.items():
-        # The role's complete example: the one that runs it (other blocks import from the package too).
-        (source,) = [b for b in blocks if marker in b and ("run_agent(" in b or "spawn_agent(" in b)]
-        (tmp_path / f"readme_{role}.py").write_text(source.replace(marker.removesuffix(" import"), f"from {role}"))
+    blocks = readme_blocks()
+    examples = readme_examples()
+    for role, source in examples.items():
+        (tmp_path / f"readme_{role}.py").write_text(source.replace(f"from my{role}.acp", f"from {role}"))
     # The contrib snippets (tool calls, permissions, terminals; the session accumulator).
     contrib = [b for b in blocks if ".acp.contrib import" in b]
     for i, block in enumerate(contrib):
