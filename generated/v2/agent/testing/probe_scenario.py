@@ -216,7 +216,12 @@ def _brief(data: Any) -> str:
     return text if len(text) <= 160 else text[:160] + "..."
 
 
-def _usable_cwd(probe: ProbeSession, check_id: str, cwd: str) -> bool:
+def _fs_testable(probe: ProbeSession, check_id: str, capability: str, cwd: str) -> bool:
+    """Whether the client advertises `fs.<capability>` (else the check is skipped) and the
+    session's cwd is a directory here to put the probe's file in (else not exercised)."""
+    if not probe.capability("fs", capability):
+        probe.findings.skip(check_id, f"the client does not advertise fs.{capability}")
+        return False
     if os.path.isabs(cwd) and os.path.isdir(cwd):
         return True
     probe.findings.not_exercised(check_id, f"the session's cwd {cwd!r} is not a directory here")
@@ -225,10 +230,7 @@ def _usable_cwd(probe: ProbeSession, check_id: str, cwd: str) -> bool:
 
 async def _fs_read(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event) -> None:
     check = "client-fs-read"
-    if not probe.capability("fs", "readTextFile"):
-        probe.findings.skip(check, "the client does not advertise fs.readTextFile")
-        return
-    if not _usable_cwd(probe, check, cwd):
+    if not _fs_testable(probe, check, "readTextFile", cwd):
         return
     path = os.path.join(cwd, f".acp-probe-{secrets.token_hex(4)}.txt")
     with open(path, "w", encoding="utf-8", newline="") as file:
@@ -259,10 +261,7 @@ async def _fs_read(probe: ProbeSession, session_id: str, cwd: str, cancel: async
 
 async def _fs_write(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.Event) -> None:
     check = "client-fs-write"
-    if not probe.capability("fs", "writeTextFile"):
-        probe.findings.skip(check, "the client does not advertise fs.writeTextFile")
-        return
-    if not _usable_cwd(probe, check, cwd):
+    if not _fs_testable(probe, check, "writeTextFile", cwd):
         return
     path = os.path.join(cwd, f".acp-probe-{secrets.token_hex(4)}-written.txt")
     content = "written by the probe agent\nsecond line é\n"
