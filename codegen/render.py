@@ -94,10 +94,13 @@ ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
 ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
     # The server side of the remote transport (an ASGI app): agents are what is served.
     "agent": {
+        "principal.py": "principal.py",
         "remote.py": "remote_server.py",
         "remote_link.py": "remote_link.py",
         "remote_server_http.py": "remote_server_http.py",
         "remote_wire.py": "remote_wire.py",
+        # Where the session layer keeps sessions: the store protocol and the in-memory store.
+        "session_store.py": "session_store.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {

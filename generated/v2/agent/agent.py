@@ -26,6 +26,7 @@ from .connection import (
 )
 from .dispatch import Dispatcher, RequestError
 from .methods import AGENT_HANDLES, METHODS
+from .principal import LOCAL_PRINCIPAL, Principal
 
 
 class ClientProxy:
@@ -203,6 +204,10 @@ class Agent(abc.ABC):
 
     peer: ClientProxy
     """Calls the client; set by the connection before the first message is served."""
+
+    principal: Principal = LOCAL_PRINCIPAL
+    """Who the client is, the owner of the sessions this agent makes; set by the transport before
+    the first message is served (the local user over stdio, the authenticated caller remotely)."""
 
     def on_connect(self, peer: ClientProxy) -> None:
         """Called once the connection is up, with the proxy for calling the client."""
