@@ -299,7 +299,7 @@ def page() -> str:
     out += [f"- `{name}`: {text}" for name, text in TESTS.items()]
     out += ["", "## The IR", "", "From `codegen/ir.py`:", "", "```text", (ir.__doc__ or "").strip(), "```", ""]
     source = ir_source()
-    out += ["Type aliases:", "", "```python", *ir_aliases(source), "```", ""]
+    out += ["Type aliases:", "", "```text", *ir_aliases(source), "```", ""]
     out += _class_docs(ir_classes(source))
     for module, classes in plan_classes():
         out += ["", f"### From `codegen/{Path(module.__file__ or '').name}`", "", (module.__doc__ or "").strip(), ""]

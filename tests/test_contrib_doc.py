@@ -19,6 +19,15 @@ PAGE = ROOT / "docs" / "contrib.md"
 BLOCK = re.compile(r"```python\n(.*?)```\n(?:\n<!-- output -->\n```text\n(.*?)```\n)?", re.S)
 
 
+def contrib_snippets() -> list[str]:
+    """The snippets of the agent and client pages that use `contrib`."""
+    blocks = []
+    for page in ("agents.md", "clients.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        blocks += [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if ".acp.contrib import" in b]
+    return blocks
+
+
 def test_the_snippets_run_and_print_what_the_page_shows() -> None:
     text = PAGE.read_text(encoding="utf-8")
     blocks = BLOCK.findall(text)
@@ -32,14 +41,13 @@ def test_the_snippets_run_and_print_what_the_page_shows() -> None:
         assert printed.getvalue() == expected, f"snippet {i + 1} of {PAGE}"
 
 
-def test_the_readme_contrib_snippets_run() -> None:
-    """The README's contrib snippets (agent and client) run; a `# prints X` comment is the output."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if ".acp.contrib import" in b]
+def test_the_contrib_snippets_of_the_agent_and_client_pages_run() -> None:
+    """docs/agents.md's and docs/clients.md's contrib snippets run; a `# prints X` comment is the output."""
+    blocks = contrib_snippets()
     assert len(blocks) == 2
     for source in blocks:
         source = source.replace("myagent.acp", "agent").replace("myclient.acp", "client")
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            exec(compile(source, "README.md", "exec"), {"__name__": "readme"})
+            exec(compile(source, "docs", "exec"), {"__name__": "docs"})
         assert printed.getvalue() == "".join(f"{line}\n" for line in re.findall(r"# prints (.*)", source))

@@ -64,11 +64,11 @@ def test_changing_a_template_without_regenerating_fails(tmp_path: Path) -> None:
     assert "the table routing" in tree_diff(target, generate_files(target))
 
 
-def test_readme_file_table_names_every_module_of_a_package() -> None:
-    """The README's table of a package's files names each module a golden package has at its
-    top level (and the `testing/` folder), so a newcomer can look up any file they vendored."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| file | contents |") : readme.index("## Quick start")]
+def test_package_page_names_every_module_of_a_package() -> None:
+    """docs/package.md's table of a package's files names each module a golden package has at
+    its top level (and the `testing/` folder), so a newcomer can look up any file they vendored."""
+    page = (ROOT / "docs" / "package.md").read_text(encoding="utf-8")
+    table = page[page.index("| file | contents |") :]
     named = set(re.findall(r"`([\w/]+(?:\.py)?)`", table))
     modules = {
         p.name + ("/" if p.is_dir() else "")

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
+from test_contrib_doc import contrib_snippets
 from typecheck import PYRIGHTS, PyrightRun, mypy_strict
 
 from codegen.generate import Target, generate_files
@@ -401,19 +402,19 @@ def readme_examples() -> dict[str, str]:
 @pytest.mark.slow
 def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     """The README's agent and client examples (keyword calls, timeout=) and its contrib snippets pass mypy --strict."""
-    blocks = readme_blocks()
     examples = readme_examples()
     for role, source in examples.items():
         (tmp_path / f"readme_{role}.py").write_text(source.replace(f"from my{role}.acp", f"from {role}"))
-    # The contrib snippets (tool calls, permissions, terminals; the session accumulator).
-    contrib = [b for b in blocks if ".acp.contrib import" in b]
+    # The contrib snippets of docs/agents.md and docs/clients.md (tool calls, permissions,
+    # terminals; the session accumulator).
+    contrib = contrib_snippets()
     for i, block in enumerate(contrib):
         source = block.replace("myagent.acp", "agent").replace("myclient.acp", "client")
         (tmp_path / f"readme_contrib_{i}.py").write_text(source)
-    calls = [block for block in blocks if "await agent.session_prompt(" in block and "import" not in block]
-    assert calls, "the README shows the calling forms"
-    header = "from client import AgentProxy, types\n\n\nasync def calls(agent: AgentProxy, sid: str) -> None:\n"
-    (tmp_path / "readme_calls.py").write_text(header + textwrap.indent(calls[0], "    "))
+    clients_page = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
+    calls = [b for b in re.findall(r"```python\n(.*?)```", clients_page, re.S) if "async def calls(" in b]
+    assert calls, "docs/clients.md shows the calling forms"
+    (tmp_path / "readme_calls.py").write_text(calls[0].replace("myclient.acp", "client"))
     mypy = mypy_strict(
         tmp_path,
         *[f"readme_{name}.py" for name in (*examples, "calls", *(f"contrib_{i}" for i in range(len(contrib))))],
