@@ -546,6 +546,7 @@ ALLOWED_IMPORTS = {
     "shlex", "socket", "threading", "secrets",
     "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
+    "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
