@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from doc_snippets import as_golden, python_blocks
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "contrib.md"
 BLOCK = re.compile(r"```python\n(.*?)```\n(?:\n<!-- output -->\n```text\n(.*?)```\n)?", re.S)
@@ -24,7 +26,7 @@ def contrib_snippets() -> list[str]:
     blocks = []
     for page in ("agents.md", "clients.md"):
         text = (ROOT / "docs" / page).read_text(encoding="utf-8")
-        blocks += [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if ".acp.contrib import" in b]
+        blocks += [b for b in python_blocks(text) if ".acp.contrib import" in b]
     return blocks
 
 
@@ -46,7 +48,7 @@ def test_the_contrib_snippets_of_the_agent_and_client_pages_run() -> None:
     blocks = contrib_snippets()
     assert len(blocks) == 2
     for source in blocks:
-        source = source.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+        source = as_golden(source)
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(source, "docs", "exec"), {"__name__": "docs"})

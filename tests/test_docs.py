@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doc_snippets import as_golden, python_blocks
 from test_keyword_calls import readme_examples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,10 +34,6 @@ PAGES = sorted(DOCS.glob("*.md"))
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
-
-
-def python_blocks(text: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
 
 
 def slug(heading: str) -> str:
@@ -76,7 +73,7 @@ def test_every_page_is_in_the_index() -> None:
 
 
 def run_snippet(source: str, namespace: dict[str, Any], where: str) -> str:
-    source = source.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+    source = as_golden(source)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(source, where, "exec"), namespace)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import client
 import pytest
 from client import types as ct
+from doc_snippets import as_golden, python_blocks
 from test_contrib_doc import contrib_snippets
 from typecheck import PYRIGHTS, PyrightRun, mypy_strict
 
@@ -387,7 +388,7 @@ def test_examples_type_check_with_the_keyword_form(mypy_cache: Path) -> None:
 
 def readme_blocks() -> list[str]:
     """The README's Python code blocks."""
-    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    return python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
 
 
 def readme_examples() -> dict[str, str]:
@@ -409,12 +410,12 @@ def test_readme_examples_type_check(tmp_path: Path, mypy_cache: Path) -> None:
     # terminals; the session accumulator).
     contrib = contrib_snippets()
     for i, block in enumerate(contrib):
-        source = block.replace("myagent.acp", "agent").replace("myclient.acp", "client")
+        source = as_golden(block)
         (tmp_path / f"readme_contrib_{i}.py").write_text(source)
     clients_page = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
-    calls = [b for b in re.findall(r"```python\n(.*?)```", clients_page, re.S) if "async def calls(" in b]
+    calls = [b for b in python_blocks(clients_page) if "async def calls(" in b]
     assert calls, "docs/clients.md shows the calling forms"
-    (tmp_path / "readme_calls.py").write_text(calls[0].replace("myclient.acp", "client"))
+    (tmp_path / "readme_calls.py").write_text(as_golden(calls[0]))
     mypy = mypy_strict(
         tmp_path,
         *[f"readme_{name}.py" for name in (*examples, "calls", *(f"contrib_{i}" for i in range(len(contrib))))],
