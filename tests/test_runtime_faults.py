@@ -547,6 +547,7 @@ ALLOWED_IMPORTS = {
     "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
+    "datetime",  # serde.py: a datetime in an open field encodes as its isoformat(), both ways
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
