@@ -547,6 +547,7 @@ ALLOWED_IMPORTS = {
     "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
+    "sqlite3",  # session_sqlite.py: SqliteStore, the embedded session store (one local file)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
@@ -564,6 +565,8 @@ ALLOWED_IMPORT_MODULE = {
     # websockets/httpx, imported only when a remote connection is opened: `module` is typed as
     # a Literal of those names (remote_client.OptionalModule)
     "remote_client.py": "module",
+    # PostgresStore's optional driver, imported only when that store is opened (a constant name)
+    "session_postgres.py": "'psycopg'",
 }
 
 
