@@ -548,6 +548,9 @@ ALLOWED_IMPORTS = {
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
     "sqlite3",  # session_sqlite.py: SqliteStore, the embedded session store (one local file)
+    # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
+    # anonymous (hashlib), loopback clients told apart by address (ipaddress)
+    "hashlib", "hmac", "ipaddress",
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
