@@ -109,14 +109,13 @@ def tls_context(verify: Verify) -> ssl.SSLContext:
         )
     if verify is False:
         return _unverified()
-    if isinstance(verify, (str, os.PathLike)):
+    try:
         path = os.fspath(verify)
-        if os.path.isdir(path):
-            return _trusted(None, path)
-        return _trusted(path, None)
-    raise TypeError(
-        f"verify= takes a bool, a CA file path or an ssl.SSLContext, not {type(verify).__name__}"
-    )
+    except TypeError:
+        raise TypeError(
+            f"verify= takes a bool, a CA file path or an ssl.SSLContext, not {type(verify).__name__}"
+        ) from None
+    return _trusted(None, path) if os.path.isdir(path) else _trusted(path, None)
 
 
 @functools.lru_cache(maxsize=8)
