@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import client as gen_client
 import pytest
 from asgi_serving import cancelled_then_permission_turn
-from client import remote_client, remote_cookies, remote_options, types
+from client import remote_cookies, remote_options, types
 from client.remote_sse import sse_data
 
 ROOT = Path(__file__).resolve().parent.parent

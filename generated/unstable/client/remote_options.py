@@ -113,7 +113,8 @@ def tls_context(verify: Verify) -> ssl.SSLContext:
         path = os.fspath(verify)
     except TypeError:
         raise TypeError(
-            f"verify= takes a bool, a CA file path or an ssl.SSLContext, not {type(verify).__name__}"
+            "verify= takes a bool, a CA file path or an ssl.SSLContext, "
+            f"not {type(verify).__name__}"
         ) from None
     return _trusted(None, path) if os.path.isdir(path) else _trusted(path, None)
 
