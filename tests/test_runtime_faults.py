@@ -548,6 +548,9 @@ ALLOWED_IMPORTS = {
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "ssl",  # the remote client's TLS trust (verify=: a CA file, SSL_CERT_FILE/SSL_CERT_DIR), made on connect
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
+    # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
+    # anonymous (hashlib), loopback clients told apart by address (ipaddress)
+    "hashlib", "hmac", "ipaddress",
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
