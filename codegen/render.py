@@ -106,8 +106,10 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {
         "remote_client.py": "remote_client.py",
+        "remote_cookies.py": "remote_cookies.py",
         "remote_http.py": "remote_http.py",
         "remote_messages.py": "remote_messages.py",
+        "remote_options.py": "remote_options.py",
         "remote_sse.py": "remote_sse.py",
         "remote_ws.py": "remote_ws.py",
         "testing/conformance_remote.py": "testing/conformance_remote.py",

@@ -546,6 +546,7 @@ ALLOWED_IMPORTS = {
     "shlex", "socket", "threading", "secrets",
     "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
+    "ssl",  # the remote client's TLS trust (verify=: a CA file, SSL_CERT_FILE/SSL_CERT_DIR), made on connect
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
     # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
     # anonymous (hashlib), loopback clients told apart by address (ipaddress)
@@ -565,8 +566,8 @@ ALLOWED_DYNAMIC_NAMES = {
 ALLOWED_IMPORT_MODULE = {
     "conformance.py": "f'{_PACKAGE}.agent'",
     # websockets/httpx, imported only when a remote connection is opened: `module` is typed as
-    # a Literal of those names (remote_client.OptionalModule)
-    "remote_client.py": "module",
+    # a Literal of those names (remote_options.OptionalModule)
+    "remote_options.py": "module",
 }
 
 
