@@ -44,7 +44,19 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "-subj", "/CN=acp-codegen test CA", "-addext", "basicConstraints=critical,CA:TRUE",
         "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d,
     )  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=d)
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+        cwd=d,
+    )
     (d / "ext.cnf").write_text(
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
         "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
@@ -55,7 +67,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )  # fmt: skip
     hashed = d / "certs"  # an SSL_CERT_DIR: the CA under its subject hash, as c_rehash names it
     hashed.mkdir()
-    digest = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", "ca.pem"], cwd=d, capture_output=True, text=True, check=True)
+    digest = subprocess.run(
+        ["openssl", "x509", "-hash", "-noout", "-in", "ca.pem"], cwd=d, capture_output=True, text=True, check=True
+    )
     shutil.copy(d / "ca.pem", hashed / f"{digest.stdout.strip()}.0")
     return {"ca": d / "ca.pem", "cert": d / "server.pem", "key": d / "server.key", "dir": hashed}
 
@@ -107,7 +121,9 @@ class Quiet(gen_client.Client):
     async def session_update(self, params: types.SessionNotification) -> None:
         pass
 
-    async def session_request_permission(self, params: types.RequestPermissionRequest) -> types.RequestPermissionResponse:
+    async def session_request_permission(
+        self, params: types.RequestPermissionRequest
+    ) -> types.RequestPermissionResponse:
         raise NotImplementedError
 
 
