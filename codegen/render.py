@@ -102,6 +102,11 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "remote_wire.py": "remote_wire.py",
         # Where the session layer keeps sessions: the store protocol and the in-memory store.
         "session_store.py": "session_store.py",
+        # The bundled persistent stores, `open_store(url)`, and the store protocol's own checks.
+        "session_sqlite.py": "session_sqlite.py",
+        "session_postgres.py": "session_postgres.py",
+        "session_stores.py": "session_stores.py",
+        "testing/store_checks.py": "testing/store_checks.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {

@@ -548,6 +548,7 @@ ALLOWED_IMPORTS = {
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "ssl",  # the remote client's TLS trust (verify=: a CA file, SSL_CERT_FILE/SSL_CERT_DIR), made on connect
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
+    "sqlite3",  # session_sqlite.py: SqliteStore, the embedded session store (one local file)
     # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
     # anonymous (hashlib), loopback clients told apart by address (ipaddress)
     "hashlib", "hmac", "ipaddress",
@@ -568,6 +569,8 @@ ALLOWED_IMPORT_MODULE = {
     # websockets/httpx, imported only when a remote connection is opened: `module` is typed as
     # a Literal of those names (remote_options.OptionalModule)
     "remote_options.py": "module",
+    # PostgresStore's optional driver, imported only when that store is opened (a constant name)
+    "session_postgres.py": "'psycopg'",
 }
 
 
