@@ -38,7 +38,7 @@ def package_exports(package: Package, contrib: ContribPlan, resume: tuple[Method
     transports: list[tuple[str, tuple[str, ...]]]
     if package.role == "agent":
         runs = ["run_agent"]
-        transports = [("remote", ("AsgiApp", "asgi_app"))]
+        transports = [("remote", ("AsgiApp", "AuthRequest", "BearerTokens", "asgi_app"))]
     else:
         reconnect = ["reconnect_and_load"] if resume is not None else []
         runs = ["connect", "connect_remote", *reconnect, "spawn_agent"]

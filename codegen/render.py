@@ -96,17 +96,25 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
     "agent": {
         "principal.py": "principal.py",
         "remote.py": "remote_server.py",
+        "remote_auth.py": "remote_auth.py",
         "remote_link.py": "remote_link.py",
         "remote_server_http.py": "remote_server_http.py",
         "remote_wire.py": "remote_wire.py",
         # Where the session layer keeps sessions: the store protocol and the in-memory store.
         "session_store.py": "session_store.py",
+        # The bundled persistent stores, `open_store(url)`, and the store protocol's own checks.
+        "session_sqlite.py": "session_sqlite.py",
+        "session_postgres.py": "session_postgres.py",
+        "session_stores.py": "session_stores.py",
+        "testing/store_checks.py": "testing/store_checks.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {
         "remote_client.py": "remote_client.py",
+        "remote_cookies.py": "remote_cookies.py",
         "remote_http.py": "remote_http.py",
         "remote_messages.py": "remote_messages.py",
+        "remote_options.py": "remote_options.py",
         "remote_sse.py": "remote_sse.py",
         "remote_ws.py": "remote_ws.py",
         "testing/conformance_remote.py": "testing/conformance_remote.py",

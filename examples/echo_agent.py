@@ -10,7 +10,10 @@ Or serve it remotely:  python examples/echo_agent.py --listen 127.0.0.1:8000
 uvicorn serves WebSocket on that port, hypercorn Streamable HTTP (HTTP/2 cleartext, and
 HTTP/1.1) on the next free one; port 0 picks free ports. Once both listen it prints one line,
 `listening ws://HOST:PORT/acp http://HOST:PORT2/acp`, and it stops cleanly on SIGTERM or
-SIGINT. Sessions are shared by all connections, so a client can reconnect and session/load.
+SIGINT. Sessions are shared by all connections, so a client can reconnect and session/load;
+each belongs to the principal that made it. Without --token-file only loopback clients are
+served; `--token-file FILE` (one token per line, `TOKEN` or `NAME TOKEN`, each its own
+principal) turns bearer-token authentication on, `--allow-host NAME[:*]` accepts another Host.
 
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
@@ -35,8 +38,9 @@ from pathlib import Path
 # The example imports the checked-in generated package, wherever it is run from.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
-from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, RequestError, asgi_app, run_agent, types  # noqa: E402
+from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
 from agent.helpers import update_agent_message, update_agent_message_text, update_user_message  # noqa: E402
+from agent.remote_auth import LOOPBACK_HOSTS  # noqa: E402
 
 log = logging.getLogger("echo_agent")
 
@@ -57,6 +61,7 @@ MODE_IDS = frozenset(mode.id for mode in MODES)
 class Session:
     id: str
     cwd: str
+    owner: str  # the principal that made it: only its connections may use it
     mode: str = "ask"
     # Replayed by session/load: user blocks and agent chunks, in the order they happened.
     history: list[types.SessionUpdate] = field(default_factory=list)
@@ -92,7 +97,7 @@ class EchoAgent(Agent):
 
     async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         self._check_cwd(params.cwd)
-        session = Session(id=f"sess_{uuid.uuid4().hex}", cwd=params.cwd)
+        session = Session(id=f"sess_{uuid.uuid4().hex}", cwd=params.cwd, owner=self.principal.id)
         self.sessions[session.id] = session
         log.info("new session %s in %s", session.id, session.cwd)
         return types.NewSessionResponse(session_id=session.id, modes=self._modes(session))
@@ -115,7 +120,7 @@ class EchoAgent(Agent):
 
     async def session_cancel(self, params: types.CancelNotification) -> None:
         session = self.sessions.get(params.session_id)
-        if session is not None and session.cancelled is not None:
+        if session is not None and session.owner == self.principal.id and session.cancelled is not None:
             session.cancelled.set()
 
     # -- prompt turn -----------------------------------------------------------------
@@ -193,7 +198,7 @@ class EchoAgent(Agent):
     # -- helpers ---------------------------------------------------------------------
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is None or session.owner != self.principal.id:  # another's: as if unknown
             raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
         return session
 
@@ -219,14 +224,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def listen(host: str, port: int) -> None:
-    """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM."""
+async def listen(host: str, port: int, tokens: BearerTokens | None = None, hosts: list[str] | None = None) -> None:
+    """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
+    `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback."""
     import uvicorn
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
 
     sessions: dict[str, Session] = {}
-    app = asgi_app(lambda: EchoAgent(sessions))
+    allowed = None if not hosts else [*LOOPBACK_HOSTS, *hosts]
+    app = asgi_app(lambda: EchoAgent(sessions), authenticate=tokens, allowed_hosts=allowed)
     ws_sock = _bind(host, port)
     http_sock = _bind(host, 0 if port == 0 else port + 1)
 
@@ -269,6 +276,12 @@ def _url_host(host: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description="The echo agent, on stdio or served remotely.")
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket and Streamable HTTP at /acp")
+    parser.add_argument(
+        "--token-file", metavar="FILE", help="bearer tokens, one per line (`TOKEN` or `NAME TOKEN`): authentication on"
+    )
+    parser.add_argument(
+        "--allow-host", metavar="HOST", action="append", default=[], help="a Host to accept too (NAME:* any port)"
+    )
     args = parser.parse_args()
     logging.basicConfig(
         stream=sys.stderr,
@@ -276,13 +289,19 @@ def main() -> None:
         format="echo_agent %(levelname)s %(name)s: %(message)s",
     )
     if args.listen is None:
+        if args.token_file or args.allow_host:
+            parser.error("--token-file and --allow-host need --listen")
         asyncio.run(run_agent(EchoAgent()))
         return
+    try:
+        tokens = None if args.token_file is None else BearerTokens.from_file(args.token_file)
+    except ValueError as exc:
+        parser.error(str(exc))
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit():
         parser.error(f"--listen takes HOST:PORT, got {args.listen!r}")
     try:
-        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port)))
+        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port), tokens, args.allow_host))
     except ImportError as exc:
         sys.exit(f"echo_agent --listen needs uvicorn and hypercorn (pip install 'acp-codegen[remote]'): {exc}")
 

@@ -5,6 +5,7 @@
     python examples/echo_client.py python examples/echo_agent.py
     python examples/echo_client.py --url ws://127.0.0.1:8000/acp [--reconnect]
     python examples/echo_client.py --url http://127.0.0.1:8000/acp [--reconnect]
+    python examples/echo_client.py --url https://host/acp --token-file tokens.txt --verify ca.pem
 
 Spawns the agent (or, with `--url`, connects to one served remotely: WebSocket for ws://,
 Streamable HTTP for http://), runs one scripted session against it (initialize, session/new,
@@ -13,6 +14,9 @@ switch to the `code` mode and a prompt in it, and session/load if the agent supp
 prints one line per step and a closing line `N passed, M failed`. Exits 0 when every step
 passed. `--reconnect` (remote only) adds a last step: drop the connection, open a new one,
 initialize again and session/load the session there (sessions outlive connections).
+`--token-file FILE` sends the file's first token (one a line; blank and `#` lines skipped) as
+`Authorization: Bearer`; `--verify` is the TLS trust for wss:// and https://: a CA file, or
+`no` to skip verification (default: the system's CAs, or SSL_CERT_FILE / SSL_CERT_DIR).
 
 Calls use the proxies' keyword form: `agent.session_prompt(session_id=..., prompt=[...])`.
 The session's state is a `contrib.SessionAccumulator` (one per session): the steps read the
@@ -355,18 +359,35 @@ class Script:
 
 
 @asynccontextmanager
-async def remote(client: EchoClient, url: str, reconnect: bool) -> AsyncIterator[Script]:
-    async with connect_remote(client, url, open_timeout=STEP_TIMEOUT) as agent:
+async def remote(
+    client: EchoClient, url: str, reconnect: bool, headers: dict[str, str], verify: bool | str
+) -> AsyncIterator[Script]:
+    async with connect_remote(client, url, headers=headers, verify=verify, open_timeout=STEP_TIMEOUT) as agent:
         yield Script(agent.proxy, client, client.sandbox, agent.reconnect if reconnect else None)
 
 
-async def amain(command: list[str], url: str | None = None, reconnect: bool = False) -> int:
+def first_token(path: str) -> str:
+    """The first token of a token file (one a line; blank lines and `#` comments skipped)."""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    raise ValueError(f"{path} holds no token (one a line; blank and # lines are skipped)")
+
+
+async def amain(
+    command: list[str],
+    url: str | None = None,
+    reconnect: bool = False,
+    *,
+    headers: dict[str, str] | None = None,
+    verify: bool | str = True,
+) -> int:
     with tempfile.TemporaryDirectory(prefix="acp-echo-client-") as tmp:
         sandbox = Path(tmp).resolve()
         client = EchoClient(sandbox)
         try:
             if url is not None:
-                async with remote(client, url, reconnect) as script:
+                async with remote(client, url, reconnect, headers or {}, verify) as script:
                     await script.run()
             else:
                 async with spawn_agent(client, command) as agent:
@@ -393,15 +414,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="a remote agent's endpoint: ws://, wss://, http:// or https://")
     parser.add_argument("--reconnect", action="store_true", help="with --url: also reconnect and session/load")
+    parser.add_argument("--token-file", help="with --url: send this file's first token as Authorization: Bearer")
+    parser.add_argument("--verify", default=None, help="with --url: a CA file to trust, or 'no' (wss://, https://)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the agent command line")
     args = parser.parse_args()
+    if args.url is None and (args.token_file or args.verify):
+        parser.error("--token-file and --verify need --url")
+    headers: dict[str, str] = {}
+    if args.token_file:
+        try:
+            headers["Authorization"] = f"Bearer {first_token(args.token_file)}"
+        except (OSError, ValueError) as exc:
+            parser.error(f"--token-file: {exc}")
+    verify: bool | str = True if args.verify is None else (False if args.verify == "no" else args.verify)
     if args.url is not None and args.command:
         parser.error("give either --url or an agent command, not both")
     if args.url is None and args.reconnect:
         parser.error("--reconnect needs --url")
     if args.url is None and not args.command:
         parser.error("give the agent command, e.g.: python examples/echo_client.py python examples/echo_agent.py")
-    sys.exit(asyncio.run(amain(args.command, args.url, args.reconnect)))
+    sys.exit(asyncio.run(amain(args.command, args.url, args.reconnect, headers=headers, verify=verify)))
 
 
 if __name__ == "__main__":

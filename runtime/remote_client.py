@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.message
-import http.cookiejar
-import importlib
-import urllib.parse
-import urllib.request
-from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any, Final, Generic, Literal, Protocol, TypeVar
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .connection import Connection, Reader, Writer
+from .remote_options import (
+    DEFAULT_OPEN_TIMEOUT,
+    RemoteOptions,
+    RemoteUnavailable,
+    Transport,
+    profile_of,
+)
+
+if TYPE_CHECKING:
+    import http.cookiejar
 
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT",
@@ -40,108 +43,6 @@ __all__ = [
 ]
 
 P = TypeVar("P")
-
-DEFAULT_OPEN_TIMEOUT: Final = 10.0
-
-_PROFILES: Final = {"ws": "websocket", "wss": "websocket", "http": "http", "https": "http"}
-
-
-class RemoteUnavailable(Exception):
-    """A remote connection cannot be opened: a bad URL, a missing library, a refused handshake
-    or an unreachable server. The message says which, and what to do."""
-
-
-OptionalModule = Literal["httpx", "websockets.asyncio.client", "websockets.exceptions"]
-"""The only modules imported by name (never a name from the wire)."""
-
-
-def import_optional(module: OptionalModule, purpose: str, install: str) -> ModuleType:
-    """`module`, imported now; RemoteUnavailable naming the packages to install if it is missing."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise RemoteUnavailable(
-            f"{purpose} needs the {module.split('.')[0]!r} package, which is not installed "
-            f"({exc}); install it with: pip install {install}"
-        ) from None
-
-
-def profile_of(url: str) -> str:
-    """'websocket' or 'http', from the URL's scheme; RemoteUnavailable for anything else."""
-    parts = urllib.parse.urlsplit(url)
-    profile = _PROFILES.get(parts.scheme.lower())
-    if profile is None or not parts.hostname:
-        raise RemoteUnavailable(
-            f"cannot connect to {url!r}: give a ws://, wss://, http:// or https:// URL with a "
-            "host, e.g. ws://127.0.0.1:8000/acp"
-        )
-    return profile
-
-
-# -- cookies ---------------------------------------------------------------------------------
-def _cookie_url(url: str) -> str:
-    """The http(s) URL a ws(s) URL stands for: cookies are scoped by host, path and `Secure`."""
-    parts = urllib.parse.urlsplit(url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme.lower(), parts.scheme.lower())
-    return urllib.parse.urlunsplit((scheme, parts.netloc, parts.path or "/", parts.query, ""))
-
-
-def cookie_header(jar: http.cookiejar.CookieJar, url: str) -> str | None:
-    """The `Cookie` header value `jar` holds for a request to `url`, if any."""
-    request = urllib.request.Request(_cookie_url(url))
-    jar.add_cookie_header(request)
-    return request.get_header("Cookie")
-
-
-class _HeadersResponse:
-    """The shape `CookieJar.extract_cookies` reads a response through: `info()` -> headers."""
-
-    def __init__(self, set_cookies: list[str]) -> None:
-        self._headers = email.message.Message()
-        for value in set_cookies:
-            self._headers["Set-Cookie"] = value
-
-    def info(self) -> email.message.Message:
-        return self._headers
-
-
-def store_cookies(jar: http.cookiejar.CookieJar, url: str, set_cookies: list[str]) -> None:
-    """Keep the cookies of `Set-Cookie` headers received from `url` (expired ones are removed)."""
-    if set_cookies:
-        request = urllib.request.Request(_cookie_url(url))
-        jar.extract_cookies(_HeadersResponse(set_cookies), request)  # type: ignore[arg-type]
-
-
-# -- the handle ------------------------------------------------------------------------------
-class Transport(Protocol):
-    """One open remote connection, as a profile adapter gives it."""
-
-    @property
-    def reader(self) -> Reader: ...
-
-    @property
-    def writer(self) -> Writer: ...
-
-    @property
-    def connection_id(self) -> str | None: ...
-
-    async def aclose(self) -> None:
-        """End the connection (Streamable HTTP: DELETE it); the reader then sees EOF."""
-        ...
-
-
-@dataclass
-class RemoteOptions:
-    """How connections are opened (every reconnect uses the same)."""
-
-    headers: Mapping[str, str] = field(default_factory=dict[str, str])
-    """Sent on every request (an `Authorization` header, say)."""
-    cookies: http.cookiejar.CookieJar = field(default_factory=http.cookiejar.CookieJar)
-    http2: bool | None = None
-    """Streamable HTTP: True HTTP/2 only, False HTTP/1.1, None HTTP/2 with HTTP/1.1 as fallback."""
-    open_timeout: float = DEFAULT_OPEN_TIMEOUT
-    """Seconds to open the connection (the handshake, the initialize POST's answer)."""
-    max_message_size: int = 64 * 1024 * 1024
 
 
 async def open_transport(url: str, options: RemoteOptions) -> Transport:

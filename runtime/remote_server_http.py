@@ -22,7 +22,8 @@
   not open; a dropped stream is never read from again.
 - `DELETE`: ends the connection (202); 400 without `Acp-Connection-Id`, 404 if unknown.
 
-Every refusal has a JSON-RPC error body. Unknown connection ids get 404.
+Every refusal has a JSON-RPC error body. Unknown connection ids get 404, and so do the ids
+of another principal's connections (the app authenticated every request before it got here).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any, Final
 from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from .jsonline import Skim, loads
+from .principal import Principal
 from .remote_link import Channel, Link
 from .remote_wire import (
     JSON_CONTENT,
@@ -63,6 +65,7 @@ class HttpConnection:
     """One Streamable HTTP connection: its link, its streams and the routing state."""
 
     def __init__(self, agent: Agent, limits: Limits) -> None:
+        self.principal = agent.principal  # every request of the connection must name it
         self.main = Channel()
         self.sessions: dict[str, Channel] = {}  # session streams the client has opened
         self.session_of: dict[tuple[bool, Any], str] = {}  # request id -> Acp-Session-Id
@@ -120,32 +123,39 @@ class HttpTransport:
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+    async def __call__(
+        self, scope: MutableMapping[str, Any], receive: Receive, send: Send, who: Principal
+    ) -> None:
+        """One request, from `who` (the transport authenticated it)."""
         method = scope["method"]
         headers = request_headers(scope)
         if method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(headers, receive, send, who)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, receive, send, who)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            await self._delete(headers, send, who)
         else:
             allow = ((b"allow", b"GET, POST, DELETE"),)
             await send_error(
                 send, 405, None, INVALID_REQUEST, f"method {method} not allowed", headers=allow
             )
 
-    def _lookup(self, headers: dict[bytes, bytes]) -> HttpConnection | str:
+    def _lookup(self, headers: dict[bytes, bytes], who: Principal) -> HttpConnection | str:
         raw = headers.get(CONNECTION_HEADER)
         if raw is None:
             return "missing the Acp-Connection-Id header"
         state = self.connections.get(raw.decode("latin-1"))
-        if state is None or state.link.closed:
+        # Another principal's connection is answered as unknown: a connection id alone never
+        # lets anyone in, and the answer does not tell that it exists.
+        if state is None or state.link.closed or state.principal.id != who.id:
             return "unknown Acp-Connection-Id (the connection ended, or never existed)"
         return state
 
     # -- POST ----------------------------------------------------------------------
-    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def _post(
+        self, headers: dict[bytes, bytes], receive: Receive, send: Send, who: Principal
+    ) -> None:
         if media_types(headers.get(b"content-type", b""))[0] != b"application/json":
             await send_error(
                 send, 415, None, INVALID_REQUEST, "Content-Type must be application/json"
@@ -170,9 +180,9 @@ class HttpTransport:
         method = fields.get("method")
         is_request = method.__class__ is str and "id" in fields
         if CONNECTION_HEADER not in headers and method == "initialize" and is_request:
-            await self._initialize(body, fields, send)
+            await self._initialize(body, fields, send, who)
             return
-        state = self._lookup(headers)
+        state = self._lookup(headers, who)
         if isinstance(state, str):
             status = 400 if CONNECTION_HEADER not in headers else 404
             await send_error(send, status, msg_id, INVALID_REQUEST, state)
@@ -235,7 +245,9 @@ class HttpTransport:
         await send_error(send, 413, msg_id, INVALID_REQUEST, detail)
         return None
 
-    async def _initialize(self, body: bytes, fields: dict[str, Any], send: Send) -> None:
+    async def _initialize(
+        self, body: bytes, fields: dict[str, Any], send: Send, who: Principal
+    ) -> None:
         msg_id = fields.get("id")
         key = id_key(msg_id)
         if key is None:
@@ -251,6 +263,7 @@ class HttpTransport:
             return
         try:
             agent = self.make_agent()
+            agent.principal = who
         except Exception:
             _log.exception("the agent factory failed")
             await send_error(send, 500, msg_id, INTERNAL_ERROR, "cannot start an agent")
@@ -290,7 +303,9 @@ class HttpTransport:
         await send({"type": "http.response.body", "body": waiter.result()[:-1]})
 
     # -- GET: the SSE streams --------------------------------------------------------
-    async def _get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def _get(
+        self, headers: dict[bytes, bytes], receive: Receive, send: Send, who: Principal
+    ) -> None:
         if headers.get(b"upgrade", b"").lower() == b"websocket":
             await send_error(
                 send, 400, None, INVALID_REQUEST, "this server did not accept the WebSocket upgrade"
@@ -301,7 +316,7 @@ class HttpTransport:
                 send, 406, None, INVALID_REQUEST, "Accept must include text/event-stream"
             )
             return
-        state = self._lookup(headers)
+        state = self._lookup(headers, who)
         if isinstance(state, str):
             await send_error(
                 send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
@@ -363,8 +378,8 @@ class HttpTransport:
             link.touch()
 
     # -- DELETE ----------------------------------------------------------------------
-    async def _delete(self, headers: dict[bytes, bytes], send: Send) -> None:
-        state = self._lookup(headers)
+    async def _delete(self, headers: dict[bytes, bytes], send: Send, who: Principal) -> None:
+        state = self._lookup(headers, who)
         if isinstance(state, str):
             await send_error(
                 send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state

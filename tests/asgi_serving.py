@@ -130,11 +130,11 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
 
 
 @contextlib.contextmanager
-def listening_echo_agent() -> Iterator[dict[str, str]]:
-    """`echo_agent.py --listen 127.0.0.1:0`: its URLs by profile ("ws", "http"); stopped by
-    SIGTERM, which it must survive cleanly (exit 0, no traceback)."""
+def listening_echo_agent(*options: str) -> Iterator[dict[str, str]]:
+    """`echo_agent.py --listen 127.0.0.1:0 [options]` (e.g. `--token-file FILE`): its URLs by
+    profile ("ws", "http"); stopped by SIGTERM, which it must survive cleanly (exit 0, no traceback)."""
     proc = subprocess.Popen(
-        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0"],
+        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import client as gen_client
 import pytest
 from asgi_serving import cancelled_then_permission_turn
-from client import remote_client, types
+from client import remote_cookies, remote_options, types
 from client.remote_sse import sse_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,25 +84,25 @@ for url in ("ws://127.0.0.1:9/acp", "http://127.0.0.1:9/acp"):
 @pytest.mark.parametrize("url", ["ftp://host/acp", "ws:///acp", "127.0.0.1:8000/acp"])
 def test_a_url_that_is_no_remote_endpoint_is_refused_clearly(url: str) -> None:
     with pytest.raises(gen_client.RemoteUnavailable, match="give a ws://, wss://, http:// or https:// URL"):
-        remote_client.profile_of(url)
+        remote_options.profile_of(url)
 
 
 def test_the_cookie_store_keeps_and_returns_cookies_per_host_path_and_scheme() -> None:
     jar = http.cookiejar.CookieJar()
-    remote_client.store_cookies(
+    remote_cookies.store_cookies(
         jar,
         "ws://127.0.0.1:8000/acp",
         ["lb=backend-2; Path=/", "tls=only; Path=/; Secure", "deep=x; Path=/other"],
     )
-    assert remote_client.cookie_header(jar, "http://127.0.0.1:8000/acp") == "lb=backend-2"
-    assert remote_client.cookie_header(jar, "ws://127.0.0.1:8000/acp") == "lb=backend-2"
-    assert remote_client.cookie_header(jar, "http://127.0.0.2:8000/acp") is None  # another host
+    assert remote_cookies.cookie_header(jar, "http://127.0.0.1:8000/acp") == "lb=backend-2"
+    assert remote_cookies.cookie_header(jar, "ws://127.0.0.1:8000/acp") == "lb=backend-2"
+    assert remote_cookies.cookie_header(jar, "http://127.0.0.2:8000/acp") is None  # another host
     # A Secure cookie is sent over TLS only (wss:// stands for https://), a Path one below it only.
-    assert remote_client.cookie_header(jar, "wss://127.0.0.1:8000/acp") == "lb=backend-2; tls=only"
-    assert remote_client.cookie_header(jar, "ws://127.0.0.1:8000/other/acp") == "deep=x; lb=backend-2"
-    assert remote_client.cookie_header(jar, "ws://127.0.0.1:8000/acp") == "lb=backend-2"
-    remote_client.store_cookies(jar, "http://127.0.0.1:8000/acp", ["lb=gone; Path=/; Max-Age=0"])
-    assert remote_client.cookie_header(jar, "http://127.0.0.1:8000/acp") is None
+    assert remote_cookies.cookie_header(jar, "wss://127.0.0.1:8000/acp") == "lb=backend-2; tls=only"
+    assert remote_cookies.cookie_header(jar, "ws://127.0.0.1:8000/other/acp") == "deep=x; lb=backend-2"
+    assert remote_cookies.cookie_header(jar, "ws://127.0.0.1:8000/acp") == "lb=backend-2"
+    remote_cookies.store_cookies(jar, "http://127.0.0.1:8000/acp", ["lb=gone; Path=/; Max-Age=0"])
+    assert remote_cookies.cookie_header(jar, "http://127.0.0.1:8000/acp") is None
 
 
 def test_sse_events_are_read_whatever_the_chunking_and_line_endings() -> None:
@@ -491,7 +491,7 @@ def test_websocket_frames_binary_ignored_pretty_json_read_cookies_and_connection
 
     async def scenario() -> tuple[int, str | None, str | None]:
         jar = http.cookiejar.CookieJar()
-        remote_client.store_cookies(jar, "http://127.0.0.1/", ["seed=1; Path=/"])
+        remote_cookies.store_cookies(jar, "http://127.0.0.1/", ["seed=1; Path=/"])
         async with serve(
             handler, "127.0.0.1", 0, process_request=process_request, process_response=process_response
         ) as server:
@@ -499,7 +499,7 @@ def test_websocket_frames_binary_ignored_pretty_json_read_cookies_and_connection
             async with gen_client.connect_remote(RecordingClient(), f"ws://127.0.0.1:{port}/acp", cookies=jar) as agent:
                 answer = await agent.proxy.initialize(protocol_version=1, timeout=5)
                 await asyncio.sleep(0.4)
-                return answer.protocol_version, agent.connection_id, remote_client.cookie_header(jar, "ws://127.0.0.1/")
+                return answer.protocol_version, agent.connection_id, remote_cookies.cookie_header(jar, "ws://127.0.0.1/")
 
     version, connection_id, cookies = run(scenario())
     assert (version, connection_id) == (1, "conn-7")

@@ -44,9 +44,24 @@ TIMEOUT = 15.0
 pytestmark = pytest.mark.slow
 
 
+TOKEN = "interop-token-1"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+
+
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[str, str]]:
-    """`echo_agent.py --listen 127.0.0.1:0`: its WebSocket and HTTP URLs; stopped by SIGTERM."""
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """`echo_agent.py --listen 127.0.0.1:0 --token-file F`: its WebSocket and HTTP URLs; stopped
+    by SIGTERM. Every Python client here sends the token (AUTH); without it they get 401."""
+    tokens = tmp_path_factory.mktemp("interop") / "tokens"
+    tokens.write_text(f"interop {TOKEN}\n")
+    with listening_echo_agent("--token-file", str(tokens)) as urls:
+        yield urls["ws"], urls["http"]
+
+
+@pytest.fixture(scope="module")
+def open_server() -> Iterator[tuple[str, str]]:
+    """The same without a token (loopback only): for the TypeScript clients, whose script
+    sends no credentials."""
     with listening_echo_agent() as urls:
         yield urls["ws"], urls["http"]
 
@@ -132,7 +147,7 @@ async def scenario(connect: Callable[[], Awaitable[Any]]) -> None:
 def test_sdk_websocket_client(server: tuple[str, str]) -> None:
     from acp.ws import create_websocket_stream
 
-    asyncio.run(scenario(lambda: create_websocket_stream(server[0])))
+    asyncio.run(scenario(lambda: create_websocket_stream(server[0], headers=AUTH)))
 
 
 def test_sdk_http_client(server: tuple[str, str]) -> None:
@@ -141,7 +156,7 @@ def test_sdk_http_client(server: tuple[str, str]) -> None:
 
     def connect() -> Awaitable[Any]:
         # HTTP/1.1: see the module docstring (the SDK client hangs over HTTP/2).
-        client = httpx.AsyncClient(http1=True, http2=False, timeout=httpx.Timeout(None))
+        client = httpx.AsyncClient(http1=True, http2=False, timeout=httpx.Timeout(None), headers=AUTH)
 
         async def make() -> Any:
             return create_http_stream(server[1], client=client)
@@ -156,7 +171,7 @@ def test_http2_prior_knowledge(server: tuple[str, str]) -> None:
     import httpx
 
     async def run() -> None:
-        async with httpx.AsyncClient(http1=False, http2=True, timeout=TIMEOUT) as client:
+        async with httpx.AsyncClient(http1=False, http2=True, timeout=TIMEOUT, headers=AUTH) as client:
             init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
             response = await client.post(server[1], json=init)
             assert response.http_version == "HTTP/2" and response.status_code == 200
@@ -198,10 +213,10 @@ def test_garbage_on_the_sockets_and_an_oversize_body_leave_the_server_serving(se
     async def run() -> None:
         async with httpx.AsyncClient(timeout=TIMEOUT) as client:
             body = b'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"x":"' + b"a" * 10_000_000 + b'"}}'
-            response = await client.post(server[1], content=body, headers={"content-type": "application/json"})
+            response = await client.post(server[1], content=body, headers={"content-type": "application/json", **AUTH})
             assert response.status_code == 413 and response.json()["id"] == 3
             assert response.json()["error"]["code"] == -32600
-        async with websockets.connect(server[0]) as ws:
+        async with websockets.connect(server[0], additional_headers=AUTH) as ws:
             await ws.send(
                 json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
             )
@@ -234,8 +249,8 @@ def ts_modules() -> Path:
 
 
 @pytest.mark.parametrize("profile", ["ws", "http"])
-def test_ts_sdk_client(server: tuple[str, str], ts_modules: Path, profile: str) -> None:
-    url = server[0] if profile == "ws" else server[1]
+def test_ts_sdk_client(open_server: tuple[str, str], ts_modules: Path, profile: str) -> None:
+    url = open_server[0] if profile == "ws" else open_server[1]
     env = {**os.environ, "ACP_TS_MODULES": str(ts_modules)}
     result = subprocess.run(["node", str(TS_CLIENT), profile, url], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

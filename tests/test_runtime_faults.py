@@ -546,8 +546,13 @@ ALLOWED_IMPORTS = {
     "shlex", "socket", "threading", "secrets",
     "functools",  # the remote client: one TLS context per process (lru_cache)
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
+    "ssl",  # the remote client's TLS trust (verify=: a CA file, SSL_CERT_FILE/SSL_CERT_DIR), made on connect
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
     "datetime",  # serde.py: a datetime in an open field encodes as its isoformat(), both ways
+    "sqlite3",  # session_sqlite.py: SqliteStore, the embedded session store (one local file)
+    # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
+    # anonymous (hashlib), loopback clients told apart by address (ipaddress)
+    "hashlib", "hmac", "ipaddress",
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}
@@ -563,8 +568,10 @@ ALLOWED_DYNAMIC_NAMES = {
 ALLOWED_IMPORT_MODULE = {
     "conformance.py": "f'{_PACKAGE}.agent'",
     # websockets/httpx, imported only when a remote connection is opened: `module` is typed as
-    # a Literal of those names (remote_client.OptionalModule)
-    "remote_client.py": "module",
+    # a Literal of those names (remote_options.OptionalModule)
+    "remote_options.py": "module",
+    # PostgresStore's optional driver, imported only when that store is opened (a constant name)
+    "session_postgres.py": "'psycopg'",
 }
 
 

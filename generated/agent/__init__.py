@@ -30,7 +30,7 @@ from .agent import Agent, ClientProxy, TerminalHandle, run_agent
 from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTooLarge, Tap, WireLog
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
-from .remote import AsgiApp, asgi_app
+from .remote import AsgiApp, AuthRequest, BearerTokens, asgi_app
 from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
 
 SCHEMA_RELEASE: Final = "1.21.0"
@@ -41,6 +41,8 @@ __all__ = [
     "Agent",
     "ClientProxy",
     "AsgiApp",
+    "AuthRequest",
+    "BearerTokens",
     "asgi_app",
     "run_agent",
     "Connection",

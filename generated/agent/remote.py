@@ -36,32 +36,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 from .agent import Agent
+from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
+from .principal import Principal
+from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
 from .remote_link import Channel, Link
 from .remote_server_http import HttpTransport
-from .remote_wire import Limits, Receive, Send, frame, send_error
+from .remote_wire import Limits, Receive, Send, frame, request_headers, send_error
 from .types import DecodeContext
 
-__all__ = ["DEFAULT_PATH", "AsgiApp", "asgi_app"]
+__all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "asgi_app"]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_PATH: Final = "/acp"
 _WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
 _WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
+_WS_POLICY: Final = 1008  # refused: Host, Origin or credentials
 _CLOSE_TIMEOUT: Final = 1.0
 
 
 class AsgiApp:
     """The ASGI application `asgi_app` returns; `connections` counts the live ones."""
 
-    def __init__(self, make_agent: Callable[[], Agent], path: str, limits: Limits) -> None:
+    def __init__(
+        self, make_agent: Callable[[], Agent], path: str, limits: Limits, gate: Gate
+    ) -> None:
         self.make_agent = make_agent
         self.path = path
         self.limits = limits
+        self.gate = gate
         self.websockets: dict[str, Link] = {}
         self.http = HttpTransport(make_agent, limits, self._room, self._gone)
         self._reaper: asyncio.Task[None] | None = None
@@ -84,8 +91,26 @@ class AsgiApp:
         elif kind == "http":
             if scope["path"] != self.path:
                 await send_error(send, 404, None, -32600, f"no ACP endpoint at {scope['path']}")
+                return
+            who = await self._admit("http", scope)
+            if isinstance(who, Refusal):
+                await send_error(
+                    send, who.status, None, _code(who), who.detail, headers=who.headers
+                )
             else:
-                await self.http(scope, receive, send)
+                await self.http(scope, receive, send, who)
+
+    async def _admit(self, kind: str, scope: MutableMapping[str, Any]) -> Principal | Refusal:
+        """Host, Origin and credentials, before any upgrade or body is read."""
+        headers = request_headers(scope)
+        refusal = self.gate.exposure(headers)
+        if refusal is not None:
+            return refusal
+        try:
+            return await self.gate.principal(auth_request(kind, scope, headers))
+        except Exception:
+            _log.exception("the authentication hook failed")
+            return Refusal(500, "the server could not check the credentials")
 
     # -- lifespan ------------------------------------------------------------------
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -144,12 +169,17 @@ class AsgiApp:
         if scope["path"] != self.path:
             await send({"type": "websocket.close", "code": 1008})
             return
+        who = await self._admit("websocket", scope)
+        if isinstance(who, Refusal):
+            await self._refuse_websocket(scope, send, who)
+            return
         if not self._room():
-            await self._refuse_websocket(scope, send)
+            await self._refuse_websocket(scope, send, Refusal(503, "too many connections"))
             return
         channel = Channel()
         try:
             agent = self.make_agent()
+            agent.principal = who
         except Exception:
             _log.exception("the agent factory failed")
             await send({"type": "websocket.close", "code": 1011})
@@ -192,15 +222,25 @@ class AsgiApp:
             shutdown_grace=limits.shutdown_grace,
         )
 
-    async def _refuse_websocket(self, scope: MutableMapping[str, Any], send: Send) -> None:
+    async def _refuse_websocket(
+        self, scope: MutableMapping[str, Any], send: Send, refusal: Refusal
+    ) -> None:
         extensions: Any = scope.get("extensions")
         if isinstance(extensions, dict) and "websocket.http.response" in extensions:
-            await send_error(send, 503, None, -32600, "too many connections", websocket=True)
-        else:
-            await send({"type": "websocket.accept"})
-            await send(
-                {"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": "too many connections"}
+            await send_error(
+                send,
+                refusal.status,
+                None,
+                _code(refusal),
+                refusal.detail,
+                headers=refusal.headers,
+                websocket=True,
             )
+        elif refusal.status == 503:
+            await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": refusal.detail})
+        else:  # closed before accept: the server answers 403, nothing was upgraded
+            await send({"type": "websocket.close", "code": _WS_POLICY, "reason": refusal.detail})
 
     @staticmethod
     async def _read(link: Link, receive: Receive) -> bool:
@@ -235,6 +275,10 @@ class AsgiApp:
             link.touch()
 
 
+def _code(refusal: Refusal) -> int:
+    return INTERNAL_ERROR if refusal.status >= 500 and refusal.status != 503 else INVALID_REQUEST
+
+
 def asgi_app(
     make_agent: Callable[[], Agent],
     *,
@@ -246,6 +290,11 @@ def asgi_app(
     shutdown_grace: float = 0.0,
     keepalive: float = 15.0,
     ctx: DecodeContext | None = None,
+    authenticate: Authenticate | None = None,
+    allow_unauthenticated: bool = False,
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    www_authenticate: str = 'Bearer realm="acp"',
 ) -> AsgiApp:
     """An ASGI 3 application serving agents from `make_agent()` (one per connection) over
     WebSocket and Streamable HTTP at `path`.
@@ -257,7 +306,18 @@ def asgi_app(
     of output queued per connection before the agent's sends wait. `shutdown_grace`: seconds
     a disconnected connection's running handlers get before they are cancelled. `keepalive`:
     seconds between SSE comments on a quiet stream (keeps proxies from timing it out).
-    `ctx`: the decode context handed to every connection's dispatcher."""
+    `ctx`: the decode context handed to every connection's dispatcher.
+
+    Who may connect (see `remote_auth`; every check runs before an upgrade or a body is read):
+    `authenticate(request) -> Principal | None` (sync or async; e.g. `BearerTokens`) names
+    the caller, None refuses with 401 and `WWW-Authenticate: <www_authenticate>`; without it
+    only loopback clients are served, unless `allow_unauthenticated` (behind a gate of your
+    own). The principal is set as `agent.principal` right after `make_agent()` returns, before
+    the agent's first message, and owns the connection: over Streamable HTTP every request of
+    a connection must name the same principal (else 404, as for an unknown connection).
+    `allowed_hosts` (default `127.0.0.1:*`, `localhost:*`, `[::1]:*`) and `allowed_origins`
+    (default those as `http://` and `https://` origins) guard against DNS rebinding and web
+    pages: a mismatch gets 403. `:*` matches any port, `*` anything."""
     if not path.startswith("/"):
         raise ValueError(f"path must start with '/', got {path!r}")
     for name, value in (
@@ -276,4 +336,11 @@ def asgi_app(
         keepalive=keepalive,
         ctx=ctx,
     )
-    return AsgiApp(make_agent, path, limits)
+    gate = Gate(
+        authenticate,
+        allow_unauthenticated=allow_unauthenticated,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        challenge=www_authenticate,
+    )
+    return AsgiApp(make_agent, path, limits, gate)

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import http.cookiejar
 import os
 import typing
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import methods, types
 from .connection import (
@@ -31,6 +30,10 @@ from .dispatch import Dispatcher, RequestError
 from .methods import CLIENT_HANDLES, METHODS
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_TERMINATE_TIMEOUT, AgentProcess, spawn_peer
 from .remote_client import DEFAULT_OPEN_TIMEOUT, RemoteAgent, RemoteOptions, remote_peer
+from .remote_options import Verify
+
+if TYPE_CHECKING:
+    import http.cookiejar  # the jar is made on connect: a stdio client never imports it
 
 
 class AgentProxy:
@@ -747,6 +750,7 @@ async def connect_remote(
     cookies: http.cookiejar.CookieJar | None = None,
     http2: bool | None = None,
     open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+    verify: Verify = True,
     ctx: types.DecodeContext | None = None,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
@@ -761,15 +765,20 @@ async def connect_remote(
     what to install. `headers` go on every request. Cookies the server sets are kept in
     `cookies` (a fresh jar if None) and sent on every request, reconnects included. `http2`
     (Streamable HTTP): True HTTP/2 only, False HTTP/1.1, None HTTP/2 where the server speaks
-    it. `tap` and the rest as for `connect`. The connection closes on leaving the context.
+    it. `verify` (`wss://`, `https://`): True the system's CAs, or `SSL_CERT_FILE` /
+    `SSL_CERT_DIR` when set; a CA file path; an `ssl.SSLContext`; False no check. No proxy
+    is used (`HTTPS_PROXY` and the like are ignored). `tap` and the rest as for `connect`. The
+    connection closes on leaving the context.
     """
     options = RemoteOptions(
         headers=dict(headers or {}),
-        cookies=http.cookiejar.CookieJar() if cookies is None else cookies,
         http2=http2,
         open_timeout=open_timeout,
         max_message_size=max_message_size,
+        verify=verify,
     )
+    if cookies is not None:
+        options.cookies = cookies
     async with remote_peer(
         url,
         lambda reader, writer: connect(

@@ -23,15 +23,14 @@ imported only here, when a connection is opened; typed as `Any`, so this type-ch
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import urllib.parse
 from collections.abc import Coroutine
 from typing import Any, Final, cast
 
-from .remote_client import RemoteOptions, RemoteUnavailable, import_optional
 from .remote_messages import as_line, id_key, parse, session_in
+from .remote_options import RemoteOptions, RemoteUnavailable, import_optional
 from .remote_sse import sse_data
 
 __all__ = ["StreamableHttpTransport", "open_streamable_http"]
@@ -101,7 +100,7 @@ class StreamableHttpTransport:
             http1=http1,
             http2=http2,
             timeout=self._httpx.Timeout(self._options.open_timeout, read=None),
-            verify=_default_tls(self._httpx),
+            verify=self._options.tls(),
             headers=dict(self._options.headers),
             cookies=self._options.cookies,
             trust_env=False,  # an ACP endpoint is reached directly: no proxy from the environment
@@ -379,13 +378,6 @@ class StreamableHttpTransport:
                 if self._tasks:  # answers held back still go before the end
                     await asyncio.wait(set(self._tasks), timeout=self._options.open_timeout)
                 self._end("the server closed the connection stream")
-
-
-@functools.lru_cache(maxsize=1)
-def _default_tls(httpx: Any) -> Any:
-    """httpx's default TLS context, made once: a client given none makes its own (50 ms and
-    more), and every stream has a client of its own."""
-    return httpx.create_ssl_context(verify=True, trust_env=False)
 
 
 async def _close_client(client: Any) -> None:

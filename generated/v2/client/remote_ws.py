@@ -16,14 +16,9 @@ import asyncio
 import logging
 from typing import Any, Protocol, cast
 
-from .remote_client import (
-    RemoteOptions,
-    RemoteUnavailable,
-    cookie_header,
-    import_optional,
-    store_cookies,
-)
+from .remote_cookies import cookie_header, store_cookies
 from .remote_messages import as_line
+from .remote_options import RemoteOptions, RemoteUnavailable, import_optional, is_tls
 
 __all__ = ["WebSocketTransport", "open_websocket"]
 
@@ -145,7 +140,8 @@ async def open_websocket(url: str, options: RemoteOptions) -> WebSocketTransport
             # A little over the connection's own limit, so that the connection (not the
             # library) decides about an oversize message.
             max_size=options.max_message_size + 1024,
-            proxy=None,
+            proxy=None,  # direct, as over Streamable HTTP (see remote_options)
+            **({"ssl": options.tls()} if is_tls(url) else {}),
         )
     except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
         raise RemoteUnavailable(

@@ -22,7 +22,8 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from typing import Final
 
-from ..remote_client import RemoteOptions, RemoteUnavailable, open_transport, profile_of
+from ..remote_client import open_transport
+from ..remote_options import RemoteOptions, RemoteUnavailable, profile_of
 from .conformance import run_checks
 from .conformance_checks import Options, script_of
 from .conformance_report import CheckResult, Report

@@ -1,0 +1,357 @@
+"""`PostgresStore`: sessions in a PostgreSQL database, shared by agents on several hosts.
+
+The driver is psycopg 3 (`pip install 'psycopg[binary]'`, or this package's `postgres`
+extra), imported only when a `PostgresStore` is opened. psycopg over asyncpg: it is the
+PostgreSQL project's own maintained adapter line, speaks libpq (so every `postgresql://` URL,
+`PG*` variable, `.pgpass` and Unix-socket form works as in `psql`), and has a native asyncio
+connection with typed errors for "connection lost" we turn into `StoreUnavailable`.
+
+Each store keeps one connection, used one call at a time, and opens a new one on the call
+after the old one broke (server restarted, network cut): the failed call gets
+`StoreUnavailable`, nothing stored is lost, and the store recovers when the server is back.
+Claims use the server's clock, so hosts with skewed clocks agree on when a claim expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import ModuleType
+from typing import Any, Final, Protocol, TypeVar
+
+from .session_sqlite import SCHEMA_VERSION, STORE_KIND, make_cursor, parse_cursor
+from .session_store import (
+    DEFAULT_CLAIM_TTL,
+    Page,
+    SessionExists,
+    SessionRecord,
+    StoreError,
+    StoreUnavailable,
+    StoreVersionError,
+    holder_is_dead,
+)
+
+__all__ = ["INSTALL_HINT", "PostgresStore"]
+
+INSTALL_HINT: Final = (
+    "PostgresStore needs the psycopg 3 driver: pip install 'psycopg[binary]' "
+    "(or install acp-codegen's `postgres` extra)"
+)
+_BATCH: Final = 500
+_T = TypeVar("_T")
+_TABLES: Final = ("acp_store_meta", "acp_sessions", "acp_entries")
+_SCHEMA: Final = (
+    "CREATE TABLE acp_store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # COLLATE "C": pages ordered by bytes, as in SQLite, whatever the database's locale
+    'CREATE TABLE acp_sessions (session_id TEXT COLLATE "C" PRIMARY KEY,'
+    " owner TEXT NOT NULL, cwd TEXT NOT NULL, created_at TEXT NOT NULL,"
+    ' updated_at TEXT COLLATE "C" NOT NULL, title TEXT,'
+    " state TEXT NOT NULL, entries INTEGER NOT NULL DEFAULT 0, claim_holder TEXT,"
+    " claim_until TIMESTAMPTZ)",
+    # entries as text, not jsonb: replayed byte for byte as they were recorded
+    "CREATE TABLE acp_entries (session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+    "CREATE INDEX acp_sessions_by_owner ON acp_sessions (owner, updated_at DESC, session_id)",
+    "CREATE INDEX acp_sessions_by_cwd ON acp_sessions (owner, cwd, updated_at DESC, session_id)",
+)
+_COLUMNS: Final = "owner, session_id, cwd, created_at, updated_at, title, state, entries"
+
+
+class _Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+    async def fetchone(self) -> tuple[Any, ...] | None: ...
+    async def fetchall(self) -> list[tuple[Any, ...]]: ...
+    async def executemany(self, query: str, params_seq: Sequence[Sequence[Any]]) -> None: ...
+
+
+class _Connection(Protocol):
+    """The part of `psycopg.AsyncConnection` this store uses (the driver is optional, so it
+    is typed here rather than imported)."""
+
+    async def execute(self, query: str, params: Sequence[Any] | None = None) -> _Cursor: ...
+    def cursor(self) -> AbstractAsyncContextManager[_Cursor]: ...
+    def transaction(self) -> AbstractAsyncContextManager[Any]: ...
+    async def close(self) -> None: ...
+
+
+def _driver() -> ModuleType:
+    try:
+        return importlib.import_module("psycopg")
+    except ImportError as exc:
+        raise StoreError(INSTALL_HINT) from exc
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _record(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        owner=row[0],
+        session_id=row[1],
+        cwd=row[2],
+        created_at=row[3],
+        updated_at=row[4],
+        title=row[5],
+        state=json.loads(row[6]),
+        entries=row[7],
+    )
+
+
+class PostgresStore:
+    """Sessions in the PostgreSQL database at `url` (a libpq URL or `key=value` string).
+    Open with `await PostgresStore.open(url)`; its tables are created on first use."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 5.0) -> None:
+        self.url = url
+        self._pg = _driver()
+        self._timeout = connect_timeout
+        self._conn: _Connection | None = None
+        self._lock = asyncio.Lock()
+        # connection-level failures: the call gets StoreUnavailable, the next one reconnects
+        self._lost: tuple[type[BaseException], ...] = (
+            self._pg.OperationalError,
+            self._pg.InterfaceError,
+        )
+
+    @classmethod
+    async def open(cls, url: str, *, connect_timeout: float = 5.0) -> PostgresStore:
+        store = cls(url, connect_timeout=connect_timeout)
+        await store._call(store._check_or_create)
+        return store
+
+    async def _connect(self) -> _Connection:
+        if self._conn is None:
+            conn: _Connection = await self._pg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=max(1, round(self._timeout))
+            )
+            self._conn = conn
+        return self._conn
+
+    async def _call(self, fn: Callable[[_Connection], Awaitable[_T]]) -> _T:
+        async with self._lock:
+            try:
+                return await fn(await self._connect())
+            except self._lost as exc:
+                broken, self._conn = self._conn, None
+                if broken is not None:
+                    try:
+                        await broken.close()
+                    except Exception:  # already gone: closing is best effort
+                        pass
+                why = " ".join(str(exc).split()) or type(exc).__name__
+                raise StoreUnavailable(
+                    f"PostgreSQL session store unreachable ({why}); "
+                    "nothing stored was lost, retry once the server is back"
+                ) from exc
+            except self._pg.Error as exc:
+                raise StoreUnavailable(f"PostgreSQL session store: {exc}") from exc
+
+    async def _check_or_create(self, conn: _Connection) -> None:
+        async with conn.transaction():
+            # one creator at a time across processes and hosts
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('acp_store_meta'))")
+            cur = await conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+                [list(_TABLES)],
+            )
+            present = {row[0] for row in await cur.fetchall()}
+            if not present:
+                for statement in _SCHEMA:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO acp_store_meta VALUES ('store', %s), ('version', %s)",
+                    [STORE_KIND, str(SCHEMA_VERSION)],
+                )
+                return
+            if "acp_store_meta" not in present:
+                raise StoreVersionError(
+                    f"the database has tables named {', '.join(sorted(present))} that are not a "
+                    "session store's. They were left as they are; use another database or schema"
+                )
+            cur = await conn.execute("SELECT key, value FROM acp_store_meta")
+            meta = {row[0]: row[1] for row in await cur.fetchall()}
+            if meta.get("store") != STORE_KIND or meta.get("version") != str(SCHEMA_VERSION):
+                raise StoreVersionError(
+                    f"the database holds a session store of kind {meta.get('store')!r} version "
+                    f"{meta.get('version')!r}; this one reads version {SCHEMA_VERSION} only. It "
+                    "was left as it is; use the release that wrote it, or another database"
+                )
+
+    async def create(self, record: SessionRecord) -> None:
+        async def run(conn: _Connection) -> None:
+            try:
+                await conn.execute(
+                    "INSERT INTO acp_sessions (session_id, owner, cwd, created_at, updated_at,"
+                    " title, state, entries) VALUES (%s, %s, %s, %s, %s, %s, %s, 0)",
+                    [
+                        record.session_id,
+                        record.owner,
+                        record.cwd,
+                        record.created_at,
+                        record.updated_at,
+                        record.title,
+                        _dumps(dict(record.state)),
+                    ],
+                )
+            except self._pg.errors.UniqueViolation as exc:
+                raise SessionExists(f"session {record.session_id!r} is already stored") from exc
+
+        await self._call(run)
+
+    async def get(self, owner: str, session_id: str) -> SessionRecord | None:
+        return await self._call(lambda conn: self._get(conn, owner, session_id))
+
+    @staticmethod
+    async def _get(conn: _Connection, owner: str, session_id: str) -> SessionRecord | None:
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM acp_sessions WHERE session_id = %s AND owner = %s",
+            [session_id, owner],
+        )
+        row = await cur.fetchone()
+        return None if row is None else _record(row)
+
+    async def save(
+        self,
+        owner: str,
+        session_id: str,
+        *,
+        updated_at: str,
+        title: str | None,
+        state: Mapping[str, Any],
+        entries: Sequence[Mapping[str, Any]] = (),
+    ) -> SessionRecord | None:
+        bodies = [_dumps(dict(entry)) for entry in entries]
+        state_text = _dumps(dict(state))
+
+        async def run(conn: _Connection) -> SessionRecord | None:
+            # two statements in one transaction (few round trips: recording is on a turn's path)
+            async with conn.transaction():
+                cur = await conn.execute(
+                    f"UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
+                    f" entries = entries + %s WHERE session_id = %s AND owner = %s"
+                    f" RETURNING {_COLUMNS}",
+                    [updated_at, title, state_text, len(bodies), session_id, owner],
+                )
+                row = await cur.fetchone()
+                if row is None:
+                    return None
+                if bodies:
+                    start = row[7] - len(bodies)
+                    await conn.execute(
+                        "INSERT INTO acp_entries SELECT %s, s, b"
+                        " FROM unnest(%s::int[], %s::text[]) AS t(s, b)",
+                        [session_id, list(range(start, row[7])), bodies],
+                    )
+                return _record(row)
+
+        return await self._call(run)
+
+    async def replay(self, owner: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
+        if await self.get(owner, session_id) is None:
+            return
+        seq = -1
+        while True:
+
+            async def batch(conn: _Connection, after: int = seq) -> list[tuple[Any, ...]]:
+                cur = await conn.execute(
+                    "SELECT seq, body FROM acp_entries WHERE session_id = %s AND seq > %s"
+                    " ORDER BY seq LIMIT %s",
+                    [session_id, after, _BATCH],
+                )
+                return await cur.fetchall()
+
+            rows = await self._call(batch)
+            for row in rows:
+                yield json.loads(row[1])
+            if len(rows) < _BATCH:
+                return
+            seq = rows[-1][0]
+
+    async def list(
+        self, owner: str, *, cwd: str | None = None, after: str | None = None, limit: int = 50
+    ) -> Page:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        key = parse_cursor(after)
+        where, args = ["owner = %s"], [owner]
+        if cwd is not None:
+            where.append("cwd = %s")
+            args.append(cwd)
+        if key is not None:
+            where.append("updated_at <= %s AND (updated_at < %s OR session_id > %s)")
+            args += [key[0], key[0], key[1]]
+        sql = (
+            f"SELECT {_COLUMNS} FROM acp_sessions WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, session_id LIMIT %s"
+        )
+
+        async def run(conn: _Connection) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(sql, [*args, limit + 1])
+            return await cur.fetchall()
+
+        rows = await self._call(run)
+        records = [_record(row) for row in rows[:limit]]
+        return Page(records, make_cursor(records[-1]) if len(rows) > limit else None)
+
+    async def delete(self, owner: str, session_id: str) -> bool:
+        async def run(conn: _Connection) -> bool:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    "DELETE FROM acp_sessions WHERE session_id = %s AND owner = %s",
+                    [session_id, owner],
+                )
+                if cur.rowcount:
+                    await conn.execute(
+                        "DELETE FROM acp_entries WHERE session_id = %s", [session_id]
+                    )
+                return bool(cur.rowcount)
+
+        return await self._call(run)
+
+    async def claim(
+        self, owner: str, session_id: str, holder: str, ttl: float = DEFAULT_CLAIM_TTL
+    ) -> bool:
+        async def run(conn: _Connection) -> bool:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    "SELECT claim_holder, claim_until > clock_timestamp() FROM acp_sessions"
+                    " WHERE session_id = %s AND owner = %s FOR UPDATE",
+                    [session_id, owner],
+                )
+                row = await cur.fetchone()
+                if row is None:
+                    return False
+                current, live = row
+                if current not in (None, holder) and live and not holder_is_dead(current):
+                    return False
+                await conn.execute(
+                    "UPDATE acp_sessions SET claim_holder = %s,"
+                    " claim_until = clock_timestamp() + %s * interval '1 second'"
+                    " WHERE session_id = %s",
+                    [holder, ttl, session_id],
+                )
+                return True
+
+        return await self._call(run)
+
+    async def release(self, owner: str, session_id: str, holder: str) -> None:
+        async def run(conn: _Connection) -> None:
+            await conn.execute(
+                "UPDATE acp_sessions SET claim_holder = NULL, claim_until = NULL"
+                " WHERE session_id = %s AND owner = %s AND claim_holder = %s",
+                [session_id, owner, holder],
+            )
+
+        await self._call(run)
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                await conn.close()
