@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TEXT = "the quick brown fox jumps over the lazy dog, again and again"
 PID = os.getpid()
+TOKEN = "bench-token-0123456789abcdef"
+AUTH = {"authorization": f"Bearer {TOKEN}"}  # sent to both stacks; the SDK's app ignores it
 
 
 # -- the two agents: a prompt sends UPDATES chunks "PID:i TEXT", then ends the turn ------------
@@ -70,7 +72,9 @@ def make_ours() -> Any:
                 await self.peer.session_update(session_id=params.session_id, update=chunk)
             return at.PromptResponse(stop_reason="end_turn")
 
-    return agent.asgi_app(Ours, max_connections=None, idle_timeout=None)
+    # Authentication and the Host/Origin checks on, as a deployment has them (issue 28).
+    tokens = agent.BearerTokens({TOKEN: "bench"})
+    return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, authenticate=tokens)
 
 
 def make_sdk() -> Any:
@@ -155,7 +159,9 @@ async def client(args: argparse.Namespace) -> None:
     async def one() -> None:
         nonlocal established, updates, crossed
         async with gate:
-            ws = await websockets.connect(args.url, max_size=None, compression=None, open_timeout=60)
+            ws = await websockets.connect(
+                args.url, max_size=None, compression=None, open_timeout=60, additional_headers=AUTH
+            )
             await ws.send(rpc(0, "initialize", {"protocolVersion": 1}))
             await answer(ws)
             await ws.send(rpc(1, "session/new", {"cwd": "/", "mcpServers": []}))

@@ -548,6 +548,7 @@ ALLOWED_IMPORTS = {
     "xml.etree.ElementTree",  # the conformance report as JUnit XML (written, never parsed)
     "ssl",  # the remote client's TLS trust (verify=: a CA file, SSL_CERT_FILE/SSL_CERT_DIR), made on connect
     "getpass",  # principal.py: the local user's login name, the owner of stdio sessions
+    "datetime",  # serde.py: a datetime in an open field encodes as its isoformat(), both ways
     "sqlite3",  # session_sqlite.py: SqliteStore, the embedded session store (one local file)
     # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
     # anonymous (hashlib), loopback clients told apart by address (ipaddress)

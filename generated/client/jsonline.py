@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, Final
 
-from .serde import parser
+from .serde import ORJSON_OPTIONS, json_default, parser
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -50,18 +50,27 @@ def loads(line: bytes) -> Any:
 
 # One encoder for every message (json.dumps with options builds a new one per call);
 # allow_nan=False: NaN/Infinity are not JSON, so they fail here instead of on the peer.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+# default=json_default: generated objects in open fields encode as their to_dict(), as in to_json.
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=json_default
+).encode
+_encode_ascii = json.JSONEncoder(
+    separators=(",", ":"), allow_nan=False, default=json_default
+).encode
 
 
 def dumps(message: dict[str, Any]) -> bytes:
     """One line of JSON; TypeError or ValueError if `message` is not JSON."""
     if _orjson is not None:
         try:
-            data: bytes = _orjson.dumps(message)
-            return data + b"\n"
+            data: bytes = _orjson.dumps(message, default=json_default, option=ORJSON_OPTIONS)
         except TypeError:
             pass  # a big integer, a lone surrogate, deep nesting: the standard library decides
+        else:
+            # orjson writes NaN/infinity as null and UNSET as a string: such a line is
+            # rechecked by the standard library (which refuses both).
+            if b"null" not in data and b'"UNSET"' not in data:
+                return data + b"\n"
     try:
         try:
             return _encode(message).encode("utf-8") + b"\n"

@@ -233,28 +233,25 @@ class PostgresStore:
         state_text = _dumps(dict(state))
 
         async def run(conn: _Connection) -> SessionRecord | None:
+            # two statements in one transaction (few round trips: recording is on a turn's path)
             async with conn.transaction():
                 cur = await conn.execute(
-                    "SELECT entries FROM acp_sessions WHERE session_id = %s AND owner = %s"
-                    " FOR UPDATE",
-                    [session_id, owner],
+                    f"UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
+                    f" entries = entries + %s WHERE session_id = %s AND owner = %s"
+                    f" RETURNING {_COLUMNS}",
+                    [updated_at, title, state_text, len(bodies), session_id, owner],
                 )
                 row = await cur.fetchone()
                 if row is None:
                     return None
-                start: int = row[0]
                 if bodies:
-                    async with conn.cursor() as many:
-                        await many.executemany(
-                            "INSERT INTO acp_entries VALUES (%s, %s, %s)",
-                            [(session_id, start + i, body) for i, body in enumerate(bodies)],
-                        )
-                await conn.execute(
-                    "UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
-                    " entries = %s WHERE session_id = %s",
-                    [updated_at, title, state_text, start + len(bodies), session_id],
-                )
-                return await self._get(conn, owner, session_id)
+                    start = row[7] - len(bodies)
+                    await conn.execute(
+                        "INSERT INTO acp_entries SELECT %s, s, b"
+                        " FROM unnest(%s::int[], %s::text[]) AS t(s, b)",
+                        [session_id, list(range(start, row[7])), bodies],
+                    )
+                return _record(row)
 
         return await self._call(run)
 

@@ -13,11 +13,13 @@ This module is the same for every schema; `types` re-exports what users need (`U
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
 import importlib
 import json
 import logging
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
@@ -402,18 +404,58 @@ def loads(data: str | bytes) -> Any:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
 
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+def json_default(value: object) -> Any:
+    """The one conversion of a non-JSON value in an open field (`rawInput`, `_meta`, `extra`,
+    extension params), the same with orjson and without it: a generated object becomes its
+    `to_dict()` (its wire form, never its attributes), an Enum its value, a UUID its string,
+    a datetime/date/time its `isoformat()`; anything else is a TypeError naming its type."""
+    to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
+    if to_dict is not None and not isinstance(value, type):
+        return to_dict()
+    if isinstance(value, enum.Enum):
+        if isinstance(value, Unset):
+            raise TypeError("UNSET is not JSON: leave the key out instead")
+        return value.value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    raise TypeError(
+        f"a {type(value).__name__} is not JSON: convert it to a dict, list, str, int, float,"
+        " bool or None first"
+    )
+
+
+# orjson would write dataclasses by their attributes (snake_case, "UNSET") and datetimes in its
+# own format: those go through `json_default`, as on the standard library path.
+ORJSON_OPTIONS: Final = (
+    0
+    if _orjson is None
+    else _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=json_default)
 
 
 def dumps(value: Any) -> str:
     """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
     if _orjson is not None:
         try:
-            text: str = _orjson.dumps(value).decode()
-            return text
+            text: str = _orjson.dumps(value, default=json_default, option=ORJSON_OPTIONS).decode()
         except TypeError:
-            pass  # a big integer or a lone surrogate: the standard library writes both
+            pass  # a big integer, a lone surrogate, a non-JSON value: the standard library decides
+        else:
+            if not has_nonfinite(text):
+                return text
     return _ENCODER.encode(value)
+
+
+def has_nonfinite(text: str) -> bool:
+    """orjson writes NaN and infinity as `null`: a `null` in its output needs the standard
+    library's check (which refuses them); so does `"UNSET"` (orjson writes enums natively,
+    UNSET among them). Rare in ACP messages, so the recheck is cheap."""
+    return "null" in text or '"UNSET"' in text
 
 
 _W = TypeVar("_W", bound="Wire")
