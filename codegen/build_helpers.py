@@ -23,6 +23,7 @@ A field with a schema default is never a builder parameter (the builder leaves i
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from .errors import CodegenError, Problem
 from .ir import (
@@ -231,6 +232,14 @@ def _text_forms(h: HelperPlanner, made: dict[str, Builder]) -> None:
         h.add(h.sdk_builder(f"{name}_text", chunk, (), {"content": block}, (param,)))
 
 
+_EDIT_CONTENT_DOC = (
+    "\n\n`content` is the edit's payload, kept as the SDK keeps it: in `raw_input` as"
+    " `{\"path\": path, \"content\": content}`, any JSON value. A generated object there (such"
+    " as a `tool_diff_content(...)` diff) encodes as its own `to_dict()`; to show the edit in the"
+    " client's UI, pass content blocks in `extra_options`."
+)
+
+
 def _tool_call_forms(h: HelperPlanner) -> None:
     """`start_read_tool_call` / `start_edit_tool_call`: a pending read or edit of one path."""
     start = h.variant(UPDATE, "tool_call")
@@ -259,7 +268,11 @@ def _tool_call_forms(h: HelperPlanner) -> None:
             "locations": ListExpr((at,)),
             "raw_input": DictExpr(tuple((k, Ref(k)) for k in ("path", *raw))),
         }
-        h.add(h.sdk_builder(name, start, (P("tool_call_id"), P("title"), options), fixed, tuple(params)))
+        built = h.sdk_builder(name, start, (P("tool_call_id"), P("title"), options), fixed, tuple(params))
+        if built is not None and raw:
+            # The SDK puts `content` in raw input; say so, and that objects in it encode right.
+            built = replace(built, doc=built.doc + _EDIT_CONTENT_DOC)
+        h.add(built)
 
 
 def _objects(h: HelperPlanner) -> None:

@@ -414,7 +414,10 @@ def start_edit_tool_call(
 ) -> types.ToolCall:
     """`types.ToolCall`, the official SDK's builder of the same name.
 
-    Represents a tool call that the language model has requested."""
+    Represents a tool call that the language model has requested.
+
+    `content` is the edit's payload, kept as the SDK keeps it: in `raw_input` as `{"path": path, "content": content}`, any JSON value. A generated object there (such as a `tool_diff_content(...)` diff) encodes as its own `to_dict()`; to show the edit in the client's UI, pass content blocks in `extra_options`.
+    """
     return types.ToolCall(
         tool_call_id=tool_call_id,
         title=title,
