@@ -37,6 +37,7 @@ from .ir import (
     TypeExpr,
     UnionDef,
 )
+from .pagers import find_pagers
 from .render_decode import DecodePlanner
 from .render_types import keyword_params
 from .sdk_builders import SDK_ORDER
@@ -305,6 +306,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "helpers_imports": renderer.helpers_imports(package.builders),
         "sdk_builders_missing": [n for n in SDK_ORDER if n not in {b.name for b in package.builders}],
         "resume": resume,
+        "pagers": find_pagers(package),
         "contrib": contrib,
         "exports": package_exports(package, contrib, resume),
     }

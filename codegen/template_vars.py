@@ -23,6 +23,11 @@ CONTEXT = {
         "`initialize` and `session/load` when the role calls both with a non-null result"
         " (a client then gets `reconnect_and_load`)",
     ),
+    "pagers": (
+        "tuple[Pager, ...]",
+        "a client's paged list methods (`session/list`): the proxy's `list_<items>()` iterators"
+        " that follow the cursors (`codegen.pagers.find_pagers`)",
+    ),
     "exports": (
         "Exports",
         "what `__init__.py` imports from each module (`exports.imports`: (module, names)) and lists"

@@ -22,6 +22,7 @@ from .connection import (
     DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_SHUTDOWN_GRACE,
     Connection,
+    InvalidResponse,
     Reader,
     Tap,
     Writer,
@@ -471,6 +472,33 @@ class AgentProxy:
             methods.SESSION_SET_CONFIG_OPTION, spec.encode_params(params), timeout=timeout
         )
         return types.SetSessionConfigOptionResponse.from_dict({} if raw is None else raw, self.ctx)
+
+    async def list_sessions(
+        self,
+        /,
+        *,
+        cwd: types.AbsolutePath | None | types.Unset = types.UNSET,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> AsyncGenerator[types.SessionInfo, None]:
+        """Every `sessions` item of `session/list`, page after page: each page's
+        `next_cursor` is the next request's `cursor`, until a page has none.
+        `timeout=` bounds each page's request; a cursor the agent gives twice raises
+        InvalidResponse (it would page forever)."""
+        cursor: str | None | types.Unset = types.UNSET
+        seen: set[str] = set()
+        while True:
+            page = await self.session_list(
+                types.ListSessionsRequest(cwd=cwd, meta=meta, cursor=cursor), timeout=timeout
+            )
+            for item in page.sessions:
+                yield item
+            cursor = page.next_cursor
+            if cursor is None or isinstance(cursor, types.Unset):
+                return
+            if cursor in seen:
+                raise InvalidResponse(f"session/list gave the cursor {cursor!r} twice")
+            seen.add(cursor)
 
     async def ext_method(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """Call an extension method (its name must start with `_`); returns the raw result."""
