@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import ipaddress
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 from urllib.parse import parse_qs
@@ -216,19 +216,15 @@ def auth_request(
     kind: str, scope: Mapping[str, object], headers: Mapping[bytes, bytes]
 ) -> AuthRequest:
     """The hook's view of an ASGI scope (`headers` as `request_headers` read them)."""
-    client = scope.get("client")
+    client: object = scope.get("client")
     address: tuple[str, int] | None = None
-    if isinstance(client, (list, tuple)) and len(client) == 2:  # pyright: ignore[reportUnknownArgumentType]
-        host, port = client  # pyright: ignore[reportUnknownVariableType]
-        address = (str(host), int(port))  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(client, (list, tuple)) and len(pair := cast("Sequence[object]", client)) == 2:
+        address = (str(pair[0]), int(cast("int", pair[1])))
     raw_query = scope.get("query_string", b"")
     query = parse_qs(raw_query.decode("latin-1")) if isinstance(raw_query, bytes) else {}
-    offered = scope.get("subprotocols", ())
-    subprotocols = (
-        tuple(str(p) for p in offered)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        if isinstance(offered, (list, tuple))
-        else ()
-    )
+    offered: object = scope.get("subprotocols", ())
+    listed = cast("Sequence[object]", offered) if isinstance(offered, (list, tuple)) else ()
+    subprotocols = tuple(str(p) for p in listed)
     return AuthRequest(
         kind=kind,
         method=str(scope.get("method", "GET")),
