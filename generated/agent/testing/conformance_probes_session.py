@@ -34,6 +34,9 @@ def _advertised(init: dict[str, Any], path: str) -> bool:
 class SessionProbes(TurnProbes):
     """The session probes; one method per probe."""
 
+    live_turn: tuple[AgentRun, str, Reply, int] | None = None
+    """session-load's agent, session, turn and where its load began: the restart check's."""
+
     async def advertises(self, path: str) -> None:
         """Skip unless the agent advertises `path`, as its first initialize answer says (the
         same for every agent: no agent is started for a feature it does not have)."""
@@ -69,6 +72,7 @@ class SessionProbes(TurnProbes):
             if turn.response is not None:  # the turn's own late updates are prompt-turn's
                 await self.late_conversation(run, turn.response, session_id)
             before = len(run.client.lines)
+            self.live_turn = (run, session_id, turn, before)  # for the restart check
             reply = await self.call(run, "session/load", self.session_params(session_id))
             if not reply.ok or reply.response is None:
                 self.nothing_to_reopen(run, turn, reply, "session/load")
