@@ -58,6 +58,7 @@ class RestartProbes(SessionProbes):
 
     async def session_load_restart(self) -> tuple[Outcome, Outcome]:
         """session-load, then info-load-after-restart on a fresh agent."""
+        loaded: Outcome
         try:
             loaded = await self.session_load()
         except Fail as exc:  # the restart check is about another agent: it still runs
