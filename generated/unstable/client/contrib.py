@@ -137,11 +137,14 @@ class SessionSnapshot:
     if not TYPE_CHECKING:  # type checkers see only the fields above
 
         def __getattr__(self, name: str) -> Any:
-            pin = self.__dict__.get("_pin")
-            if pin is None:
-                raise AttributeError(name)
-            value = _unpin(pin, name)
-            object.__setattr__(self, name, value)  # built once: later reads are plain
+            try:
+                pin: tuple[Any, ...] = object.__getattribute__(self, "_pin")
+            except AttributeError:  # a snapshot built by hand: every field is set
+                raise AttributeError(name) from None
+            built: dict[str, Any] = pin[-1]  # each field is built once
+            value = built.get(name, _unpin)
+            if value is _unpin:
+                value = built[name] = _unpin(pin, name)
             return value
 
 
@@ -335,6 +338,7 @@ class SessionAccumulator:
                 len(self._other_updates),
                 self._unknown_updates,
                 len(self._unknown_updates),
+                {},
             ),
         )
         return snap
