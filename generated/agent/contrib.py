@@ -164,7 +164,8 @@ def _unpin(pin: tuple[Any, ...], name: str) -> Any:
             )
         case "unknown_updates":
             return tuple(pin[12][: pin[13]])
-    raise AttributeError(name)
+        case _:
+            raise AttributeError(name)
 
 
 class SessionAccumulator:

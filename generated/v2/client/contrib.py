@@ -151,7 +151,8 @@ def _unpin(pin: tuple[Any, ...], name: str) -> Any:
             return tuple(pin[10][: pin[11]])
         case "unknown_updates":
             return tuple(pin[12][: pin[13]])
-    raise AttributeError(name)
+        case _:
+            raise AttributeError(name)
 
 
 class SessionAccumulator:
