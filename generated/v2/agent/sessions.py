@@ -126,7 +126,7 @@ class SessionAgent(Agent):
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:
         """One prompt turn: send what it says with `session.send`/`say`; return the stop reason
-        (None: `end_turn`). Cancelled (asyncio) by `session/cancel`; the layer answers `cancelled`."""
+        (None: `end_turn`). `session/cancel` cancels its task; the layer answers `cancelled`."""
         raise NotImplementedError
 
     async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
