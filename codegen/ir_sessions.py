@@ -34,10 +34,13 @@ class Unserved:
     """A baseline (abstract) handler the layer does not serve: answered -32601 by default."""
 
     handler: str
+    """The `Agent` handler (`authenticate`)."""
     const: str
     """Its `methods` constant (`AUTHENTICATE`)."""
     params: str
+    """The params hint (`types.AuthenticateRequest`)."""
     result: str | None
+    """The result hint; None for a notification."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,9 @@ class SessionsPlan:
     """Everything `sessions.py.jinja` prints for one schema."""
 
     served: tuple[Served, ...]
+    """The methods the layer answers, in `build_sessions.SERVED` order."""
     unserved: tuple[Unserved, ...]
+    """The other baseline handlers (given a -32601 default so `SessionAgent` is concrete)."""
     prompt_block: str
     """The hint of one prompt content block (`types.ContentBlock`)."""
     update: str

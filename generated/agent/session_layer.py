@@ -25,7 +25,7 @@ import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from .dispatch import RequestError
 from .session_live import Features, Json, LiveSession, Recorder, Send, not_found, now, store_failed
@@ -94,7 +94,7 @@ class SessionCore:
         )
 
     def config_options(self, session: LiveSession) -> list[Json]:
-        out = []
+        out: list[Json] = []
         for option in self.options:
             value = session.config.get(option["id"], option.get("currentValue"))
             if option is self._mode_option():
@@ -164,6 +164,7 @@ class SessionCore:
             "mcpServers": list(params.get("mcpServers") or []),
             "data": {},
         }
+        record = SessionRecord(self.owner(), "", cwd, stamp, stamp, None, state)
         for _ in range(3):
             record = SessionRecord(
                 self.owner(), f"sess_{uuid.uuid4().hex}", cwd, stamp, stamp, None, state
@@ -208,7 +209,7 @@ class SessionCore:
         except StoreError as exc:
             raise store_failed(exc) from exc
         fields = self.features.info_fields
-        sessions = []
+        sessions: list[Json] = []
         for record in page.sessions:
             info: Json = {"sessionId": record.session_id, "cwd": record.cwd}
             if "title" in fields and record.title is not None:
@@ -318,7 +319,8 @@ class SessionCore:
                 "process): wait for its answer, or send session/cancel, then prompt again"
             )
         recorder = session.recorder = Recorder(self, session)
-        for block in params.get("prompt") or []:
+        blocks: list[Any] = list(params.get("prompt") or [])
+        for block in blocks:
             recorder.add({"sessionUpdate": "user_message_chunk", "content": block})
         task = asyncio.ensure_future(turn(session))
         self.running[key], self.tasks[key] = session, task
@@ -382,9 +384,16 @@ def _allowed(option: Mapping[str, Any], value: Any) -> bool:
     if option.get("type") == "boolean":
         return isinstance(value, bool)
     values: set[Any] = set()
-    for item in option.get("options") or []:
-        if isinstance(item, Mapping) and "options" in item:  # a group of options
-            values.update(o.get("value") for o in item["options"] if isinstance(o, Mapping))
-        elif isinstance(item, Mapping):
-            values.add(item.get("value"))
+    items: list[Any] = list(option.get("options") or [])
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        entry = cast("dict[str, Any]", item)
+        if "options" in entry:  # a group of options
+            group: list[Any] = list(entry["options"] or [])
+            values.update(
+                cast("dict[str, Any]", o).get("value") for o in group if isinstance(o, dict)
+            )
+        else:
+            values.add(entry.get("value"))
     return value in values

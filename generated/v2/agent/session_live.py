@@ -75,14 +75,13 @@ def store_failed(exc: StoreError) -> RequestError:
 
 
 class Host(Protocol):
-    """What a session and its recorder need of the layer."""
+    """What a session and its recorder need of the layer (`SessionCore`)."""
 
     batch: int
     delay: float
+    send: Send
 
     async def save(self, session: LiveSession, entries: Sequence[Json]) -> None: ...
-
-    async def send(self, session_id: str, update: Json) -> None: ...
 
     async def info_update(self, session: LiveSession) -> None: ...
 

@@ -19,7 +19,6 @@ from typing import ClassVar, cast
 
 from . import methods, types
 from .agent import Agent
-from .dispatch import RequestError
 from .session_layer import Features, LiveSession, SessionCore
 from .session_store import MemoryStore, SessionStore
 
