@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import tracemalloc
 from typing import Any
 

@@ -47,11 +47,11 @@ from .remote_wire import (
     Limits,
     Receive,
     Send,
+    client_address,
     frame,
     id_key,
     media_types,
     named_session,
-    client_address,
     request_headers,
     send_error,
 )
