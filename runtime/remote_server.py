@@ -382,7 +382,7 @@ def asgi_app(
     ):
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
-    limits = Limits(
+    settings = Limits(
         max_message_size=max_message_size,
         max_connections=max_connections,
         idle_timeout=idle_timeout,
@@ -399,4 +399,4 @@ def asgi_app(
         allowed_origins=allowed_origins,
         challenge=www_authenticate,
     )
-    return AsgiApp(make_agent, path, limits, gate)
+    return AsgiApp(make_agent, path, settings, gate)
