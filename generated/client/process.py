@@ -19,9 +19,13 @@ leaves a process of the group behind. On Linux, zombies (exited, waiting for a p
 them) count as gone.
 
 Linux also finds, through /proc, the descendants that left the group (`setsid`, a "detached"
-child) when stopping begins, while the command still runs (`ChildProcess.note_descendants`),
-and signals them with the group; one orphaned before that cannot be told from others'.
-(`proctable` reads /proc.)
+child), and signals them with the group: through parent links while the command still runs
+(`ChildProcess.note_descendants`), and, orphaned or not, by a marker every descendant inherits
+in its environment (`ACP_PROCESS_TAG`, one random value per command), which finds a daemon
+that left the group and lost its parent (setsid and a double fork). Those found outside the
+group are kept in `ChildProcess.escaped` (pid -> command line), for a report to name them; a
+process that cleared its environment and was orphaned before stopping began is not found.
+`describe_exit` words an exit status ("killed by SIGSEGV"). (`proctable` reads /proc.)
 
 Windows (best effort, documented): the command starts in a new process group
 (CREATE_NEW_PROCESS_GROUP); step 3 sends CTRL_BREAK_EVENT to that group and terminates the
@@ -34,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -41,7 +46,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import IO, Any, Final, Generic, TypeVar
 
 from .connection import Connection, Reader, Writer
-from .proctable import group_members, is_live, proc_stat, strays
+from .proctable import TAG_VARIABLE, command_line, group_members, is_live, proc_stat, strays, tagged
 
 _log = logging.getLogger(__name__)
 
@@ -72,6 +77,18 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     return args
 
 
+def describe_exit(returncode: int | None) -> str:
+    """An exit status in words: `exited with status 3`, `killed by SIGSEGV`, `still running`."""
+    if returncode is None:
+        return "still running"
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
 def _signal_group(pgid: int, signum: int) -> None:
     try:
         os.killpg(pgid, signum)
@@ -86,6 +103,7 @@ class ChildProcess:
         self,
         process: asyncio.subprocess.Process,
         stderr_task: asyncio.Task[None] | None,
+        tag: str = "",
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._process = process
@@ -97,6 +115,13 @@ class ChildProcess:
         """The process group that `stop()` empties (POSIX); None on Windows."""
         self._strays: dict[int, int] = {}  # descendants outside the group: pid -> start time
         self._stopped = False
+        self.tag = tag
+        """The value of `ACP_PROCESS_TAG` in its environment, inherited by its descendants."""
+        self.escaped: dict[int, str] = {}
+        """The descendants found outside its process group (pid -> command line): stopped
+        with it, and worth a report (they would have outlived it)."""
+        self.signalled = False
+        """Whether `stop()` or `kill()` had to signal it (then its exit status says so)."""
 
     @property
     def returncode(self) -> int | None:
@@ -114,8 +139,35 @@ class ChildProcess:
         stops them too (Linux). `stop()` does it first; call it earlier if the command may
         exit before (say, before closing its stdin yourself): once it is gone, they cannot
         be told from anyone else's processes."""
-        if self.pgid is not None and self.returncode is None:
+        if self.pgid is None:
+            return
+        if self.returncode is None:
             self._strays.update(strays(self.pid, self.pgid))
+        if self.tag:  # orphaned or not: they carry the marker
+            for pid, start in tagged(self.tag).items():
+                stat = proc_stat(pid)
+                if stat is not None and stat.pgrp != self.pgid and pid != self.pid:
+                    self._strays[pid] = start
+        for pid in self._strays:
+            if pid not in self.escaped:
+                self.escaped[pid] = command_line(pid)
+
+    def exit_status(self) -> int | None:
+        """The exit status if the command has exited, even before asyncio reaped it (Linux:
+        peeked with `waitid(WNOWAIT)`, which leaves it to be reaped); else None."""
+        if self.returncode is not None or not hasattr(os, "waitid"):
+            return self.returncode
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped meanwhile: asyncio has it
+            return self.returncode
+        except OSError:
+            return None
+        if info is None:
+            return None
+        if info.si_code == os.CLD_EXITED:
+            return info.si_status
+        return -info.si_status  # CLD_KILLED, CLD_DUMPED: like Popen's returncode
 
     def _live_strays(self) -> list[int]:
         live: list[int] = []
@@ -147,6 +199,7 @@ class ChildProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole group at once (Windows: kill the command); does not wait."""
+        self.signalled = True
         if self.pgid is not None:
             _signal_group(self.pgid, signal.SIGKILL)
             self._signal_strays(signal.SIGKILL)
@@ -155,6 +208,7 @@ class ChildProcess:
                 self._process.kill()
 
     def _terminate(self) -> None:
+        self.signalled = True
         if self.pgid is not None:
             _signal_group(self.pgid, signal.SIGTERM)
             self._signal_strays(signal.SIGTERM)
@@ -179,7 +233,9 @@ class ChildProcess:
                 self.note_descendants()
             with contextlib.suppress(ConnectionError, OSError, RuntimeError):
                 self.stdin.close()
-            if not await self._poll(lambda: not self.alive(), shutdown_timeout):
+            exited = await self._poll(lambda: not self.alive(), shutdown_timeout)
+            self.note_descendants()  # a daemon started while it was shutting down
+            if not exited or self._live_strays():
                 _log.info("process %d did not exit at EOF: terminating its group", self.pid)
                 self._terminate()
                 if not await self._poll(lambda: not self.alive(), terminate_timeout):
@@ -261,7 +317,8 @@ async def start_process(
 ) -> ChildProcess:
     """Start `command` with piped stdin/stdout in its own process group (see the module doc).
 
-    `env` replaces the environment (None: inherit). `stderr`: None inherits the caller's; a
+    `env` replaces the environment (None: inherit); either way `ACP_PROCESS_TAG` is added
+    (see the module doc). `stderr`: None inherits the caller's; a
     file object or descriptor, or `DEVNULL`; or `PIPE`, read by a task that passes each line
     (decoded as UTF-8, without its line ending) to `on_stderr_line` (or to this module's debug
     log), so a chatty command can never block on a full pipe. `on_stderr_line` alone implies
@@ -273,6 +330,9 @@ async def start_process(
             stderr = PIPE
         elif stderr != PIPE:
             raise ValueError("on_stderr_line needs stderr=PIPE (or stderr left unset)")
+    tag = secrets.token_hex(8)
+    child_env = dict(os.environ if env is None else env)
+    child_env[TAG_VARIABLE] = tag
     options: dict[str, Any] = {}
     if _POSIX:
         options["start_new_session"] = True
@@ -284,13 +344,13 @@ async def start_process(
         stdout=PIPE,
         stderr=stderr,
         cwd=cwd,
-        env=dict(env) if env is not None else None,
+        env=child_env,
         **options,
     )
     stderr_task: asyncio.Task[None] | None = None
     if stderr == PIPE and process.stderr is not None:
         stderr_task = asyncio.ensure_future(_drain_stderr(process.stderr, on_stderr_line))
-    return ChildProcess(process, stderr_task)
+    return ChildProcess(process, stderr_task, tag)
 
 
 @contextlib.asynccontextmanager

@@ -95,3 +95,40 @@ def strays(root: int, pgid: int) -> dict[int, int]:
             found[pid] = stat.start
         todo.extend(children.get(pid, ()))
     return found
+
+
+TAG_VARIABLE = "ACP_PROCESS_TAG"
+"""The environment variable `process` marks a command with: every descendant inherits it, so
+those that left the group and lost their parent (`setsid` and a double fork, a daemon) are
+still found (a process that clears its environment is not)."""
+
+
+def tagged(tag: str) -> dict[int, int]:
+    """The live processes whose environment holds `TAG_VARIABLE=tag`, as pid -> start time
+    (Linux, the caller's own user's processes; empty elsewhere)."""
+    table = process_table()
+    if table is None:
+        return {}
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    found: dict[int, int] = {}
+    for pid, stat in table.items():
+        if not is_live(stat):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:
+            continue  # gone, or another user's
+        if needle in environ.split(b"\0"):
+            found[pid] = stat.start
+    return found
+
+
+def command_line(pid: int) -> str:
+    """A process's command line, for a report (empty when it is gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            raw = file.read(4096)
+    except OSError:
+        return ""
+    return " ".join(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)

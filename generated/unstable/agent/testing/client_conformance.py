@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ..connection import Reader, Writer
-from ..process import spawn_process
+from ..process import describe_exit, spawn_process
 from ..proctable import is_live, proc_stat
 from .client_checks import CLIENT_CHECKS, CLIENT_CHECKS_BY_ID, ClientOptions
 from .client_verdicts import evaluate, results
@@ -51,6 +51,7 @@ from .conformance_report import Report, assert_conforms
 from .memstream import memory_streams
 from .probe import Findings, ProbeSession
 from .probe_scenario import run_turn
+from .runners import process_notes
 
 __all__ = [
     "AGENT_PLACEHOLDER",
@@ -163,7 +164,12 @@ class _Probe:
         await _stop_relays(self.relays)
 
     def report(
-        self, target: str, cannot_run: str, stderr: list[str], select: Matcher | None
+        self,
+        target: str,
+        cannot_run: str,
+        stderr: list[str],
+        select: Matcher | None,
+        notes: list[str] | None = None,
     ) -> Report:
         end = asyncio.get_running_loop().time()
         if not cannot_run and not any(s.received for s in self.sessions):
@@ -175,7 +181,7 @@ class _Probe:
                 result.stderr = list(stderr)
         if select is not None:
             out = [r for r in out if select(r.check.id)]
-        return Report(target, out, cannot_run, end - self.start)
+        return Report(target, out, cannot_run, end - self.start, list(notes or []))
 
 
 async def _stop_relays(pids: list[int]) -> None:
@@ -259,6 +265,7 @@ async def _check_command(
     stderr: list[str] = []
     stdout: list[str] = []
     cannot_run = ""
+    notes: list[str] = []
 
     def on_stderr(line: str) -> None:
         stderr.append(line)
@@ -283,10 +290,11 @@ async def _check_command(
                 child.note_descendants()
             finally:
                 exited.cancel()
+        notes = process_notes(child, "client")
         if not probe.sessions:
             status = child.returncode
             cannot_run = "the client never started the probe agent (or stopped it at once)" + (
-                f"; it exited with status {status}" if status is not None else ""
+                f"; it {describe_exit(status)}" if status is not None else ""
             )
             tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
             cannot_run += f"; its output: {tail[-600:]}" if tail else ""
@@ -296,7 +304,7 @@ async def _check_command(
         listener.close()
         await probe.close()
         shutil.rmtree(folder, ignore_errors=True)
-    return probe.report(shlex.join(argv), cannot_run, stderr, select)
+    return probe.report(shlex.join(argv), cannot_run, stderr, select, notes)
 
 
 def _probe_script(folder: str, channel: str) -> str:

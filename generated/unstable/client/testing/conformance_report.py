@@ -15,6 +15,7 @@ verdict as a failure does: a conformance tool must not pass what it never tested
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Final, Literal
 
 Level = Literal["MUST", "SHOULD", "INFO"]
@@ -31,6 +32,25 @@ STATUSES: Final[tuple[Status, ...]] = (
 """`skipped`: the feature is not advertised; `not testable`: the check could not run (with the
 reason); `not exercised`: it ran, but the case it is about did not come up (a turn that ended
 before its cancel arrived), so it is no pass."""
+
+# What a terminal would act on rather than show: C0/C1 controls (ESC, BEL, CR, ...), DEL, and
+# the bidirectional overrides; a peer's bytes in a text report are shown escaped instead.
+_UNPRINTABLE: Final = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters escaped (`\x1b`, `\n`, `\u202e`), for a terminal."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
 
 EXIT_OK: Final = 0
 EXIT_NOT_CONFORMANT: Final = 1
@@ -123,6 +143,10 @@ class Report:
     `initialize`, with its stderr tail. Empty when it could be checked."""
     elapsed: float = 0.0
     """Wall seconds for the whole run."""
+    notes: list[str] = dataclasses.field(default_factory=list[str])
+    """Findings about the processes under test that no protocol rule covers, so they do not
+    change the verdict: a crash (with its exit status or signal), a process that escaped the
+    peer's process group (it was found and stopped)."""
 
     def result(self, check_id: str) -> CheckResult:
         for result in self.results:
@@ -212,9 +236,10 @@ class Report:
                 out.append(f"    offending: {r.offending}")
             out += [f"    warning: {warning}" for warning in r.warnings]
         out += self.blockers()
+        out += [f"note: {note}" for note in self.notes]
         out.append(f"{self.tier_summary()} -- {self.verdict(strict)} ({self.elapsed:.1f} s)")
         out.append(self.summary())
-        return out
+        return [printable(line) for line in out]  # a peer's bytes never reach the terminal raw
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -227,6 +252,7 @@ class Report:
             "tiers": self.tier_summary(),
             "blockers": self.blockers(),
             "cannot_run": self.cannot_run,
+            "notes": list(self.notes),
             "elapsed": round(self.elapsed, 3),
             "ok": self.ok(),
             "ok_strict": self.ok(strict=True),

@@ -255,7 +255,9 @@ class Harness:
             return f"no answer within {wait:g} s"
         if reply.closed:
             tail = " | ".join(run.stderr)
-            return "the agent closed the connection" + (f" (stderr: {tail[-300:]})" if tail else "")
+            ended = run.exit_text()  # "killed by SIGSEGV", once the process is gone
+            text = "the agent closed the connection" + (f" ({ended})" if ended else "")
+            return text + (f" (stderr: {tail[-300:]})" if tail else "")
         return error_text(reply)
 
     async def late_conversation(self, run: AgentRun, after: Line, session_id: str) -> Line | None:

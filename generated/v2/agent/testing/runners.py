@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from ..connection import Reader, Writer
-from ..process import ChildProcess, spawn_process
+from ..process import ChildProcess, describe_exit, spawn_process
 from .memstream import MemoryStream, memory_streams
 from .scripted import Answer, Line, Reply, ScriptedClient, as_list, as_object
 
@@ -57,6 +57,7 @@ __all__ = [
     "in_process",
     "memory_streams",
     "over_stdio",
+    "process_notes",
 ]
 
 
@@ -85,6 +86,34 @@ class AgentRun:
         self.exited_on_eof: bool | None = None
         self.stderr: StderrTail = StderrTail()
         """The last lines the agent wrote to stderr (a process only)."""
+        self.process: ChildProcess | None = None
+        """The agent's process (None in-process); its `escaped` once the run has closed."""
+
+    def exit_text(self) -> str:
+        """How the agent's process ended, for a report (`killed by SIGSEGV`); empty while it
+        runs, or in-process."""
+        status = None if self.process is None else self.process.exit_status()
+        return "" if status is None else describe_exit(status)
+
+    def process_notes(self) -> list[str]:
+        """What the process did that a report should say, after the run (`process_notes`)."""
+        return [] if self.process is None else process_notes(self.process, "agent")
+
+
+def process_notes(child: ChildProcess, role: str) -> list[str]:
+    """A report's notes on a stopped process: a crash (a signal, or an exit status other than
+    0, that the kit did not cause), and each process that escaped its process group (found
+    and stopped with it)."""
+    notes: list[str] = []
+    status = child.returncode
+    if status is not None and status != 0 and not child.signalled:
+        notes.append(f"{role} process {child.pid} {describe_exit(status)}")
+    for pid, command in sorted(child.escaped.items()):
+        notes.append(
+            f"process {pid} ({command[:200] or '?'}), started by {role} process {child.pid}, "
+            "had left its process group (setsid): found and stopped"
+        )
+    return notes
 
 
 Opener = Callable[[float], AbstractAsyncContextManager[AgentRun]]
@@ -173,6 +202,7 @@ def over_stdio(
         async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
             run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
             run.stderr = tail
+            run.process = process
             run.client.start()
             try:
                 yield run
