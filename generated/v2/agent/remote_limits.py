@@ -21,9 +21,8 @@ after `request_timeout` unless the caller passed its own `timeout=`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from .dispatch import RequestError
 
@@ -54,7 +53,7 @@ class Limits:
             ("max_per_client", self.max_per_client),
         )
         for name, value in caps:
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and value < 1:
                 raise ValueError(f"Limits.{name} must be a positive integer or None, got {value!r}")
         if self.max_authenticating < 1:
             raise ValueError(
@@ -94,7 +93,8 @@ class Admission:
             return over("max_pending", self._pending)
         cap = self._sessions
         if cap is not None and (method == "session/new" or method in _OPENING):
-            session: Any = params.get("sessionId") if params.__class__ is dict else None
+            fields = cast("dict[str, Any]", params) if params.__class__ is dict else {}
+            session: Any = fields.get("sessionId")
             if method != "session/new" and isinstance(session, str) and session in self._loaded:
                 return None
             if self._opened + len(self._loaded) >= cap:
@@ -104,6 +104,3 @@ class Admission:
             else:
                 self._loaded.add(session)
         return None
-
-
-Admit = Callable[[str, Any, int], "RequestError | None"]
