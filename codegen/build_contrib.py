@@ -307,7 +307,7 @@ def _imports(
         support |= {"Subscribers", "SessionNotificationMismatchError", "SessionSnapshotUnavailableError"}
         exports |= {"SessionAccumulator", "SessionSnapshot"}
         if a.tool_call_update:
-            support |= {"keep_items" if f.is_list else "keep" for f in a.tool_fields}
+            support |= {"keep_items" if f.is_list else "keep" for f in a.tool_fields} | {"ToolCallLog"}
         if a.tool_call_start:
             support |= {"items" if f.is_list else "present" for f in a.tool_fields if f.in_start}
         if a.chunks:
@@ -337,9 +337,9 @@ def _imports(
         lines.append(f"from collections.abc import {', '.join(abc)}")
     if a or t:
         lines.append("from dataclasses import dataclass")
-    typing = [
-        n for n, used in (("Any", any(re.search(r"\bAny\b", h) for h in hints)), ("TypeAlias", a and a.chunks)) if used
-    ]
+    any_hint = any(re.search(r"\bAny\b", h) for h in hints)
+    # TYPE_CHECKING and Any: the snapshot's lazy __getattr__, hidden from type checkers.
+    typing = [n for n, used in (("TYPE_CHECKING", a), ("Any", any_hint or a), ("TypeAlias", a and a.chunks)) if used]
     if typing:
         lines.append(f"from typing import {', '.join(typing)}")
     if lines and (support or exports):

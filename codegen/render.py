@@ -77,6 +77,7 @@ RUNTIME_FILES = {
     "testing/conformance_output.py": "testing/conformance_output.py",
     "testing/conformance_probes.py": "testing/conformance_probes.py",
     "testing/conformance_probes_session.py": "testing/conformance_probes_session.py",
+    "testing/conformance_probes_restart.py": "testing/conformance_probes_restart.py",
     "testing/conformance_probes_turn.py": "testing/conformance_probes_turn.py",
     "testing/conformance_probes_wire.py": "testing/conformance_probes_wire.py",
     "testing/conformance_report.py": "testing/conformance_report.py",

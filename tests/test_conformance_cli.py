@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agent.testing import CHECKS  # generated/agent, on sys.path via conftest
-from test_conformance import AGENTS, ALL_IDS, ECHO_AGENT, NOT_ADVERTISED, ROOT, Command, no_runs_meanwhile
+from test_conformance import AGENTS, ALL_IDS, ECHO_AGENT, IN_MEMORY, NOT_ADVERTISED, ROOT, Command, no_runs_meanwhile
 from test_keyword_calls import readme_examples
 from typer.testing import CliRunner
 
@@ -41,13 +41,14 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Comma
     lines = result.output.splitlines()
     assert (
         lines[-1]
-        == f"{len(CHECKS) - len(NOT_ADVERTISED)} passed, 0 failed, {len(NOT_ADVERTISED)} skipped, 0 not testable"
+        == f"{len(CHECKS) - len(NOT_ADVERTISED) - len(IN_MEMORY)} passed, 0 failed, {len(NOT_ADVERTISED)} skipped, "
+        f"0 not testable, {len(IN_MEMORY)} not exercised"
     )
     assert (
         lines[-2].startswith("MUST 18/18 · capability 4/4 (12 not advertised) · SHOULD 9/9")
         and "conformant" in lines[-2]
     )
-    assert sum(line.startswith(("PASSED", "SKIPPED")) for line in lines) == len(CHECKS)
+    assert sum(line.startswith(("PASSED", "SKIPPED", "NOT EXERCISED")) for line in lines) == len(CHECKS)
     cases = ET.parse(junit).getroot().findall("testsuite/testcase")
     assert sorted(case.get("name") or "" for case in cases) == sorted(ALL_IDS)
     assert [p.name for p in cli_cache.iterdir()] == [next(cli_cache.iterdir()).name]  # one cached package

@@ -160,6 +160,23 @@ def test_accumulator_matches_the_sdk(seed: int) -> None:
         assert our_snapshot(ours.snapshot()) == sdk_snapshot(theirs.snapshot())
 
 
+def test_snapshots_read_late_show_their_own_moment() -> None:
+    """Snapshots pin the accumulator's logs (apply is O(1)): one read only after many later
+    applies and session resets must equal the same snapshot read at once."""
+    early, late = contrib.SessionAccumulator(), contrib.SessionAccumulator()
+    expected: list[dict[str, Any]] = []
+    kept: list[contrib.SessionSnapshot] = []
+    for seed in SEEDS[:3]:
+        for wire in notifications(seed):
+            expected.append(our_snapshot(early.apply(types.SessionNotification.from_dict(wire))))
+            kept.append(late.apply(types.SessionNotification.from_dict(wire)))
+        early.reset()
+        late.reset()
+    assert [our_snapshot(snap) for snap in kept] == expected
+    first = kept[0]
+    assert first == dataclasses.replace(first) and first.messages is first.messages  # built once
+
+
 def test_accumulator_goes_beyond_the_sdk() -> None:
     acc = contrib.SessionAccumulator()
     seen: list[tuple[contrib.SessionSnapshot, types.SessionNotification]] = []

@@ -553,6 +553,7 @@ ALLOWED_IMPORTS = {
     # remote_auth.py: bearer tokens compared in constant time (hmac), named by a hash when
     # anonymous (hashlib), loopback clients told apart by address (ipaddress)
     "hashlib", "hmac", "ipaddress",
+    "collections",  # connection.py: the notification backlog is a deque (cheaper than asyncio.Queue)
 }  # fmt: skip
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars", "input"}
 FORBIDDEN_ATTRIBUTES = {"__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__", "modules"}

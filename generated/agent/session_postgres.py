@@ -25,9 +25,10 @@ from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any, Final, Protocol, TypeVar
 
-from .session_sqlite import SCHEMA_VERSION, STORE_KIND, make_cursor, parse_cursor
+from .session_sqlite import SCHEMA_VERSION, STORE_KIND
 from .session_store import (
     DEFAULT_CLAIM_TTL,
+    RECORD_COLUMNS,
     Page,
     SessionExists,
     SessionRecord,
@@ -35,6 +36,9 @@ from .session_store import (
     StoreUnavailable,
     StoreVersionError,
     holder_is_dead,
+    list_sql,
+    record_from_row,
+    replay_sql,
 )
 
 __all__ = ["INSTALL_HINT", "PostgresStore"]
@@ -43,7 +47,6 @@ INSTALL_HINT: Final = (
     "PostgresStore needs the psycopg 3 driver: pip install 'psycopg[binary]' "
     "(or install acp-codegen's `postgres` extra)"
 )
-_BATCH: Final = 500
 _T = TypeVar("_T")
 _TABLES: Final = ("acp_store_meta", "acp_sessions", "acp_entries")
 _SCHEMA: Final = (
@@ -60,7 +63,6 @@ _SCHEMA: Final = (
     "CREATE INDEX acp_sessions_by_owner ON acp_sessions (owner, updated_at DESC, session_id)",
     "CREATE INDEX acp_sessions_by_cwd ON acp_sessions (owner, cwd, updated_at DESC, session_id)",
 )
-_COLUMNS: Final = "owner, session_id, cwd, created_at, updated_at, title, state, entries"
 
 
 class _Cursor(Protocol):
@@ -90,19 +92,6 @@ def _driver() -> ModuleType:
 
 def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _record(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        owner=row[0],
-        session_id=row[1],
-        cwd=row[2],
-        created_at=row[3],
-        updated_at=row[4],
-        title=row[5],
-        state=json.loads(row[6]),
-        entries=row[7],
-    )
 
 
 class PostgresStore:
@@ -213,11 +202,11 @@ class PostgresStore:
     @staticmethod
     async def _get(conn: _Connection, owner: str, session_id: str) -> SessionRecord | None:
         cur = await conn.execute(
-            f"SELECT {_COLUMNS} FROM acp_sessions WHERE session_id = %s AND owner = %s",
+            f"SELECT {RECORD_COLUMNS} FROM acp_sessions WHERE session_id = %s AND owner = %s",
             [session_id, owner],
         )
         row = await cur.fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else record_from_row(row)
 
     async def save(
         self,
@@ -238,7 +227,7 @@ class PostgresStore:
                 cur = await conn.execute(
                     f"UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
                     f" entries = entries + %s WHERE session_id = %s AND owner = %s"
-                    f" RETURNING {_COLUMNS}",
+                    f" RETURNING {RECORD_COLUMNS}",
                     [updated_at, title, state_text, len(bodies), session_id, owner],
                 )
                 row = await cur.fetchone()
@@ -251,56 +240,27 @@ class PostgresStore:
                         " FROM unnest(%s::int[], %s::text[]) AS t(s, b)",
                         [session_id, list(range(start, row[7])), bodies],
                     )
-                return _record(row)
+                return record_from_row(row)
 
         return await self._call(run)
 
     async def replay(self, owner: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
         if await self.get(owner, session_id) is None:
             return
-        seq = -1
-        while True:
-
-            async def batch(conn: _Connection, after: int = seq) -> list[tuple[Any, ...]]:
-                cur = await conn.execute(
-                    "SELECT seq, body FROM acp_entries WHERE session_id = %s AND seq > %s"
-                    " ORDER BY seq LIMIT %s",
-                    [session_id, after, _BATCH],
-                )
-                return await cur.fetchall()
-
-            rows = await self._call(batch)
-            for row in rows:
-                yield json.loads(row[1])
-            if len(rows) < _BATCH:
-                return
-            seq = rows[-1][0]
+        async for entry in replay_sql(self._fetch, "%s", session_id):
+            yield entry
 
     async def list(
         self, owner: str, *, cwd: str | None = None, after: str | None = None, limit: int = 50
     ) -> Page:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        key = parse_cursor(after)
-        where, args = ["owner = %s"], [owner]
-        if cwd is not None:
-            where.append("cwd = %s")
-            args.append(cwd)
-        if key is not None:
-            where.append("updated_at <= %s AND (updated_at < %s OR session_id > %s)")
-            args += [key[0], key[0], key[1]]
-        sql = (
-            f"SELECT {_COLUMNS} FROM acp_sessions WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, session_id LIMIT %s"
-        )
+        return await list_sql(self._fetch, "%s", owner, cwd, after, limit)
 
+    async def _fetch(self, sql: str, args: list[Any]) -> list[tuple[Any, ...]]:
         async def run(conn: _Connection) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(sql, [*args, limit + 1])
+            cur = await conn.execute(sql, args)
             return await cur.fetchall()
 
-        rows = await self._call(run)
-        records = [_record(row) for row in rows[:limit]]
-        return Page(records, make_cursor(records[-1]) if len(rows) > limit else None)
+        return await self._call(run)
 
     async def delete(self, owner: str, session_id: str) -> bool:
         async def run(conn: _Connection) -> bool:

@@ -27,19 +27,22 @@ from typing import Any, Final, TypeVar
 
 from .session_store import (
     DEFAULT_CLAIM_TTL,
+    RECORD_COLUMNS,
     Page,
     SessionExists,
     SessionRecord,
     StoreUnavailable,
     StoreVersionError,
     holder_is_dead,
+    list_sql,
+    record_from_row,
+    replay_sql,
 )
 
 __all__ = ["SCHEMA_VERSION", "STORE_KIND", "SqliteStore"]
 
 STORE_KIND: Final = "acp-codegen session store"
 SCHEMA_VERSION: Final = 1
-_BATCH: Final = 500  # entries per replay read: bounded memory for any conversation length
 _T = TypeVar("_T")
 
 _SCHEMA: Final = (
@@ -58,20 +61,6 @@ _SCHEMA: Final = (
 
 def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def parse_cursor(after: str | None) -> tuple[str, str] | None:
-    """The (updated_at, session_id) a list cursor names; `ValueError` for one no store gave."""
-    if after is None:
-        return None
-    updated, sep, sid = after.partition("|")
-    if not sep or not updated or not sid:
-        raise ValueError(f"not a cursor of this store: {after!r}")
-    return updated, sid
-
-
-def make_cursor(record: SessionRecord) -> str:
-    return f"{record.updated_at}|{record.session_id}"
 
 
 class SqliteStore:
@@ -240,45 +229,16 @@ class SqliteStore:
     async def replay(self, owner: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
         if await self.get(owner, session_id) is None:
             return
-        seq = -1
-        while True:
-
-            def batch(conn: sqlite3.Connection, after: int = seq) -> list[Any]:
-                return conn.execute(
-                    "SELECT seq, body FROM acp_entries WHERE session_id = ? AND seq > ?"
-                    " ORDER BY seq LIMIT ?",
-                    (session_id, after, _BATCH),
-                ).fetchall()
-
-            rows = await self._call(batch)
-            for row in rows:
-                yield json.loads(row[1])
-            if len(rows) < _BATCH:
-                return
-            seq = rows[-1][0]
+        async for entry in replay_sql(self._fetch, "?", session_id):
+            yield entry
 
     async def list(
         self, owner: str, *, cwd: str | None = None, after: str | None = None, limit: int = 50
     ) -> Page:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        key = parse_cursor(after)
-        where, args = ["owner = ?"], [owner]
-        if cwd is not None:
-            where.append("cwd = ?")
-            args.append(cwd)
-        if key is not None:
-            # the first term lets the index seek; the second orders ties by id
-            where.append("updated_at <= ? AND (updated_at < ? OR session_id > ?)")
-            args += [key[0], key[0], key[1]]
-        sql = (
-            f"SELECT {_COLUMNS} FROM acp_sessions WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, session_id LIMIT ?"
-        )
-        rows = await self._call(lambda conn: conn.execute(sql, (*args, limit + 1)).fetchall())
-        records = [_record(row) for row in rows[:limit]]
-        more = len(rows) > limit
-        return Page(records, make_cursor(records[-1]) if more else None)
+        return await list_sql(self._fetch, "?", owner, cwd, after, limit)
+
+    async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
+        return await self._call(lambda conn: conn.execute(sql, args).fetchall())
 
     async def delete(self, owner: str, session_id: str) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
@@ -331,28 +291,12 @@ class SqliteStore:
             self._conn.close()
 
 
-_COLUMNS: Final = "owner, session_id, cwd, created_at, updated_at, title, state, entries"
-
-
-def _record(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        owner=row[0],
-        session_id=row[1],
-        cwd=row[2],
-        created_at=row[3],
-        updated_at=row[4],
-        title=row[5],
-        state=json.loads(row[6]),
-        entries=row[7],
-    )
-
-
 def _get(conn: sqlite3.Connection, owner: str, session_id: str) -> SessionRecord | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM acp_sessions WHERE session_id = ? AND owner = ?",
+        f"SELECT {RECORD_COLUMNS} FROM acp_sessions WHERE session_id = ? AND owner = ?",
         (session_id, owner),
     ).fetchone()
-    return None if row is None else _record(row)
+    return None if row is None else record_from_row(row)
 
 
 def _unavailable(path: str, exc: sqlite3.DatabaseError) -> StoreUnavailable:

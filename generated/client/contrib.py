@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import types
 from .contrib_support import (
@@ -32,6 +32,7 @@ from .contrib_support import (
     SessionNotificationMismatchError,
     SessionSnapshotUnavailableError,
     Subscribers,
+    ToolCallLog,
     UnknownToolCallError,
     items,
     keep,
@@ -99,7 +100,9 @@ class SessionInfoState:
     updated_at: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+# No slots: a snapshot from `SessionAccumulator` starts with a pin on the accumulator's logs
+# and fills each field in on first read (`__getattr__`), so `apply` costs O(1), not O(session).
+@dataclass(frozen=True, kw_only=True)
 class SessionSnapshot:
     """The session as the notifications so far left it (`SessionAccumulator.snapshot()`)."""
 
@@ -128,6 +131,42 @@ class SessionSnapshot:
     unknown_updates: tuple[types.UnknownSessionUpdate, ...]
     """Updates of a kind this schema does not know (raw objects), in order: kept, not dropped."""
 
+    if not TYPE_CHECKING:  # type checkers see only the fields above
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                pin: tuple[Any, ...] = object.__getattribute__(self, "_pin")
+            except AttributeError:  # a snapshot built by hand: every field is set
+                raise AttributeError(name) from None
+            built: dict[str, Any] = pin[-1]  # each field is built once
+            value = built.get(name, _unpin)
+            if value is _unpin:
+                value = built[name] = _unpin(pin, name)
+            return value
+
+
+def _unpin(pin: tuple[Any, ...], name: str) -> Any:
+    """A snapshot field from its pin: the logs (which only grow until `reset` replaces them),
+    each read up to its length when the snapshot was taken."""
+    match name:
+        case "tool_calls":
+            return pin[0].at(pin[1])
+        case "user_messages":
+            return tuple(pin[2][: pin[3]])
+        case "agent_messages":
+            return tuple(pin[4][: pin[5]])
+        case "agent_thoughts":
+            return tuple(pin[6][: pin[7]])
+        case "messages":
+            return tuple(
+                Message(role=role, message_id=message_id, chunks=chunks)
+                for role, message_id, chunks in pin[8].groups(pin[9])
+            )
+        case "unknown_updates":
+            return tuple(pin[12][: pin[13]])
+        case _:
+            raise AttributeError(name)
+
 
 class SessionAccumulator:
     """Merges `session/update` notifications (`types.SessionNotification`) into a `SessionSnapshot`.
@@ -142,7 +181,7 @@ class SessionAccumulator:
         self._auto_reset = auto_reset_on_session_change
         self.session_id: str | None = None
         self._subscribers: Subscribers[SessionSnapshot, types.SessionNotification] = Subscribers()
-        self._tool_calls: dict[str, ToolCallView] = {}
+        self._tool_calls: ToolCallLog[ToolCallView] = ToolCallLog()
         self._plan_entries: tuple[types.PlanEntry, ...] = ()
         self._available_commands: tuple[types.AvailableCommand, ...] = ()
         self._current_mode_id: types.SessionModeId | None = None
@@ -158,18 +197,18 @@ class SessionAccumulator:
     def reset(self) -> None:
         """Forget the session and everything accumulated (subscribers stay subscribed)."""
         self.session_id = None
-        self._tool_calls.clear()
+        self._tool_calls = ToolCallLog()  # new logs: a pinned snapshot still reads the old ones
         self._plan_entries = ()
         self._available_commands = ()
         self._current_mode_id = None
         self._config_options = ()
         self._usage = None
-        self._user_messages.clear()
-        self._agent_messages.clear()
-        self._agent_thoughts.clear()
+        self._user_messages = []
+        self._agent_messages = []
+        self._agent_thoughts = []
         self._messages.clear()
         self._session_info = SessionInfoState()
-        self._unknown_updates.clear()
+        self._unknown_updates = []
 
     def subscribe(
         self, callback: Callable[[SessionSnapshot, types.SessionNotification], None]
@@ -194,29 +233,35 @@ class SessionAccumulator:
     def _fold(self, update: types.SessionUpdate) -> None:
         match update:
             case types.ToolCall():
-                self._tool_calls[update.tool_call_id] = ToolCallView(
-                    tool_call_id=update.tool_call_id,
-                    title=present(update.title),
-                    kind=present(update.kind),
-                    status=present(update.status),
-                    content=items(update.content),
-                    locations=items(update.locations),
-                    raw_input=present(update.raw_input),
-                    raw_output=present(update.raw_output),
+                self._tool_calls.set(
+                    update.tool_call_id,
+                    ToolCallView(
+                        tool_call_id=update.tool_call_id,
+                        title=present(update.title),
+                        kind=present(update.kind),
+                        status=present(update.status),
+                        content=items(update.content),
+                        locations=items(update.locations),
+                        raw_input=present(update.raw_input),
+                        raw_output=present(update.raw_output),
+                    ),
                 )
             case types.SessionUpdateToolCallUpdate():
-                old = self._tool_calls.get(update.tool_call_id) or ToolCallView(
+                old = self._tool_calls.current.get(update.tool_call_id) or ToolCallView(
                     tool_call_id=update.tool_call_id
                 )
-                self._tool_calls[update.tool_call_id] = ToolCallView(
-                    tool_call_id=update.tool_call_id,
-                    title=keep(old.title, update.title),
-                    kind=keep(old.kind, update.kind),
-                    status=keep(old.status, update.status),
-                    content=keep_items(old.content, update.content),
-                    locations=keep_items(old.locations, update.locations),
-                    raw_input=keep(old.raw_input, update.raw_input),
-                    raw_output=keep(old.raw_output, update.raw_output),
+                self._tool_calls.set(
+                    update.tool_call_id,
+                    ToolCallView(
+                        tool_call_id=update.tool_call_id,
+                        title=keep(old.title, update.title),
+                        kind=keep(old.kind, update.kind),
+                        status=keep(old.status, update.status),
+                        content=keep_items(old.content, update.content),
+                        locations=keep_items(old.locations, update.locations),
+                        raw_input=keep(old.raw_input, update.raw_input),
+                        raw_output=keep(old.raw_output, update.raw_output),
+                    ),
                 )
             case types.SessionUpdateUserMessageChunk():
                 self._user_messages.append(update)
@@ -250,24 +295,38 @@ class SessionAccumulator:
         """The current state; raises `SessionSnapshotUnavailableError` before any notification."""
         if self.session_id is None:
             raise SessionSnapshotUnavailableError()
-        return SessionSnapshot(
-            session_id=self.session_id,
-            tool_calls=dict(self._tool_calls),
-            plan_entries=self._plan_entries,
-            available_commands=self._available_commands,
-            current_mode_id=self._current_mode_id,
-            config_options=self._config_options,
-            usage=self._usage,
-            user_messages=tuple(self._user_messages),
-            agent_messages=tuple(self._agent_messages),
-            agent_thoughts=tuple(self._agent_thoughts),
-            messages=tuple(
-                Message(role=role, message_id=message_id, chunks=chunks)
-                for role, message_id, chunks in self._messages.groups()
+        # O(1): the growing logs are pinned with their lengths; the fields are built on first read.
+        snap = object.__new__(SessionSnapshot)
+        set_field = object.__setattr__
+        set_field(snap, "session_id", self.session_id)
+        set_field(snap, "plan_entries", self._plan_entries)
+        set_field(snap, "available_commands", self._available_commands)
+        set_field(snap, "current_mode_id", self._current_mode_id)
+        set_field(snap, "config_options", self._config_options)
+        set_field(snap, "usage", self._usage)
+        set_field(snap, "session_info", self._session_info)
+        set_field(
+            snap,
+            "_pin",
+            (
+                self._tool_calls,
+                len(self._tool_calls),
+                self._user_messages,
+                len(self._user_messages),
+                self._agent_messages,
+                len(self._agent_messages),
+                self._agent_thoughts,
+                len(self._agent_thoughts),
+                self._messages,
+                len(self._messages),
+                None,
+                0,
+                self._unknown_updates,
+                len(self._unknown_updates),
+                {},
             ),
-            session_info=self._session_info,
-            unknown_updates=tuple(self._unknown_updates),
         )
+        return snap
 
 
 @dataclass(slots=True)

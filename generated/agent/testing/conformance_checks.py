@@ -76,6 +76,9 @@ class Options:
     """How the client answers the agent's requests (default: `DEFAULT_SCRIPT`)."""
     settle: float = 0.3
     """Seconds to watch for late messages after a response (updates after the turn ended)."""
+    replay_watch: float = 2.0
+    """Seconds of silence that end the watch for replayed entries after a session/load answer
+    (each message restarts it): a replay entry after the answer fails however late."""
     eof_timeout: float = 4.0
     """Seconds the exit-on-EOF check waits for the agent to end after EOF."""
     concurrency: int = 6

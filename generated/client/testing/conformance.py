@@ -47,7 +47,7 @@ from .conformance_checks import (
 from .conformance_messages import framing, strict, unknown_warnings
 from .conformance_output import Matcher, compile_selection, junit_xml, report_json
 from .conformance_probes import CoreProbes
-from .conformance_probes_session import SessionProbes
+from .conformance_probes_restart import RestartProbes
 from .conformance_probes_turn import NOTES
 from .conformance_probes_wire import WireProbes
 from .conformance_report import (
@@ -109,7 +109,7 @@ __all__ = [
 ]
 
 
-class Runner(SessionProbes, CoreProbes, WireProbes):
+class Runner(RestartProbes, CoreProbes, WireProbes):
     """Every probe of the kit, on one harness."""
 
 
@@ -143,7 +143,7 @@ def _probes(runner: Runner) -> list[tuple[tuple[str, ...], Probe]]:
         (("cancel",), _single(runner.cancel)),
         (("session-modes", "session-modes-unknown"), runner.modes),
         (("config-options", "config-set"), runner.config_options),
-        (("session-load",), _single(runner.session_load)),
+        (("session-load", "info-load-after-restart"), runner.session_load_restart),
         (("session-load-fresh",), _single(runner.session_load_fresh)),
         (("session-resume",), _single(runner.session_resume)),
         (("session-list", "session-list-cwd"), runner.session_list),

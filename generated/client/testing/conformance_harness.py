@@ -115,6 +115,7 @@ class Harness:
         self.gate_blocked = ""  # set when no check can run: initialize fails
         self.accepted_version = PROTOCOL_VERSION  # what the agent answered to initialize
         self.init_answer: dict[str, Any] = {}  # the gate's initialize result (capabilities)
+        self.init_line: Line | None = None  # the gate's initialize answer
         self.limit = asyncio.Semaphore(max(1, options.concurrency))
         self.started_up = asyncio.get_running_loop().create_future()  # the first initialize
         self.done: dict[str, asyncio.Future[Outcome]] = {}
@@ -259,6 +260,21 @@ class Harness:
             text = "the agent closed the connection" + (f" ({ended})" if ended else "")
             return text + (f" (stderr: {tail[-300:]})" if tail else "")
         return error_text(reply)
+
+    async def late_replay(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
+        """A conversation entry for `session_id` after a session/load answer `after`, however
+        late: watched until the agent falls silent for `Options.replay_watch` seconds (each
+        message it sends restarts the window) or closes."""
+        window = max(self.options.replay_watch, self.options.settle)
+        while True:
+            received = run.client.received[:]
+            for line in received:
+                if line.index > after.index and is_conversation(line, session_id):
+                    return line
+            last = received[-1].index if received else -1
+            fresh = await run.client.wait_for(lambda line, last=last: line.index > last, window)
+            if fresh is None and len(run.client.received) == len(received):
+                return None
 
     async def late_conversation(self, run: AgentRun, after: Line, session_id: str) -> Line | None:
         """A conversation entry for `session_id` sent after `after`, within the settle time

@@ -31,8 +31,9 @@ from .runners import AgentRun, Answer, Opener, ScriptedClient
 
 __all__ = ["STDIO_ONLY", "check_url", "check_url_async", "over_remote"]
 
-STDIO_ONLY: Final = ("stdio-framing", "exit-on-eof", "info-stderr")
-"""Checks of the stdio transport itself: not applicable to a remote one."""
+STDIO_ONLY: Final = ("stdio-framing", "exit-on-eof", "info-stderr", "info-load-after-restart")
+"""Checks of the stdio transport itself, and the restart check (the kit cannot restart a
+served agent): not applicable to a remote one."""
 
 _PROFILE_NAMES: Final = {"websocket": "WebSocket", "http": "Streamable HTTP"}
 
@@ -78,6 +79,8 @@ async def _reachable(url: str, timeout: float) -> None:
 def _not_applicable(result: CheckResult, why: str) -> CheckResult:
     if result.check.id not in STDIO_ONLY:
         return result
+    if result.check.id == "info-load-after-restart":
+        why = "not applicable over a URL: the kit cannot restart an agent it did not start"
     return dataclasses.replace(result, status="skipped", detail=why, offending=None, warnings=[])
 
 

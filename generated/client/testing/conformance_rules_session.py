@@ -173,6 +173,19 @@ SESSIONS: Final[tuple[Check, ...]] = (
 
 INFORMATIONAL: Final[tuple[Check, ...]] = (
     rule(
+        "info-load-after-restart",
+        "INFO",
+        "a session survives a restart of the agent: a fresh agent loads it and replays the "
+        "live turn (recorded)",
+        "session-setup.mdx § Loading Sessions",
+        "Agents that support the loadSession capability allow Clients to resume previous "
+        "conversations. This feature enables persistence across restarts and sharing sessions "
+        "between different Client instances. [Enables, does not require: recorded, never "
+        "failed]",
+        capability=_LOAD,
+        area="ACP-LOAD-001",
+    ),
+    rule(
         "info-malformed-line",
         "INFO",
         "the reply to a line that is not JSON (recorded)",

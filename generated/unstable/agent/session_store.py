@@ -19,10 +19,11 @@ it; the layer turns them into JSON-RPC errors for the one request they affect.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -231,12 +232,7 @@ class MemoryStore:
     ) -> Page:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        key: tuple[str, str] | None = None
-        if after is not None:
-            updated, sep, sid = after.partition("|")
-            if not sep or not updated or not sid:
-                raise ValueError(f"not a cursor of this store: {after!r}")
-            key = (updated, sid)
+        key = parse_cursor(after)
         mine = [
             r for r in self._records.values() if r.owner == owner and (cwd is None or r.cwd == cwd)
         ]
@@ -251,8 +247,7 @@ class MemoryStore:
             ]
         page = mine[:limit]
         more = len(mine) > limit
-        cursor = f"{page[-1].updated_at}|{page[-1].session_id}" if more and page else None
-        return Page(page, cursor)
+        return Page(page, make_cursor(page[-1]) if more and page else None)
 
     async def delete(self, owner: str, session_id: str) -> bool:
         if self._mine(owner, session_id) is None:
@@ -290,3 +285,83 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         return None
+
+
+def parse_cursor(after: str | None) -> tuple[str, str] | None:
+    """The (updated_at, session_id) a list cursor names; `ValueError` for one no store gave."""
+    if after is None:
+        return None
+    updated, sep, sid = after.partition("|")
+    if not sep or not updated or not sid:
+        raise ValueError(f"not a cursor of this store: {after!r}")
+    return updated, sid
+
+
+def make_cursor(record: SessionRecord) -> str:
+    """The cursor of the page that follows `record` (the last of its page)."""
+    return f"{record.updated_at}|{record.session_id}"
+
+
+# -- shared by the SQL stores (SqliteStore, PostgresStore): one row shape, one paging scheme.
+# `mark` is the driver's placeholder (`?`, `%s`); `fetch(sql, args)` runs a query, gives its rows.
+Fetch = Callable[[str, list[Any]], Awaitable[Sequence[Sequence[Any]]]]
+
+RECORD_COLUMNS: Final = "owner, session_id, cwd, created_at, updated_at, title, state, entries"
+"""The columns of `acp_sessions` that `record_from_row` reads, in this order."""
+
+REPLAY_BATCH: Final = 500
+"""Entries per replay read: bounded memory for any conversation length."""
+
+
+def record_from_row(row: Sequence[Any]) -> SessionRecord:
+    """A `SessionRecord` from a row of `RECORD_COLUMNS` (state stored as JSON text)."""
+    return SessionRecord(
+        owner=row[0],
+        session_id=row[1],
+        cwd=row[2],
+        created_at=row[3],
+        updated_at=row[4],
+        title=row[5],
+        state=json.loads(row[6]),
+        entries=row[7],
+    )
+
+
+async def list_sql(
+    fetch: Fetch, mark: str, owner: str, cwd: str | None, after: str | None, limit: int
+) -> Page:
+    """One `SessionStore.list` page over `acp_sessions`, keyset paged on its indexes."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    key = parse_cursor(after)
+    where, args = [f"owner = {mark}"], [owner]
+    if cwd is not None:
+        where.append(f"cwd = {mark}")
+        args.append(cwd)
+    if key is not None:
+        # the first term lets the index seek; the second orders ties by id
+        where.append(f"updated_at <= {mark} AND (updated_at < {mark} OR session_id > {mark})")
+        args += [key[0], key[0], key[1]]
+    sql = (
+        f"SELECT {RECORD_COLUMNS} FROM acp_sessions WHERE {' AND '.join(where)}"
+        f" ORDER BY updated_at DESC, session_id LIMIT {mark}"
+    )
+    rows = await fetch(sql, [*args, limit + 1])  # one more row: whether a next page exists
+    records = [record_from_row(row) for row in rows[:limit]]
+    return Page(records, make_cursor(records[-1]) if len(rows) > limit else None)
+
+
+async def replay_sql(fetch: Fetch, mark: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
+    """The session's `acp_entries`, oldest first, `REPLAY_BATCH` rows a read."""
+    sql = (
+        f"SELECT seq, body FROM acp_entries WHERE session_id = {mark} AND seq > {mark}"
+        f" ORDER BY seq LIMIT {mark}"
+    )
+    seq = -1
+    while True:
+        rows = await fetch(sql, [session_id, seq, REPLAY_BATCH])
+        for row in rows:
+            yield json.loads(row[1])
+        if len(rows) < REPLAY_BATCH:
+            return
+        seq = rows[-1][0]

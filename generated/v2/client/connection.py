@@ -37,6 +37,7 @@ import contextvars
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
@@ -164,9 +165,12 @@ class Connection:
         self._started: set[asyncio.Task[None]] = set()  # request handlers that began to run
         self._cancelled_by_peer: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
-        # Made with the first notification received (many connections never get one: a
-        # remote server holds thousands of idle ones, each would keep a queue and a task).
-        self._notifications: asyncio.Queue[tuple[int, str, Any] | None] | None = None
+        # Notifications not yet handled, in arrival order. The worker task is made with the
+        # first one (many connections never get one: a remote server holds thousands of idle
+        # ones). A deque and one wake-up future, set only while the worker is idle, instead of
+        # an asyncio.Queue: its put/get pair cost more per message than parsing it.
+        self._notifications: deque[tuple[int, str, Any]] = deque()
+        self._idle: asyncio.Future[None] | None = None  # the idle worker waits on it
         self._received = 0  # sequence number of the last notification received
         self._handled = 0  # sequence number of the last notification handled
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # responses held back by _after
@@ -199,7 +203,6 @@ class Connection:
         handled (`inflight`, `started`, `cancelled_by_peer`), answers and cancellations being
         sent (`background`), responses held back behind notifications (`waiters`), and
         notifications not yet handled (`queued_notifications`)."""
-        queue = self._notifications
         return {
             "pending": len(self._pending),
             "inflight": len(self._inflight),
@@ -207,7 +210,7 @@ class Connection:
             "cancelled_by_peer": len(self._cancelled_by_peer),
             "background": len(self._background),
             "waiters": len(self._waiters),
-            "queued_notifications": 0 if queue is None else queue.qsize(),
+            "queued_notifications": len(self._notifications),
         }
 
     # -- sending -----------------------------------------------------------------------
@@ -336,7 +339,9 @@ class Connection:
                         line = bytes(buffer)
                         if self._taps:
                             self._tap("in", line)
-                        await self._handle_line(line)
+                        reply = self._handle_line(line)
+                        if reply is not None:
+                            await reply
                     break
                 start = 0
                 while True:
@@ -365,7 +370,9 @@ class Connection:
                             line = bytes(buffer)
                             if self._taps:
                                 self._tap("in", line)
-                            await self._handle_line(line)
+                            reply = self._handle_line(line)
+                            if reply is not None:
+                                await reply
                         buffer.clear()
                     elif end - start > limit:
                         whole = Skim()
@@ -375,7 +382,9 @@ class Connection:
                         line = chunk[start:end]
                         if self._taps:
                             self._tap("in", line)
-                        await self._handle_line(line)
+                        reply = self._handle_line(line)
+                        if reply is not None:
+                            await reply
                     start = end + 1
                 # Nothing read outlives its dispatch: the next read may wait for a long time.
                 chunk = line = b""
@@ -404,79 +413,92 @@ class Connection:
             RequestError.invalid_request(detail),
         )
 
-    async def _handle_line(self, line: bytes) -> None:
+    def _handle_line(self, line: bytes) -> Coroutine[Any, Any, None] | None:
+        """Take one line in; return the error reply still to be awaited, or None. The read
+        loop awaits it (so garbage is back-pressured too). A plain function, not a coroutine:
+        most lines need no await, and a coroutine per line costs more than the rest of it."""
         try:
             message = loads(line)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             if line.strip():  # blank lines are tolerated, not answered
-                await self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
-            return
+                return self._reply_error(None, RequestError.parse_error(str(exc)[:200]))
+            return None
         if message.__class__ is not dict:
             detail = (
                 "batch requests are not supported"
                 if isinstance(message, list)
                 else "a message must be a JSON object"
             )
-            await self._reply_error(None, RequestError.invalid_request(detail))
-            return
+            return self._reply_error(None, RequestError.invalid_request(detail))
         method = message.get("method")
+        if method.__class__ is str and "id" not in message and method != CANCEL_REQUEST:
+            # The hot path, a valid notification (most of a prompt turn's traffic): the same
+            # checks as below, in the order that decides it soonest.
+            params = message.get("params")
+            if message.get("jsonrpc") == "2.0" and (
+                params.__class__ is dict or params is None or params.__class__ is list
+            ):
+                self._enqueue(method, params)
+                return None
         if method is None and ("result" in message or "error" in message):
             self._resolve(message)  # a response: never answered, whatever is wrong with it
-            return
+            return None
         has_id = "id" in message
         msg_id = message.get("id")
         reply_id = msg_id if has_id and _valid_id(msg_id) else None
         if message.get("jsonrpc") != "2.0":
-            await self._reply_error(
+            return self._reply_error(
                 reply_id, RequestError.invalid_request('"jsonrpc" must be "2.0"')
             )
-            return
         if method is None:
-            await self._reply_error(
+            return self._reply_error(
                 reply_id, RequestError.invalid_request("not a request, notification or response")
             )
-            return
         if method.__class__ is not str:
-            await self._reply_error(
+            return self._reply_error(
                 reply_id, RequestError.invalid_request('"method" must be a string')
             )
-            return
         params = message.get("params")
         if params is not None and params.__class__ is not dict and params.__class__ is not list:
             # Not a valid request, so not a notification either: answered (id null if absent).
-            await self._reply_error(
+            return self._reply_error(
                 reply_id, RequestError.invalid_request('"params" must be an object or an array')
             )
-            return
         if not has_id:
             if method == CANCEL_REQUEST:
                 self._peer_cancel(params)
-                return
-            self._received += 1
-            if self._notifications is None:
-                self._notifications = asyncio.Queue()
-                self._worker = asyncio.ensure_future(self._notification_worker(self._notifications))
-            self._notifications.put_nowait((self._received, method, params))
-            return
+                return None
+            self._enqueue(method, params)
+            return None
         if not _valid_id(msg_id):
-            await self._reply_error(
+            return self._reply_error(
                 None, RequestError.invalid_request("id must be a string, an integer or null")
             )
-            return
         key = _id_key(msg_id)
         if key in self._inflight:
-            await self._reply_error(
+            return self._reply_error(
                 msg_id, RequestError.invalid_request("a request with this id is in flight")
             )
-            return
         if self._admit is not None:
             refusal = self._admit(method, params, len(self._inflight))
             if refusal is not None:
-                await self._reply_error(msg_id, refusal)
-                return
+                return self._reply_error(msg_id, refusal)
         task = asyncio.ensure_future(self._serve_request(msg_id, method, params))
         self._inflight[key] = task
         task.add_done_callback(self._forget(key, msg_id))
+        return None
+
+    def _enqueue(self, method: str, params: Any) -> None:
+        """Queue a notification for the worker; wake it if idle, start it the first time."""
+        self._received += 1
+        self._notifications.append((self._received, method, params))
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
+        elif self._worker is None:
+            self._worker = asyncio.ensure_future(self._notification_worker())
 
     def _forget(self, key: tuple[bool, Any], msg_id: Any) -> Callable[[asyncio.Task[None]], None]:
         def forget(task: asyncio.Task[None]) -> None:
@@ -611,15 +633,24 @@ class Connection:
         except ConnectionClosed:
             pass
 
-    async def _notification_worker(self, queue: asyncio.Queue[tuple[int, str, Any] | None]) -> None:
+    async def _notification_worker(self) -> None:
         _notifying.set(self)
         dispatcher = self.dispatcher
         worker = asyncio.current_task()
+        queue = self._notifications
+        loop = asyncio.get_running_loop()
         while True:
-            item = await queue.get()
-            if item is None:
-                return
-            seq, method, params = item
+            if not queue:
+                if self._eof:  # nothing more can arrive
+                    return
+                idle: asyncio.Future[None] = loop.create_future()
+                self._idle = idle
+                try:
+                    await idle
+                finally:
+                    self._idle = None
+                continue
+            seq, method, params = queue.popleft()
             try:
                 await dispatcher.notification(method, params)
             except asyncio.CancelledError:
@@ -643,8 +674,9 @@ class Connection:
         for future, _ in list(self._pending.values()):
             if not future.done():
                 future.set_exception(ConnectionClosed("the peer closed the connection"))
-        if self._notifications is not None:
-            self._notifications.put_nowait(None)
+        idle = self._idle
+        if idle is not None and not idle.done():  # the idle worker sees EOF and returns
+            idle.set_result(None)
         tasks: list[asyncio.Task[None]] = list(self._inflight.values())
         if self._worker is not None:
             tasks.append(self._worker)

@@ -136,31 +136,68 @@ class MessageLog(Generic[_C]):
 
     A chunk with a `messageId` joins the message of that role and id (wherever it is); one
     without joins the last message if that has the same role and no id, else starts one.
+    Kept as logs that only grow (`clear` starts new ones), so `groups(n)` can rebuild the
+    messages as the first `n` chunks left them: a snapshot pins `len(log)` in O(1).
     """
 
     def __init__(self) -> None:
-        self._messages: list[tuple[str, str | None, list[_C]]] = []
+        self._heads: list[tuple[str, str | None]] = []  # (role, message id) per message
+        self._chunks: list[tuple[int, _C]] = []  # (message index, chunk), in arrival order
         self._by_id: dict[tuple[str, str], int] = {}
 
+    def __len__(self) -> int:
+        return len(self._chunks)
+
     def add(self, role: str, message_id: str | None, chunk: _C) -> None:
+        heads = self._heads
         if message_id is not None:
             at = self._by_id.get((role, message_id))
             if at is None:
-                self._by_id[(role, message_id)] = len(self._messages)
-                self._messages.append((role, message_id, [chunk]))
-            else:
-                self._messages[at][2].append(chunk)
-            return
-        last = self._messages[-1] if self._messages else None
-        if last is not None and last[0] == role and last[1] is None:
-            last[2].append(chunk)
+                at = self._by_id[(role, message_id)] = len(heads)
+                heads.append((role, message_id))
+        elif heads and heads[-1] == (role, None):
+            at = len(heads) - 1
         else:
-            self._messages.append((role, None, [chunk]))
+            at = len(heads)
+            heads.append((role, None))
+        self._chunks.append((at, chunk))
 
-    def groups(self) -> list[tuple[str, str | None, tuple[_C, ...]]]:
-        """(role, message id, chunks) per message."""
-        return [(role, mid, tuple(chunks)) for role, mid, chunks in self._messages]
+    def groups(self, n: int | None = None) -> list[tuple[str, str | None, tuple[_C, ...]]]:
+        """(role, message id, chunks) per message, as the first `n` chunks (default: all) left
+        them."""
+        heads = self._heads
+        grouped: list[list[_C]] = []
+        for at, chunk in self._chunks[:n]:
+            if at == len(grouped):  # a message starts with its first chunk, in order
+                grouped.append([])
+            grouped[at].append(chunk)
+        return [(*heads[i], tuple(chunks)) for i, chunks in enumerate(grouped)]
 
     def clear(self) -> None:
-        self._messages.clear()
-        self._by_id.clear()
+        # New lists, not cleared ones: a pinned snapshot still reads the old ones.
+        self._heads = []
+        self._chunks = []
+        self._by_id = {}
+
+
+class ToolCallLog(Generic[_T]):
+    """Tool call views by id, plus every view in arrival order: `at(n)` rebuilds the dict as the
+    first `n` views left it (a snapshot pins `len(log)` in O(1) instead of copying the dict)."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, _T] = {}
+        self._history: list[tuple[str, _T]] = []
+
+    def __len__(self) -> int:
+        return len(self._history)
+
+    def set(self, key: str, view: _T) -> None:
+        self.current[key] = view
+        self._history.append((key, view))
+
+    def at(self, n: int) -> dict[str, _T]:
+        """A new dict, in first-seen order, of the views after the first `n`."""
+        if n == len(self._history):
+            return dict(self.current)
+        # Replaying keeps each id at the place it was first seen (dict insertion order).
+        return dict(self._history[:n])

@@ -25,8 +25,14 @@ def _lines(runs: list[AgentRun]) -> Iterator[tuple[AgentRun, Line]]:
 
 
 def _is_reply(line: Line) -> bool:
+    """A response: no method, and an id or a result or an error (a reply without an `id` key,
+    as codex-acp answers notifications, is still a reply)."""
     message = line.object
-    return message is not None and "method" not in message and "id" in message
+    return (
+        message is not None
+        and "method" not in message
+        and ("id" in message or "result" in message or "error" in message)
+    )
 
 
 def _nothing_sent(runs: list[AgentRun]) -> Outcome | None:
@@ -72,8 +78,9 @@ def error_messages(runs: list[AgentRun]) -> Outcome:
 
 
 def unanswered_notifications(runs: list[AgentRun], raw_runs: list[AgentRun]) -> Outcome:
-    """notification-no-response: every response answers a request we sent. (In the runs fed
-    malformed input on purpose, a reply with id null is what JSON-RPC prescribes there.)"""
+    """notification-no-response: every response answers a request we sent, whether it has an
+    `id` key or not. (In the runs fed malformed input on purpose, a reply with id null is what
+    JSON-RPC prescribes there.)"""
     for run, line in _lines(runs):
         if not _is_reply(line):
             continue
@@ -82,6 +89,8 @@ def unanswered_notifications(runs: list[AgentRun], raw_runs: list[AgentRun]) -> 
             continue
         if msg_id is None and any(run is raw for raw in raw_runs):
             continue
+        if "id" not in (line.object or {}):
+            return ("failed", "a response without an id: a notification was answered", line, [])
         return ("failed", f"a response with id {msg_id!r}, which no request of ours had", line, [])
     return _nothing_sent(runs) or ("passed", "", None, [])
 
