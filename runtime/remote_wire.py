@@ -36,7 +36,10 @@ class Limits:
 def client_address(scope: MutableMapping[str, Any]) -> str:
     """The client's address as the ASGI server saw it ("" when it gives none)."""
     client: Any = scope.get("client")
-    return str(client[0]) if isinstance(client, (list, tuple)) and client else ""
+    if not isinstance(client, (list, tuple)):
+        return ""
+    peer = cast("tuple[Any, ...]", client)
+    return str(peer[0]) if peer else ""
 
 
 async def send_error(
