@@ -14,6 +14,7 @@ import jinja2
 import jinja2.bccache
 
 from .build_contrib import build_contrib
+from .build_sessions import build_sessions
 from .exports import package_exports, resume_methods
 from .format import LINE_LENGTH
 from .ir import (
@@ -92,6 +93,10 @@ RUNTIME_FILES = {
     "testing/scripted.py": "testing/scripted.py",
 }
 ROLE_FILES = {"agent": "agent.py", "client": "client.py"}
+# Templates only one role's package gets (output file -> template), and the context entry that
+# must not be None for the file to be made (a schema without sessions gets no `sessions.py`).
+ROLE_TEMPLATES: dict[str, dict[str, str]] = {"agent": {"sessions.py": "sessions.py.jinja"}, "client": {}}
+MADE_WHEN = {"sessions.py": "sessions"}
 # Runtime sources only one role's package gets: output file -> runtime source, per role.
 ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
     # The server side of the remote transport (an ASGI app): agents are what is served.
@@ -109,6 +114,9 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "session_sqlite.py": "session_sqlite.py",
         "session_postgres.py": "session_postgres.py",
         "session_stores.py": "session_stores.py",
+        # The session layer's schema-independent core (sessions.py wraps it in typed handlers).
+        "session_layer.py": "session_layer.py",
+        "session_live.py": "session_live.py",
         "testing/store_checks.py": "testing/store_checks.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
@@ -310,6 +318,7 @@ def template_context(package: Package, renderer: Renderer) -> dict[str, Any]:
         "resume": resume,
         "pagers": find_pagers(package),
         "contrib": contrib,
+        "sessions": build_sessions(package),
         "exports": package_exports(package, contrib, resume),
     }
 
@@ -318,6 +327,7 @@ def sources(role: str) -> dict[str, str]:
     """Output file -> the template (`*.jinja`) or runtime source (`*.py`) it is made from."""
     files = dict(FILES)
     files[ROLE_FILES[role]] = f"{role}.py.jinja"
+    files.update(ROLE_TEMPLATES[role])
     files.update(runtime_files(role))
     return files
 
@@ -343,6 +353,8 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
     out: dict[str, str] = {}
     header: str | None = None
     for path, source in sources(package.role).items():
+        if path in MADE_WHEN and ctx[MADE_WHEN[path]] is None:
+            continue
         try:
             if source in runtime_sources():
                 if header is None:

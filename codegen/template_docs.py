@@ -27,7 +27,7 @@ import jinja2.meta
 from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
-from . import exports, ir, ir_contrib
+from . import exports, ir, ir_contrib, ir_sessions
 from .render import ROLE_RUNTIME_FILES, RUNTIME_FILES, Renderer, environment, sources, template_context
 from .template_vars import CONTEXT, FILTERS, TESTS
 from .templates import bundled_runtime, bundled_templates
@@ -35,7 +35,7 @@ from .templates import bundled_runtime, bundled_templates
 DOC = Path(__file__).resolve().parent.parent / "docs" / "templates.md"
 
 # Modules beside ir.py whose dataclasses templates receive (documented after the IR's).
-PLAN_MODULES = (ir_contrib, exports)
+PLAN_MODULES = (ir_contrib, ir_sessions, exports)
 
 
 def dummy_package() -> ir.Package:

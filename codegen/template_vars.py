@@ -37,6 +37,11 @@ CONTEXT = {
         "ContribPlan",
         "what `contrib.py` and the agent's terminal handle hold for this schema (`codegen.build_contrib`)",
     ),
+    "sessions": (
+        "SessionsPlan | None",
+        "what the agent's session layer `sessions.py` serves for this schema (`codegen.build_sessions`);"
+        " None: no `sessions.py` (client role, or a schema without the session basics)",
+    ),
     "typing_names": ("list[str]", "the `typing` names types.py imports, decided from the IR (none unused)"),
     "dataclasses_names": ("list[str]", "the `dataclasses` names types.py imports (`field` only where used)"),
     "helpers_imports": (

@@ -11,7 +11,9 @@ uvicorn serves WebSocket on that port, hypercorn Streamable HTTP (HTTP/2 clearte
 HTTP/1.1) on the next free one; port 0 picks free ports. Once both listen it prints one line,
 `listening ws://HOST:PORT/acp http://HOST:PORT2/acp`, and it stops cleanly on SIGTERM or
 SIGINT. Sessions are shared by all connections, so a client can reconnect and session/load;
-each belongs to the principal that made it. Without --token-file only loopback clients are
+each belongs to the principal that made it. `--store URL` says where they are kept: `memory`
+(the default), `sqlite:PATH` (survives restarts; several processes may share the file) or
+`postgresql://...` (several hosts; needs psycopg). Without --token-file only loopback clients are
 served; `--token-file FILE` (one token per line, `TOKEN` or `NAME TOKEN`, each its own
 principal) turns bearer-token authentication on, `--allow-host NAME[:*]` accepts another Host.
 
@@ -31,132 +33,62 @@ import os
 import signal
 import socket
 import sys
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # The example imports the checked-in generated package, wherever it is run from.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
-from agent import GENERATOR_VERSION, PROTOCOL_VERSION, Agent, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
-from agent.helpers import update_agent_message, update_agent_message_text, update_user_message  # noqa: E402
+from agent import GENERATOR_VERSION, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
+from agent.helpers import update_agent_message  # noqa: E402
 from agent.remote_auth import LOOPBACK_HOSTS  # noqa: E402
+from agent.session_store import SessionStore, StoreError  # noqa: E402
+from agent.session_stores import STORE_URLS, open_store  # noqa: E402
+from agent.sessions import Session, SessionAgent  # noqa: E402
 
 log = logging.getLogger("echo_agent")
 
 SLOW_CHUNKS = 20
 SLOW_INTERVAL = 0.05
 
-MODES = [
-    types.SessionMode(id="ask", name="Ask", description="Request permission before making any changes"),
-    types.SessionMode(
-        id="architect", name="Architect", description="Design and plan software systems without implementation"
-    ),
-    types.SessionMode(id="code", name="Code", description="Write and modify code with full tool access"),
-]
-MODE_IDS = frozenset(mode.id for mode in MODES)
 
+class EchoAgent(SessionAgent):
+    # The session layer serves new/load/list/resume/close/delete/set_mode/set_config_option and
+    # cancel over the store; this class only says what a turn does.
+    modes = [
+        types.SessionMode(id="ask", name="Ask", description="Request permission before making any changes"),
+        types.SessionMode(
+            id="architect", name="Architect", description="Design and plan software systems without implementation"
+        ),
+        types.SessionMode(id="code", name="Code", description="Write and modify code with full tool access"),
+    ]
+    agent_info = types.Implementation(name="acp-codegen-echo-agent", title="Echo agent", version=GENERATOR_VERSION)
+    agent_capabilities = types.AgentCapabilities(prompt_capabilities=types.PromptCapabilities(embedded_context=True))
+    client_capabilities = types.ClientCapabilities()
+    info_after_turn = False  # the echo contract: a turn sends its chunks and nothing else
 
-@dataclass
-class Session:
-    id: str
-    cwd: str
-    owner: str  # the principal that made it: only its connections may use it
-    mode: str = "ask"
-    # Replayed by session/load: user blocks and agent chunks, in the order they happened.
-    history: list[types.SessionUpdate] = field(default_factory=list)
-    # Set by session/cancel; a fresh event per turn so a stale cancel never hits the next turn.
-    cancelled: asyncio.Event | None = None
-
-
-class EchoAgent(Agent):
-    def __init__(self, sessions: dict[str, Session] | None = None) -> None:
-        # Served remotely, every connection's agent shares one store: sessions outlive connections.
-        self.sessions: dict[str, Session] = {} if sessions is None else sessions
-        self.client_capabilities = types.ClientCapabilities()
-
-    # -- lifecycle -------------------------------------------------------------------
     async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
         self.client_capabilities = params.client_capabilities
-        # We speak exactly one version: answer it whatever was asked (the client decides).
-        return types.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=types.AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=types.PromptCapabilities(embedded_context=True),
-            ),
-            auth_methods=[],
-            agent_info=types.Implementation(
-                name="acp-codegen-echo-agent", title="Echo agent", version=GENERATOR_VERSION
-            ),
-        )
+        return await super().initialize(params)
 
     async def authenticate(self, params: types.AuthenticateRequest) -> types.AuthenticateResponse:
         # No auth methods are advertised, so no method id can be valid.
         raise RequestError.invalid_params(f"unknown auth method {params.method_id!r}", "params.methodId")
 
-    async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
-        self._check_cwd(params.cwd)
-        session = Session(id=f"sess_{uuid.uuid4().hex}", cwd=params.cwd, owner=self.principal.id)
-        self.sessions[session.id] = session
-        log.info("new session %s in %s", session.id, session.cwd)
-        return types.NewSessionResponse(session_id=session.id, modes=self._modes(session))
-
-    async def session_load(self, params: types.LoadSessionRequest) -> types.LoadSessionResponse:
-        self._check_cwd(params.cwd)
-        session = self._session(params.session_id)
-        session.cwd = params.cwd
-        # Snapshot: a turn running concurrently must not change what this replay sends.
-        for update in list(session.history):
-            await self.peer.session_update(session_id=session.id, update=update)
-        return types.LoadSessionResponse(modes=self._modes(session))
-
-    async def session_set_mode(self, params: types.SetSessionModeRequest) -> types.SetSessionModeResponse:
-        session = self._session(params.session_id)
-        if params.mode_id not in MODE_IDS:
-            raise RequestError.invalid_params(f"unknown mode {params.mode_id!r}", "params.modeId")
-        session.mode = params.mode_id
-        return types.SetSessionModeResponse()
-
-    async def session_cancel(self, params: types.CancelNotification) -> None:
-        session = self.sessions.get(params.session_id)
-        if session is not None and session.owner == self.principal.id and session.cancelled is not None:
-            session.cancelled.set()
-
-    # -- prompt turn -----------------------------------------------------------------
-    async def session_prompt(self, params: types.PromptRequest) -> types.PromptResponse:
-        session = self._session(params.session_id)
-        if session.cancelled is not None:
-            raise RequestError.invalid_request("a prompt turn is already running")
-        cancelled = session.cancelled = asyncio.Event()
-        try:
-            for block in params.prompt:
-                session.history.append(update_user_message(block))
-            await self._turn(session, params.prompt, cancelled)
-            return types.PromptResponse(stop_reason="cancelled" if cancelled.is_set() else "end_turn")
-        finally:
-            session.cancelled = None
-
-    async def _turn(self, session: Session, prompt: list[types.ContentBlock], cancelled: asyncio.Event) -> None:
+    async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> None:
         text = next((block.text for block in prompt if isinstance(block, types.TextContent)), "").strip()
         words = text.split(None, 1)
-        if text == "slow":
+        if text == "slow":  # session/cancel interrupts the sleep: the layer answers `cancelled`
             for i in range(1, SLOW_CHUNKS + 1):
-                if cancelled.is_set():
-                    return
-                await self._say(session, cancelled, f"slow {i}/{SLOW_CHUNKS}\n")
+                await session.say(f"slow {i}/{SLOW_CHUNKS}\n")
                 if i < SLOW_CHUNKS:
-                    try:
-                        await asyncio.wait_for(cancelled.wait(), SLOW_INTERVAL)
-                    except asyncio.TimeoutError:
-                        pass
+                    await asyncio.sleep(SLOW_INTERVAL)
         elif len(words) == 2 and words[0] == "read":
-            await self._say(session, cancelled, await self._read(session, words[1].strip()))
+            await session.say(await self._read(session, words[1].strip()))
         elif text == "permission":
-            await self._say(session, cancelled, await self._permission(session))
+            await session.say(await self._permission(session))
         else:
             for block in prompt:
-                await self._send(session, cancelled, update_agent_message(block))
+                await session.send(update_agent_message(block))
 
     async def _read(self, session: Session, path: str) -> str:
         if not self.client_capabilities.fs.read_text_file:
@@ -185,32 +117,6 @@ class EchoAgent(Agent):
             return f"permission: selected {outcome.option_id}"
         return "permission: cancelled"
 
-    async def _say(self, session: Session, cancelled: asyncio.Event, text: str) -> None:
-        await self._send(session, cancelled, update_agent_message_text(text))
-
-    async def _send(self, session: Session, cancelled: asyncio.Event, update: types.SessionUpdate) -> None:
-        # After session/cancel the turn only winds down: nothing more is sent for it.
-        if cancelled.is_set():
-            return
-        session.history.append(update)
-        await self.peer.session_update(session_id=session.id, update=update)
-
-    # -- helpers ---------------------------------------------------------------------
-    def _session(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is None or session.owner != self.principal.id:  # another's: as if unknown
-            raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
-        return session
-
-    @staticmethod
-    def _check_cwd(cwd: str) -> None:
-        if not os.path.isabs(cwd):
-            raise RequestError.invalid_params(f"cwd must be an absolute path, got {cwd!r}", "params.cwd")
-
-    @staticmethod
-    def _modes(session: Session) -> types.SessionModeState:
-        return types.SessionModeState(current_mode_id=session.mode, available_modes=list(MODES))
-
 
 def _bind(host: str, port: int) -> socket.socket:
     # IPPROTO_TCP, not socket.create_server's 0: asyncio turns Nagle off (TCP_NODELAY) only on
@@ -224,16 +130,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def listen(host: str, port: int, tokens: BearerTokens | None = None, hosts: list[str] | None = None) -> None:
+async def listen(
+    host: str, port: int, tokens: BearerTokens | None = None, hosts: list[str] | None = None, store_url: str = "memory"
+) -> None:
     """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
-    `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback."""
+    `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback;
+    `store_url`: where sessions are kept (every connection's agent shares the store)."""
     import uvicorn
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
 
-    sessions: dict[str, Session] = {}
+    store = await open_store(store_url)
     allowed = None if not hosts else [*LOOPBACK_HOSTS, *hosts]
-    app = asgi_app(lambda: EchoAgent(sessions), authenticate=tokens, allowed_hosts=allowed)
+    app = asgi_app(lambda: EchoAgent(store), authenticate=tokens, allowed_hosts=allowed)
     ws_sock = _bind(host, port)
     http_sock = _bind(host, 0 if port == 0 else port + 1)
 
@@ -267,6 +176,15 @@ async def listen(host: str, port: int, tokens: BearerTokens | None = None, hosts
     ws_server.should_exit = True
     await app.aclose()
     await asyncio.gather(ws_task, http_task)
+    await store.aclose()
+
+
+async def serve_stdio(store_url: str) -> None:
+    store: SessionStore = await open_store(store_url)
+    try:
+        await run_agent(EchoAgent(store))
+    finally:
+        await store.aclose()
 
 
 def _url_host(host: str) -> str:
@@ -279,6 +197,7 @@ def main() -> None:
     parser.add_argument(
         "--token-file", metavar="FILE", help="bearer tokens, one per line (`TOKEN` or `NAME TOKEN`): authentication on"
     )
+    parser.add_argument("--store", metavar="URL", default="memory", help=f"where sessions are kept: {STORE_URLS}")
     parser.add_argument(
         "--allow-host", metavar="HOST", action="append", default=[], help="a Host to accept too (NAME:* any port)"
     )
@@ -291,7 +210,10 @@ def main() -> None:
     if args.listen is None:
         if args.token_file or args.allow_host:
             parser.error("--token-file and --allow-host need --listen")
-        asyncio.run(run_agent(EchoAgent()))
+        try:
+            asyncio.run(serve_stdio(args.store))
+        except StoreError as exc:
+            sys.exit(f"echo_agent: {exc}")
         return
     try:
         tokens = None if args.token_file is None else BearerTokens.from_file(args.token_file)
@@ -301,7 +223,9 @@ def main() -> None:
     if not sep or not port.isdigit():
         parser.error(f"--listen takes HOST:PORT, got {args.listen!r}")
     try:
-        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port), tokens, args.allow_host))
+        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port), tokens, args.allow_host, args.store))
+    except StoreError as exc:
+        sys.exit(f"echo_agent: {exc}")
     except ImportError as exc:
         sys.exit(f"echo_agent --listen needs uvicorn and hypercorn (pip install 'acp-codegen[remote]'): {exc}")
 

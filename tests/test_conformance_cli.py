@@ -45,7 +45,7 @@ def test_cli_echo_agent_passes_every_check(cli_cache: Path, agent_command: Comma
         f"0 not testable, {len(IN_MEMORY)} not exercised"
     )
     assert (
-        lines[-2].startswith("MUST 18/18 · capability 4/4 (12 not advertised) · SHOULD 9/9")
+        lines[-2].startswith("MUST 18/18 · capability 12/12 (4 not advertised) · SHOULD 10/10")
         and "conformant" in lines[-2]
     )
     assert sum(line.startswith(("PASSED", "SKIPPED", "NOT EXERCISED")) for line in lines) == len(CHECKS)

@@ -114,8 +114,10 @@ def echo_agent() -> ModuleType:
 async def recorded(echo_agent: ModuleType, server: str) -> Any:
     """The echo agent's `asgi_app` (sessions shared by all connections) served by `server`
     behind `Affinity`; yields the middleware (its `requests`) and the port."""
-    sessions: dict[str, Any] = {}
-    inner = echo_agent.asgi_app(lambda: echo_agent.EchoAgent(sessions))
+    from agent.session_store import MemoryStore
+
+    store = MemoryStore()
+    inner = echo_agent.asgi_app(lambda: echo_agent.EchoAgent(store))
     app = Affinity(inner)
     sock = bound_socket()
     try:

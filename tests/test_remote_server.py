@@ -425,8 +425,10 @@ def test_http_reconnect_as_the_rfd_draws_it() -> None:
     spec.loader.exec_module(echo)
 
     async def main() -> None:
-        sessions: dict[str, Any] = {}
-        app = agent.asgi_app(lambda: echo.EchoAgent(sessions))
+        from agent.session_store import MemoryStore
+
+        store = MemoryStore()
+        app = agent.asgi_app(lambda: echo.EchoAgent(store))
         cid = await initialized(app)
         conn = {**JSON, CID: cid}
         main_stream = stream(app, cid)
