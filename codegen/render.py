@@ -104,6 +104,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "principal.py": "principal.py",
         "remote.py": "remote_server.py",
         "remote_auth.py": "remote_auth.py",
+        "remote_limits.py": "remote_limits.py",
         "remote_link.py": "remote_link.py",
         "remote_server_http.py": "remote_server_http.py",
         "remote_wire.py": "remote_wire.py",

@@ -40,12 +40,13 @@ from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
 from .principal import Principal
 from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
+from .remote_limits import Limits as Caps
 from .remote_link import Channel, Link
 from .remote_server_http import HttpTransport
-from .remote_wire import Limits, Receive, Send, frame, request_headers, send_error
+from .remote_wire import Limits, Receive, Send, client_address, frame, request_headers, send_error
 from .types import DecodeContext
 
-__all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "asgi_app"]
+__all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "Caps", "asgi_app"]
 
 _log = logging.getLogger(__name__)
 
@@ -70,14 +71,38 @@ class AsgiApp:
         self.http = HttpTransport(make_agent, limits, self._room, self._gone)
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
+        self._authenticating = 0  # requests inside the authentication hook
 
     @property
     def connections(self) -> int:
         return len(self.websockets) + len(self.http.links)
 
-    def _room(self) -> bool:
+    def _room(self, client: str) -> bool:
+        """Whether one more connection from `client` may start: over a cap, the oldest fresh
+        connection (of that client, for its own cap) is evicted to make room."""
         self._start_reaper()
-        return self.limits.max_connections is None or self.connections < self.limits.max_connections
+        live = [link for link in (*self.websockets.values(), *self.http.links.values())]
+        live = [link for link in live if not link.closed]
+        cap, per_client = self.limits.max_connections, self.limits.caps.max_per_client
+        mine = [link for link in live if link.client == client]
+        if per_client is not None and len(mine) >= per_client:
+            return self._evict(mine)
+        if cap is not None and len(live) >= cap:
+            return self._evict(live)
+        return True
+
+    def _evict(self, links: list[Link]) -> bool:
+        oldest = next((link for link in links if link.fresh), None)  # dicts keep age order
+        if oldest is None:
+            return False
+        _log.info("remote connection %s evicted: never used, and a new one needs room", oldest.id)
+        self._close_soon(oldest)
+        return True
+
+    def _close_soon(self, link: Link) -> None:
+        link.end()  # counted as gone from now on
+        self._closing.add(task := asyncio.get_running_loop().create_task(link.close()))
+        task.add_done_callback(self._closing.discard)
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -103,11 +128,16 @@ class AsgiApp:
         refusal = self.gate.exposure(headers)
         if refusal is not None:
             return refusal
+        if self._authenticating >= self.limits.caps.max_authenticating:
+            return Refusal(503, "too many requests being authenticated", ((b"retry-after", b"1"),))
+        self._authenticating += 1
         try:
             return await self.gate.principal(auth_request(kind, scope, headers))
         except Exception:
             _log.exception("the authentication hook failed")
             return Refusal(500, "the server could not check the credentials")
+        finally:
+            self._authenticating -= 1
 
     # -- lifespan ------------------------------------------------------------------
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -136,25 +166,30 @@ class AsgiApp:
             self._reaper = None
 
     def _start_reaper(self) -> None:
-        if self._reaper is None and self.limits.idle_timeout is not None:
+        timeouts = (self.limits.idle_timeout, self.limits.caps.http_idle_timeout)
+        if self._reaper is None and any(t is not None for t in timeouts):
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:
-        timeout = self.limits.idle_timeout
-        assert timeout is not None
+        timeout, unwatched = self.limits.idle_timeout, self.limits.caps.http_idle_timeout
+        tick = min(t for t in (timeout, unwatched, 20.0) if t is not None) / 4
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(min(timeout / 4, 5.0))
+            await asyncio.sleep(tick)
             if not self.connections:  # nothing to watch: started again with the next one
                 self._reaper = None
                 return
             now = loop.time()
-            links = [*self.websockets.values(), *self.http.links.values()]
-            for link in links:
-                if not link.closed and link.idle_for(now) > timeout:
+            for link in [*self.websockets.values(), *self.http.links.values()]:
+                if link.closed:
+                    continue
+                if timeout is not None and link.idle_for(now) > timeout:
                     _log.info("remote connection %s idle for %.0f s: closed", link.id, timeout)
-                    self._closing.add(task := loop.create_task(link.close()))
-                    task.add_done_callback(self._closing.discard)
+                    self._close_soon(link)
+                elif unwatched is not None and self.http.unwatched_for(link, now) > unwatched:
+                    # Nobody reads it and nobody asks: the client vanished (or went half-open).
+                    _log.info("remote connection %s: no stream, no request: closed", link.id)
+                    self._close_soon(link)
 
     # -- WebSocket -----------------------------------------------------------------
     async def _websocket(
@@ -170,7 +205,8 @@ class AsgiApp:
         if isinstance(who, Refusal):
             await self._refuse_websocket(scope, send, who)
             return
-        if not self._room():
+        client = client_address(scope)
+        if not self._room(client):
             await self._refuse_websocket(scope, send, Refusal(503, "too many connections"))
             return
         channel = Channel()
@@ -181,8 +217,14 @@ class AsgiApp:
             _log.exception("the agent factory failed")
             await send({"type": "websocket.close", "code": 1011})
             return
-        link = self._link(agent, channel)
+        link = self._link(agent, channel, client)
         self.websockets[link.id] = link
+        deadline = self.limits.caps.initialize_timeout
+        timer = (
+            None
+            if deadline is None
+            else asyncio.get_running_loop().call_later(deadline, self._unspoken, link)
+        )
         try:
             headers = [(b"acp-connection-id", link.id.encode())]
             await send({"type": "websocket.accept", "headers": headers})
@@ -204,11 +246,19 @@ class AsgiApp:
                         closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
                         await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
         finally:
+            if timer is not None:
+                timer.cancel()
             del self.websockets[link.id]
             await link.close()
             self._gone()
 
-    def _link(self, agent: Agent, channel: Channel) -> Link:
+    def _unspoken(self, link: Link) -> None:
+        """A WebSocket silent since it opened, `initialize_timeout` later: closed."""
+        if not link.messages and not link.closed:
+            _log.info("remote connection %s sent nothing in time: closed", link.id)
+            self._close_soon(link)
+
+    def _link(self, agent: Agent, channel: Channel, client: str) -> Link:
         limits = self.limits
         return Link(
             agent,
@@ -217,6 +267,8 @@ class AsgiApp:
             max_message_size=limits.max_message_size,
             send_buffer=limits.send_buffer,
             shutdown_grace=limits.shutdown_grace,
+            limits=limits.caps,
+            client=client,
         )
 
     async def _refuse_websocket(
@@ -246,13 +298,17 @@ class AsgiApp:
         while True:
             message = await receive()
             kind = message["type"]
-            if kind == "websocket.receive":
-                text = message.get("text")
-                if text is not None:  # binary frames are ignored (the RFD)
-                    if not await link.deliver(frame(text.encode("utf-8", "surrogatepass"))):
-                        return False
-            elif kind == "websocket.disconnect":
+            if kind == "websocket.disconnect":
                 return True
+            text = message.get("text") if kind == "websocket.receive" else None
+            del message  # no copy of a message outlives its delivery (the next one may be late)
+            if text is not None:  # binary frames are ignored (the RFD)
+                data = frame(text.encode("utf-8", "surrogatepass"))
+                del text
+                ok = await link.deliver(data)
+                del data
+                if not ok:
+                    return False
 
     @staticmethod
     async def _pump(link: Link, channel: Channel, send: Send) -> None:
@@ -287,6 +343,7 @@ def asgi_app(
     shutdown_grace: float = 0.0,
     keepalive: float = 15.0,
     ctx: DecodeContext | None = None,
+    limits: Caps | None = None,
     authenticate: Authenticate | None = None,
     allow_unauthenticated: bool = False,
     allowed_hosts: Iterable[str] | None = None,
@@ -303,7 +360,8 @@ def asgi_app(
     of output queued per connection before the agent's sends wait. `shutdown_grace`: seconds
     a disconnected connection's running handlers get before they are cancelled. `keepalive`:
     seconds between SSE comments on a quiet stream (keeps proxies from timing it out).
-    `ctx`: the decode context handed to every connection's dispatcher.
+    `ctx`: the decode context handed to every connection's dispatcher. `limits`: the caps
+    and deadlines against hostile or vanished clients (see `remote_limits.Limits`).
 
     Who may connect (see `remote_auth`; every check runs before an upgrade or a body is read):
     `authenticate(request) -> Principal | None` (sync or async; e.g. `BearerTokens`) names
@@ -324,7 +382,7 @@ def asgi_app(
     ):
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
-    limits = Limits(
+    settings = Limits(
         max_message_size=max_message_size,
         max_connections=max_connections,
         idle_timeout=idle_timeout,
@@ -332,6 +390,7 @@ def asgi_app(
         shutdown_grace=shutdown_grace,
         keepalive=keepalive,
         ctx=ctx,
+        caps=Caps() if limits is None else limits,
     )
     gate = Gate(
         authenticate,
@@ -340,4 +399,4 @@ def asgi_app(
         allowed_origins=allowed_origins,
         challenge=www_authenticate,
     )
-    return AsgiApp(make_agent, path, limits, gate)
+    return AsgiApp(make_agent, path, settings, gate)

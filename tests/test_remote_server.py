@@ -335,6 +335,8 @@ def test_max_connections_refuses_the_next_one() -> None:
     async def main() -> None:
         app = agent.asgi_app(Chatty, max_connections=1)
         first = await opened(app)
+        first.incoming.put_nowait(frame(1, "x/unknown", {}))  # in use: never evicted for room
+        assert (await ws_answer(first))["error"]["code"] == -32601
         status, headers, body = await request(app, "POST", rpc(0, "initialize", {"protocolVersion": 1}), JSON)
         assert (status, *error_of(body)) == (503, 0, -32600) and headers["retry-after"]
         second = websocket(app)

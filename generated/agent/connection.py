@@ -144,14 +144,21 @@ class Connection:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         tap: Tap | None = None,
+        admit: Callable[[str, Any, int], RequestError | None] | None = None,
+        request_timeout: float | None = None,
     ) -> None:
         """`tap` sees every raw line (see `Tap`); with `ACP_WIRE_LOG=<path>` in the
-        environment, a `WireLog` on that path is added as a second tap."""
+        environment, a `WireLog` on that path is added as a second tap. `admit(method,
+        params, handlers_running)` may refuse a request before its handler starts (its error
+        is the answer: the remote transport's caps); `request_timeout` is the `timeout` of
+        every `request` that names none."""
         self.dispatcher = dispatcher
         self._reader = reader
         self._writer = writer
         self.max_message_size = max_message_size
         self.shutdown_grace = shutdown_grace
+        self._admit = admit
+        self.request_timeout = request_timeout
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}
@@ -234,6 +241,8 @@ class Connection:
             raise ConnectionClosed(f"connection closed; cannot call {method}")
         request_id = self._next_id
         self._next_id += 1
+        if timeout is None:
+            timeout = self.request_timeout
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         seq: list[int] = [0]
@@ -377,6 +386,8 @@ class Connection:
                         if reply is not None:
                             await reply
                     start = end + 1
+                # Nothing read outlives its dispatch: the next read may wait for a long time.
+                chunk = line = b""
         finally:
             await self._shutdown()
 
@@ -468,6 +479,10 @@ class Connection:
             return self._reply_error(
                 msg_id, RequestError.invalid_request("a request with this id is in flight")
             )
+        if self._admit is not None:
+            refusal = self._admit(method, params, len(self._inflight))
+            if refusal is not None:
+                return self._reply_error(msg_id, refusal)
         task = asyncio.ensure_future(self._serve_request(msg_id, method, params))
         self._inflight[key] = task
         task.add_done_callback(self._forget(key, msg_id))

@@ -47,6 +47,7 @@ from .remote_wire import (
     Limits,
     Receive,
     Send,
+    client_address,
     frame,
     id_key,
     media_types,
@@ -67,8 +68,10 @@ SESSION_OPENING: Final = frozenset(
 class HttpConnection:
     """One Streamable HTTP connection: its link, its streams and the routing state."""
 
-    def __init__(self, agent: Agent, limits: Limits) -> None:
+    def __init__(self, agent: Agent, limits: Limits, client: str) -> None:
         self.principal = agent.principal  # every request of the connection must name it
+        self.posting = 0  # POSTs being handled: the client is there
+        self.max_streams = limits.caps.max_streams
         self.main = Channel()
         self.sessions: dict[str, Channel] = {}  # session streams the client has opened
         self.session_of: dict[tuple[bool, Any], str] = {}  # request id -> Acp-Session-Id
@@ -80,7 +83,15 @@ class HttpConnection:
             max_message_size=limits.max_message_size,
             send_buffer=limits.send_buffer,
             shutdown_grace=limits.shutdown_grace,
+            limits=limits.caps,
+            client=client,
         )
+
+    def watched(self) -> bool:
+        """Whether the client is there: a stream open or a POST being handled."""
+        if self.posting or self.main.stop is not None:
+            return True
+        return any(channel.stop is not None for channel in self.sessions.values())
 
     def route(self, line: bytes) -> None:
         message = loads(line)  # we encoded it: always a JSON object
@@ -100,11 +111,14 @@ class HttpConnection:
         channel = self.sessions.get(session) if session.__class__ is str else None
         (channel or self.main).push(line)
 
-    def stream(self, session: str | None) -> Channel:
+    def stream(self, session: str | None) -> Channel | None:
+        """The stream's channel; None if it would be one session stream too many."""
         if session is None:
             return self.main
         channel = self.sessions.get(session)
         if channel is None:
+            if self.max_streams is not None and len(self.sessions) >= self.max_streams:
+                return None
             channel = self.sessions[session] = Channel()
         return channel
 
@@ -116,12 +130,12 @@ class HttpTransport:
         self,
         make_agent: Callable[[], Agent],
         limits: Limits,
-        room: Callable[[], bool],
+        room: Callable[[str], bool],
         gone: Callable[[], None],
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
-        self.room = room  # whether one more connection may start
+        self.room = room  # whether one more connection from that client may start
         self.gone = gone  # a connection ended
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
@@ -133,7 +147,7 @@ class HttpTransport:
         method = scope["method"]
         headers = request_headers(scope)
         if method == "POST":
-            await self._post(headers, receive, send, who)
+            await self._post(headers, receive, send, who, client_address(scope))
         elif method == "GET":
             await self._get(headers, receive, send, who)
         elif method == "DELETE":
@@ -143,6 +157,12 @@ class HttpTransport:
             await send_error(
                 send, 405, None, INVALID_REQUEST, f"method {method} not allowed", headers=allow
             )
+
+    def unwatched_for(self, link: Link, now: float) -> float:
+        """Seconds an HTTP connection has had no stream open and no request (0 if watched, or
+        not one of ours)."""
+        state = self.connections.get(link.id)
+        return 0.0 if state is None or state.watched() else now - link.last_activity
 
     def _lookup(self, headers: dict[bytes, bytes], who: Principal) -> HttpConnection | str:
         raw = headers.get(CONNECTION_HEADER)
@@ -157,7 +177,12 @@ class HttpTransport:
 
     # -- POST ----------------------------------------------------------------------
     async def _post(
-        self, headers: dict[bytes, bytes], receive: Receive, send: Send, who: Principal
+        self,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        who: Principal,
+        client: str,
     ) -> None:
         if media_types(headers.get(b"content-type", b""))[0] != b"application/json":
             await send_error(
@@ -183,7 +208,7 @@ class HttpTransport:
         method = fields.get("method")
         is_request = method.__class__ is str and "id" in fields
         if CONNECTION_HEADER not in headers and method == "initialize" and is_request:
-            await self._initialize(body, fields, send, who)
+            await self._initialize(body, fields, send, who, client)
             return
         state = self._lookup(headers, who)
         if isinstance(state, str):
@@ -208,14 +233,21 @@ class HttpTransport:
         waiter: asyncio.Future[bytes] | None = None
         if method == "initialize" and is_request and (key := id_key(fields.get("id"))) is not None:
             waiter = state.waiters[key] = asyncio.get_running_loop().create_future()
-        if not await state.link.deliver(frame(body)):
-            await send_error(send, 404, msg_id, INVALID_REQUEST, "the connection ended")
-            return
-        if waiter is not None:
-            await self._answer(state, waiter, send)
-        else:
-            await send({"type": "http.response.start", "status": 202, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
+        del message, fields
+        state.posting += 1
+        try:
+            if not await state.link.deliver(frame(body)):
+                await send_error(send, 404, msg_id, INVALID_REQUEST, "the connection ended")
+                return
+            del body  # no copy outlives the message's delivery
+            if waiter is not None:
+                await self._answer(state, waiter, send)
+            else:
+                await send({"type": "http.response.start", "status": 202, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+        finally:
+            state.posting -= 1
+            state.link.touch()
 
     async def _body(self, receive: Receive, send: Send) -> bytes | None:
         """The request body, or None once refused (413) or if the client went away."""
@@ -249,7 +281,7 @@ class HttpTransport:
         return None
 
     async def _initialize(
-        self, body: bytes, fields: dict[str, Any], send: Send, who: Principal
+        self, body: bytes, fields: dict[str, Any], send: Send, who: Principal, client: str
     ) -> None:
         msg_id = fields.get("id")
         key = id_key(msg_id)
@@ -258,7 +290,7 @@ class HttpTransport:
                 send, 400, None, INVALID_REQUEST, "id must be a string, an integer or null"
             )
             return
-        if not self.room():
+        if not self.room(client):
             retry = ((b"retry-after", b"5"),)
             await send_error(
                 send, 503, msg_id, INVALID_REQUEST, "too many connections", headers=retry
@@ -271,7 +303,7 @@ class HttpTransport:
             _log.exception("the agent factory failed")
             await send_error(send, 500, msg_id, INTERNAL_ERROR, "cannot start an agent")
             return
-        state = HttpConnection(agent, self.limits)
+        state = HttpConnection(agent, self.limits, client)
         link = state.link
         self.links[link.id] = link
         self.connections[link.id] = state
@@ -327,6 +359,11 @@ class HttpTransport:
             return
         raw_session = headers.get(SESSION_HEADER)
         channel = state.stream(None if raw_session is None else raw_session.decode("latin-1"))
+        if channel is None:
+            detail = f"over this connection's max_streams limit of {state.max_streams}"
+            await send_error(send, 429, None, INVALID_REQUEST, detail)
+            return
+        state.link.streamed = True
         stop = asyncio.Event()
         if channel.stop is not None:
             channel.stop.set()  # a newer GET for the same stream replaces the older
@@ -353,6 +390,7 @@ class HttpTransport:
             await asyncio.gather(*tasks, return_exceptions=True)
             if channel.stop is stop:
                 channel.stop = None
+            link.touch()  # the reaper's grace for a client without a stream starts now
             if not client_gone:
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})

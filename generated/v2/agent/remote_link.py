@@ -23,6 +23,7 @@ from .agent import Agent, ClientProxy
 from .connection import Connection
 from .dispatch import Dispatcher
 from .methods import AGENT_HANDLES
+from .remote_limits import Admission, Limits
 from .types import DecodeContext
 
 _log = logging.getLogger(__name__)
@@ -162,7 +163,19 @@ class Link:
     over an `Inbox`/`Outbox` pair, the activity clock the idle timeout reads, and the hooks
     run once when it ends (`on_close`)."""
 
-    __slots__ = ("id", "inbox", "outbox", "connection", "last_activity", "closed", "task", "_hooks")
+    __slots__ = (
+        "id",
+        "inbox",
+        "outbox",
+        "connection",
+        "last_activity",
+        "closed",
+        "task",
+        "_hooks",
+        "client",
+        "messages",
+        "streamed",
+    )
 
     def __init__(
         self,
@@ -173,8 +186,13 @@ class Link:
         max_message_size: int,
         send_buffer: int,
         shutdown_grace: float,
+        limits: Limits | None = None,
+        client: str = "",
     ) -> None:
         self.id = os.urandom(16).hex()  # 128 random bits: not guessable
+        self.client = client  # the client's address, for the per-client cap
+        self.messages = 0  # received: a connection with at most one and no stream is fresh
+        self.streamed = False  # an SSE stream was opened
         self.inbox = Inbox(max(send_buffer, 1))
         self.outbox = Outbox(route, send_buffer)
         self.connection = Connection(
@@ -183,6 +201,8 @@ class Link:
             self.outbox,
             max_message_size=max_message_size,
             shutdown_grace=shutdown_grace,
+            admit=None if limits is None else Admission(limits),
+            request_timeout=None if limits is None else limits.request_timeout,
         )
         agent.on_connect(ClientProxy(self.connection, ctx))
         loop = asyncio.get_running_loop()
@@ -214,13 +234,23 @@ class Link:
             for hook in hooks:
                 hook()
 
+    def end(self) -> None:
+        """Start ending the link now (counted as closed at once); `close` waits for it."""
+        self._close()
+
     def touch(self) -> None:
         self.last_activity = asyncio.get_running_loop().time()
 
     async def deliver(self, data: bytes) -> bool:
         """One client->agent message (no newline inside: see `frame`)."""
         self.touch()
+        self.messages += 1
         return await self.inbox.put(data)
+
+    @property
+    def fresh(self) -> bool:
+        """Initialized at most, never used since: what a flood of bare connections looks like."""
+        return self.messages <= 1 and not self.streamed
 
     def idle_for(self, now: float) -> float:
         """Seconds with no traffic and nothing in flight (0 while busy); a connection whose

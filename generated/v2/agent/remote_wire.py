@@ -13,6 +13,7 @@ from typing import Any, Final, cast
 
 from .dispatch import INTERNAL_ERROR, PARSE_ERROR
 from .jsonline import dumps
+from .remote_limits import Limits as Caps
 from .types import DecodeContext
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -32,6 +33,16 @@ class Limits:
     shutdown_grace: float
     keepalive: float
     ctx: DecodeContext | None
+    caps: Caps
+
+
+def client_address(scope: MutableMapping[str, Any]) -> str:
+    """The client's address as the ASGI server saw it ("" when it gives none)."""
+    client: Any = scope.get("client")
+    if not isinstance(client, (list, tuple)):
+        return ""
+    peer = cast("tuple[Any, ...]", client)
+    return str(peer[0]) if peer else ""
 
 
 async def send_error(

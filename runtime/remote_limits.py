@@ -1,0 +1,103 @@
+"""What one client may hold on a remote agent (part of `remote`): `Limits`, the caps and
+deadlines `asgi_app(limits=...)` enforces against hostile or vanished clients, and
+`Admission`, the per-connection check the JSON-RPC runtime asks before it starts a handler.
+
+Going over a cap never ends a connection that is in use: a request over `max_pending` or
+`max_sessions` gets a JSON-RPC error under its own id (-32000, the details say which limit),
+an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection over
+`max_connections` / `max_per_client` first evicts the oldest connection still *fresh*
+(initialized but never used since: no second message, no stream), and only when none is,
+is refused with 503. So a flood of bare `initialize` requests evicts itself, not new clients.
+
+Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
+Streamable HTTP connection with no open SSE stream and no POST in progress for
+`http_idle_timeout` is reaped (its turns cancelled, the agent's pending requests to that
+client fail with `ConnectionClosed`); every request the agent sends the client is given up
+after `request_timeout` unless the caller passed its own `timeout=`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+from .dispatch import RequestError
+
+__all__ = ["LIMIT_EXCEEDED", "Admission", "Limits"]
+
+LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
+_OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-connection and per-client caps (None: no cap) and deadlines in seconds."""
+
+    max_pending: int | None = 256  # client requests being handled at once, per connection
+    max_sessions: int | None = 1024  # sessions a connection may open (new, load, resume, fork)
+    max_streams: int | None = 64  # SSE session streams per Streamable HTTP connection
+    max_per_client: int | None = 256  # live connections per client address
+    max_authenticating: int = 256  # requests inside the `authenticate` hook at once
+    initialize_timeout: float | None = 10.0  # a new WebSocket's first message
+    http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
+    request_timeout: float | None = None  # the agent's requests to the client
+
+    def __post_init__(self) -> None:
+        caps = (
+            ("max_pending", self.max_pending),
+            ("max_sessions", self.max_sessions),
+            ("max_streams", self.max_streams),
+            ("max_per_client", self.max_per_client),
+        )
+        for name, value in caps:
+            if value is not None and value < 1:
+                raise ValueError(f"Limits.{name} must be a positive integer or None, got {value!r}")
+        if self.max_authenticating < 1:
+            raise ValueError(
+                f"Limits.max_authenticating must be positive, got {self.max_authenticating!r}"
+            )
+        deadlines = (
+            ("initialize_timeout", self.initialize_timeout),
+            ("http_idle_timeout", self.http_idle_timeout),
+            ("request_timeout", self.request_timeout),
+        )
+        for name, seconds in deadlines:
+            if seconds is not None and not seconds > 0:
+                raise ValueError(f"Limits.{name} must be positive seconds or None, got {seconds!r}")
+
+
+def over(limit: str, value: int) -> RequestError:
+    return RequestError(
+        LIMIT_EXCEEDED,
+        "Limit exceeded",
+        {"details": f"over this connection's {limit} limit of {value}", "limit": limit},
+    )
+
+
+class Admission:
+    """The caps a connection's runtime checks before it starts a request's handler."""
+
+    __slots__ = ("_pending", "_sessions", "_opened", "_loaded")
+
+    def __init__(self, limits: Limits) -> None:
+        self._pending = limits.max_pending
+        self._sessions = limits.max_sessions
+        self._opened = 0  # session/new requests admitted
+        self._loaded: set[str] = set()  # session ids loaded, resumed or forked (each counts once)
+
+    def __call__(self, method: str, params: Any, inflight: int) -> RequestError | None:
+        if self._pending is not None and inflight >= self._pending:
+            return over("max_pending", self._pending)
+        cap = self._sessions
+        if cap is not None and (method == "session/new" or method in _OPENING):
+            fields = cast("dict[str, Any]", params) if params.__class__ is dict else {}
+            session: Any = fields.get("sessionId")
+            if method != "session/new" and isinstance(session, str) and session in self._loaded:
+                return None
+            if self._opened + len(self._loaded) >= cap:
+                return over("max_sessions", cap)
+            if method == "session/new" or not isinstance(session, str):
+                self._opened += 1
+            else:
+                self._loaded.add(session)
+        return None
