@@ -539,7 +539,11 @@ SCRIPT_AGENTS = {
 }
 MODE_SWITCH_CASES = [
     # The agent does not know the `code` mode: set_mode fails, the prompt in it is not run.
-    ("echo_agent.MODE_IDS = frozenset({'ask'})", ["session/set_mode", "prompt in code mode"]),
+    (
+        "echo_agent.EchoAgent.session_set_mode = lambda self, params: super(echo_agent.EchoAgent, self)"
+        ".session_set_mode(type(params)(session_id=params.session_id, mode_id='unknown-' + params.mode_id))",
+        ["session/set_mode", "prompt in code mode"],
+    ),
     # The agent answers set_mode but does not switch: session/load reports the old mode.
     ("echo_agent.Session.mode = property(lambda self: 'ask', lambda self, value: None)", ["session/load"]),
 ]

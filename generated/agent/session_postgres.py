@@ -244,6 +244,14 @@ class PostgresStore:
 
         return await self._call(run)
 
+    # (above `list`: in the class body after it, `list[...]` would name the method)
+    async def _fetch(self, sql: str, args: list[Any]) -> list[tuple[Any, ...]]:
+        async def run(conn: _Connection) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(sql, args)
+            return await cur.fetchall()
+
+        return await self._call(run)
+
     async def replay(self, owner: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
         if await self.get(owner, session_id) is None:
             return
@@ -254,13 +262,6 @@ class PostgresStore:
         self, owner: str, *, cwd: str | None = None, after: str | None = None, limit: int = 50
     ) -> Page:
         return await list_sql(self._fetch, "%s", owner, cwd, after, limit)
-
-    async def _fetch(self, sql: str, args: list[Any]) -> list[tuple[Any, ...]]:
-        async def run(conn: _Connection) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(sql, args)
-            return await cur.fetchall()
-
-        return await self._call(run)
 
     async def delete(self, owner: str, session_id: str) -> bool:
         async def run(conn: _Connection) -> bool:

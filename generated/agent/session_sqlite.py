@@ -226,6 +226,10 @@ class SqliteStore:
 
         return await self._call(lambda conn: self._write(conn, run))
 
+    # (above `list`: in the class body after it, `list[...]` would name the method)
+    async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
+        return await self._call(lambda conn: conn.execute(sql, args).fetchall())
+
     async def replay(self, owner: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
         if await self.get(owner, session_id) is None:
             return
@@ -236,9 +240,6 @@ class SqliteStore:
         self, owner: str, *, cwd: str | None = None, after: str | None = None, limit: int = 50
     ) -> Page:
         return await list_sql(self._fetch, "?", owner, cwd, after, limit)
-
-    async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
-        return await self._call(lambda conn: conn.execute(sql, args).fetchall())
 
     async def delete(self, owner: str, session_id: str) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
