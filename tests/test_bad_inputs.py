@@ -347,7 +347,7 @@ def test_corrupted_schemas_fail_cleanly(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     rng = random.Random(20240601)
     outcomes = {"ok": 0, "error": 0}
-    runs = examples(80)  # 20 under the default hypothesis profile, 80 under `slow` (tests/budget.py)
+    runs = examples(80)  # 10 under the default hypothesis profile, 80 under `slow` (tests/budget.py)
     for _ in range(runs):
         doc = json.loads(json.dumps(base))
         _mutate(doc, rng)

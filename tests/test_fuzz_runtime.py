@@ -18,7 +18,7 @@ installed) or the standard library.
 Reproducible and bounded: `derandomize=True`, `database=None`, `deadline=None`. The
 per-test full budgets are in BUDGET; their sum (TOTAL_CASES, 10,800) is asserted to be at
 least 10,000 by test_the_budget_is_at_least_10000_cases. The `slow` hypothesis profile runs them
-in full, the default `ci` profile a sixth of each (tests/budget.py).
+in full, the default `ci` profile a tenth of each (tests/budget.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 T = TypeVar("T")
 TIMEOUT = 10.0
 
-# The full max_examples per test (HYPOTHESIS_PROFILE=slow; a sixth under `ci`, tests/budget.py).
+# The full max_examples per test (HYPOTHESIS_PROFILE=slow; a tenth under `ci`, tests/budget.py).
 # TOTAL_CASES = 10,800 (>= 10,000: asserted below).
 BUDGET: dict[str, int] = {
     "dispatcher_random_calls": 1800,

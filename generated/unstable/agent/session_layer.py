@@ -53,6 +53,9 @@ class SessionCore:
     # (id(store), session id) -> the running turn's session: cancel/close/delete reach it
     running: Final[dict[tuple[int, str], LiveSession]] = {}
     tasks: Final[dict[tuple[int, str], asyncio.Task[Any]]] = {}
+    # claims a finished turn could not release (the store was down): released before the next
+    # claim, so this process's own dead turn never keeps its session busy once the store is back
+    unreleased: Final[dict[tuple[int, str], str]] = {}
 
     def __init__(
         self,
@@ -307,11 +310,16 @@ class SessionCore:
         (None: `end_turn`), or `cancelled` when cancel/close/delete interrupted it."""
         session = await self.open(str(params.get("sessionId")))
         key, holder = (id(self.store), session.id), holder_id()
+        stale = None if key in self.running else self.unreleased.pop(key, None)
         try:
+            if stale is not None:
+                await self.store.release(session.owner, session.id, stale)
             claimed = key not in self.running and await self.store.claim(
                 session.owner, session.id, holder
             )
         except StoreError as exc:
+            if stale is not None:  # still to release, next time
+                self.unreleased.setdefault(key, stale)
             raise store_failed(exc) from exc
         if not claimed:
             raise RequestError.invalid_request(
@@ -351,7 +359,8 @@ class SessionCore:
             self.tasks.pop(key, None)
             try:
                 await self.store.release(session.owner, session.id, holder)
-            except StoreError as exc:  # the claim expires by itself
+            except StoreError as exc:  # released before the next claim here; else it expires
+                self.unreleased[key] = holder
                 log.warning("session %s: claim not released: %s", session.id, exc)
 
     async def _renew(self, session: LiveSession, holder: str) -> None:
