@@ -272,7 +272,11 @@ class Harness:
                 if line.index > after.index and is_conversation(line, session_id):
                     return line
             last = received[-1].index if received else -1
-            fresh = await run.client.wait_for(lambda line, last=last: line.index > last, window)
+
+            def newer(line: Line, last: int = last) -> bool:
+                return line.index > last
+
+            fresh = await run.client.wait_for(newer, window)
             if fresh is None and len(run.client.received) == len(received):
                 return None
 

@@ -261,9 +261,9 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
             if not runner.done[check_id].done():
                 runner.done[check_id].set_result(outcome)
         results = [_result(runner, check) for check in CHECKS if selected(check.id)]
-        notes = [note for run in (*runner.runs, *runner.raw_runs) for note in run.process_notes()]
+        found = [note for run in (*runner.runs, *runner.raw_runs) for note in run.process_notes()]
         report = Report(target, results, runner.cannot_run, time.monotonic() - began)
-        report.notes = list(dict.fromkeys(notes))
+        report.notes = list(dict.fromkeys(found))
         return report
     finally:
         shutil.rmtree(files, ignore_errors=True)
