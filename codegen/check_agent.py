@@ -46,9 +46,13 @@ def check_agent_command(
     ),
     list_only: bool = LIST_OPTION,
     strict: bool = STRICT_OPTION,
-    timeout: float = typer.Option(5.0, "--timeout", help="Seconds to wait for any one answer after start-up."),
+    timeout: float = typer.Option(
+        5.0, "--timeout", help="Seconds of silence to wait for any one answer after start-up."
+    ),
     startup_timeout: float = typer.Option(
-        30.0, "--startup-timeout", help="Seconds an agent may take to start, answer initialize or open a session."
+        30.0,
+        "--startup-timeout",
+        help="Seconds of silence to start, answer initialize, open a session or answer its first call.",
     ),
     prompt: str = typer.Option("Hello", "--prompt", help="Text of the prompt the turn checks send."),
     cancel_prompt: str | None = typer.Option(

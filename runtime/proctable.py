@@ -13,6 +13,7 @@ class Stat(NamedTuple):
     ppid: int
     pgrp: int
     start: int  # start time in clock ticks since boot: tells a reused pid apart
+    cpu: int = 0  # CPU time in clock ticks: its own and its reaped children's (user + system)
 
 
 def proc_stat(pid: int | str) -> Stat | None:
@@ -33,7 +34,8 @@ def proc_stat(pid: int | str) -> Stat | None:
     fields = stat[stat.rfind(b")") + 2 :].split()
     if len(fields) < 20:
         return None
-    return Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[19]))
+    cpu = sum(int(ticks) for ticks in fields[11:15])  # utime stime cutime cstime
+    return Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[19]), cpu)
 
 
 def is_live(stat: Stat | None) -> bool:
@@ -55,6 +57,19 @@ def process_table() -> dict[int, Stat] | None:
             if stat is not None:
                 table[int(name)] = stat
     return table
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """The CPU time the live processes of group `pgid` have used, with their reaped children
+    (Linux); None where there is no /proc."""
+    table = process_table()
+    if table is None:
+        return None
+    ticks = sum(stat.cpu for stat in table.values() if stat.pgrp == pgid)
+    return ticks / _TICKS
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def group_members(pgid: int) -> list[int]:

@@ -547,7 +547,7 @@ def _alive(pid: int) -> bool:
 def test_silent_agent_and_its_grandchild_are_gone_afterwards(runs: Runs) -> None:
     report = runs.result("silent")  # check_command(silent.py, Options(timeout=0.5, ...), env=...)
     assert failed(report) == {"initialize", "exit-on-eof"}
-    assert report.result("initialize").detail == "initialize failed: no answer within 0.5 s"
+    assert report.result("initialize").detail == "initialize failed: no answer within 0.5 s of silence"
     assert report.result("session-new").status == "not testable"
     assert report.elapsed < 10  # one agent waited for, the others blocked by its initialize
     started = [int(pid) for pid in runs.silent_pids.read_text().split()]

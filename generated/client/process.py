@@ -46,7 +46,16 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import IO, Any, Final, Generic, TypeVar
 
 from .connection import Connection, Reader, Writer
-from .proctable import TAG_VARIABLE, command_line, group_members, is_live, proc_stat, strays, tagged
+from .proctable import (
+    TAG_VARIABLE,
+    command_line,
+    group_cpu_seconds,
+    group_members,
+    is_live,
+    proc_stat,
+    strays,
+    tagged,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -133,6 +142,12 @@ class ChildProcess:
         if self.returncode is None:
             return True
         return self.pgid is not None and bool(group_members(self.pgid) or self._live_strays())
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time its process group has used so far (Linux); None where unknown. A
+        kit tells an agent that is slow because it works (imports, on a loaded machine) from
+        one that waits, by it."""
+        return None if self.pgid is None else group_cpu_seconds(self.pgid)
 
     def note_descendants(self) -> None:
         """Note the command's descendants that left its process group, so that `stop()`

@@ -33,6 +33,9 @@ in `scripted`; they are re-exported here. Standard library only.
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -50,6 +53,7 @@ __all__ = [
     "Reply",
     "ScriptedClient",
     "Serve",
+    "StartupSlots",
     "StderrTail",
     "agent_process",
     "as_list",
@@ -188,6 +192,51 @@ async def agent_process(
             exited.append(await child.wait(eof_wait) is not None)
 
 
+class StartupSlots:
+    """How many agent processes may be starting at once in this process (every thread and
+    event loop shares them): starting is what costs an agent CPU (a Python agent's imports), so
+    a run of many checks on a few cores does not make every agent slow to answer its first
+    request. A slot is held from the spawn until the agent's first line, its exit, or `hold`
+    seconds; the wait for one counts against no timeout."""
+
+    def __init__(self, size: int, hold: float = 10.0) -> None:
+        self.size = size
+        self.hold = hold
+        self._free = threading.BoundedSemaphore(size)
+
+    @asynccontextmanager
+    async def starting(self, run: Callable[[], AgentRun | None]) -> AsyncGenerator[None, None]:
+        """Hold a slot while the agent of `run()` (None until it exists) starts."""
+        while not self._free.acquire(blocking=False):
+            await asyncio.sleep(0.02)  # polled: the holder may be another thread's event loop
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                self._free.release()
+
+        async def watch() -> None:
+            deadline = time.monotonic() + self.hold
+            while time.monotonic() < deadline:
+                current = run()
+                if current is not None and (current.client.heard_at or current.client.agent_closed):
+                    break
+                await asyncio.sleep(0.02)
+            release()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+            release()
+
+
+STARTUPS = StartupSlots(max(2, os.cpu_count() or 2))
+
+
 def over_stdio(
     argv: Sequence[str],
     script: Mapping[str, Answer] | None = None,
@@ -199,15 +248,20 @@ def over_stdio(
 
     @asynccontextmanager
     async def opener(eof_wait: float) -> AsyncGenerator[AgentRun, None]:
-        async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
-            run = AgentRun(ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5))
-            run.stderr = tail
-            run.process = process
-            run.client.start()
-            try:
-                yield run
-            finally:
-                await run.client.connection.close()
+        runs: list[AgentRun] = []
+        async with STARTUPS.starting(lambda: runs[0] if runs else None):
+            async with agent_process(argv, eof_wait, cwd=cwd, env=env) as (process, tail, exited):
+                client = ScriptedClient(process.stdout, process.stdin, script, close_timeout=0.5)
+                run = AgentRun(client)
+                runs.append(run)
+                run.stderr = tail
+                run.process = process
+                client.progress = process.cpu_seconds
+                client.start()
+                try:
+                    yield run
+                finally:
+                    await client.connection.close()
         run.exited_on_eof = bool(exited and exited[0])
         await run.client.aclose()
 

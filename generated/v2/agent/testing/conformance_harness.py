@@ -122,6 +122,7 @@ class Harness:
         self.blocked: dict[str, str] = {}
         self.check_runs: dict[str, list[AgentRun]] = {check.id: [] for check in CHECKS}
         self.started: dict[str, float] = {}
+        self.session_calls: set[tuple[int, Any]] = set()  # (run, session id) already called
         self.finished: dict[str, float] = {}
         for check in CHECKS:
             self.done[check.id] = asyncio.get_running_loop().create_future()
@@ -180,7 +181,15 @@ class Harness:
         }
 
     async def call(self, run: AgentRun, method: str, params: Any, timeout: float = 0.0) -> Reply:
-        return await run.client.call(method, params, timeout or self.timeout_for(method))
+        wait = timeout or self.timeout_for(method)
+        session = as_object(params) or {}
+        key = (id(run), session.get("sessionId"))
+        if key[1] is not None and key not in self.session_calls:
+            # A session's first call (set_mode, the first prompt) may start a backend that
+            # starts lazily: the start-up budget too.
+            self.session_calls.add(key)
+            wait = max(wait, self.options.startup_timeout)
+        return await run.client.call(method, params, wait)
 
     def timeout_for(self, method: str) -> float:
         """Opening a session may start the agent's machinery (a backend process per session,
@@ -253,7 +262,7 @@ class Harness:
             wait = self.timeout_for(reply.method)
             if reply.method == "initialize":
                 wait = self.options.startup_timeout
-            return f"no answer within {wait:g} s"
+            return f"no answer within {wait:g} s of silence"
         if reply.closed:
             tail = " | ".join(run.stderr)
             ended = run.exit_text()  # "killed by SIGSEGV", once the process is gone

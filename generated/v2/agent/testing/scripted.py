@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
@@ -94,6 +95,17 @@ Answer = Any
 """What a script gives for a request: the result (a generated type, or its JSON), a
 `RequestError` to answer with an error, or a callable taking the decoded params and
 returning (or awaiting) either."""
+
+SILENCE_CAP = 20
+"""A wait by silence (`ScriptedClient.call`) ends after this many times its timeout however
+much the agent sends or computes: an agent that streams forever cannot hold a check forever."""
+BUSY_CAP = 4
+"""...and after this many times its timeout however much the agent computes without a word: an
+agent that spins cannot either."""
+BUSY_SHARE = 0.02
+"""The share of one CPU an agent's processes must use while it sends nothing for its silence
+not to count: an agent waiting on something uses next to none; one that imports on a machine
+with ten runnable processes a core still gets about a tenth."""
 
 # The id list of the request being sent by the current task (see ScriptedClient.call).
 _sending: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
@@ -214,6 +226,11 @@ class ScriptedClient:
         self._responses: dict[tuple[bool, Any], Line] = {}
         self._sent_methods: dict[tuple[bool, Any], str] = {}
         self._arrived = asyncio.Event()
+        self.heard_at = 0.0
+        """When the agent last sent a line (`time.monotonic()`): silence counts from it."""
+        self.progress: Callable[[], float | None] | None = None
+        """The CPU seconds the agent's processes have used (set by the opener of a process):
+        a wait by silence also goes on while the agent computes (see `call`)."""
         self.close_timeout = close_timeout
         self.connection = Connection(
             Dispatcher(_ScriptHandler(self.script), CLIENT_HANDLES, ctx or types.DecodeContext()),
@@ -243,6 +260,7 @@ class ScriptedClient:
         if line.is_response:
             msg_id = line.get("id")
             self._responses.setdefault((isinstance(msg_id, str), msg_id), line)
+        self.heard_at = time.monotonic()
         self._arrived.set()
 
     def _record_out(self, raw: bytes) -> None:
@@ -292,19 +310,28 @@ class ScriptedClient:
     async def call(self, method: str, params: Any, timeout: float | None = None) -> Reply:
         """Send a request; the reply (never raises for what the agent does).
 
-        After `timeout` seconds the request is abandoned (`$/cancel_request` is sent)."""
+        `timeout` is a time of silence, not a total: it restarts with every line the agent
+        sends (a long stream never times out while it flows), at most to `SILENCE_CAP` times
+        `timeout` in all, and it is extended while the agent's processes compute (`progress`:
+        an agent importing on a loaded machine is slow, not silent), to `BUSY_CAP` times.
+        Then the request is abandoned (`$/cancel_request` is sent); the reply says `timed_out`."""
         ids: list[Any] = []
         context = contextvars.copy_context()
         context.run(_sending.set, ids)
         # The task runs in `context` (Python 3.10 has no create_task(context=)), so the
         # tap, called as the request is written, sees `ids` and notes the id it was given.
         task: asyncio.Task[Any] = context.run(
-            asyncio.ensure_future, self.connection.request(method, params, timeout=timeout)
+            asyncio.ensure_future, self.connection.request(method, params)
         )
         reply = Reply(method, None)
         try:
+            if timeout is not None and not await self.until_silent(task, timeout):
+                reply.timed_out = True  # the task was cancelled: `$/cancel_request` is sent
             await task
-        except TimeoutError:  # the connection sent `$/cancel_request` for it
+        except asyncio.CancelledError:
+            if not reply.timed_out:
+                raise
+        except TimeoutError:  # the connection's own request timeout
             reply.timed_out = True
         except ConnectionClosed:
             reply.closed = True
@@ -318,6 +345,33 @@ class ScriptedClient:
         if reply.response is None and not reply.timed_out:
             reply.closed = True
         return reply
+
+    async def until_silent(self, task: asyncio.Future[Any], timeout: float) -> bool:
+        """Wait for `task` while the agent is not silent for `timeout` seconds (see `call`);
+        False (and `task` cancelled) if it fell silent, or the cap was reached, first."""
+        start = time.monotonic()
+        cap = start + timeout * SILENCE_CAP
+        since = start  # when the silence (or the last look at the agent's CPU) began
+        cpu = None if self.progress is None else self.progress()
+        while True:
+            wait = min(max(since, self.heard_at) + timeout, cap) - time.monotonic()
+            if wait > 0:
+                done, _ = await asyncio.wait([task], timeout=wait)
+                if done:
+                    return True
+                continue  # it may have spoken meanwhile: the silence counts from then
+            now = time.monotonic()
+            if now >= cap:
+                break
+            used = None if self.progress is None else self.progress()
+            busy = used is not None and cpu is not None and used - cpu >= BUSY_SHARE * (now - since)
+            if busy and now < start + timeout * BUSY_CAP:
+                cpu, since = used, now  # it computes: slow, not silent
+                continue
+            break
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return False
 
     async def notify(self, method: str, params: Any) -> None:
         await self.connection.notify(method, params)
@@ -336,7 +390,7 @@ class ScriptedClient:
 
     async def call_raw(self, message: dict[str, Any], timeout: float) -> Line | None:
         """Send a request with its own `id` (string or integer) as one raw line; the response
-        carrying exactly that id (same JSON type), or None within `timeout`."""
+        carrying exactly that id (same JSON type), or None after `timeout` s of silence."""
         msg_id = message.get("id")
         await self.send_raw(jsonline.dumps(message)[:-1])
         key = (isinstance(msg_id, str), msg_id)
@@ -345,7 +399,11 @@ class ScriptedClient:
             found = line.get("id")
             return line.is_response and (isinstance(found, str), found) == key
 
-        return await self.wait_for(answer, timeout)
+        # Like `call`, `timeout` is a time of silence.
+        waiting = asyncio.ensure_future(self.wait_for(answer, timeout * SILENCE_CAP))
+        if not await self.until_silent(waiting, timeout):
+            return None
+        return waiting.result()
 
     def response_to(self, msg_id: Any) -> Line | None:
         return self._responses.get((isinstance(msg_id, str), msg_id))
