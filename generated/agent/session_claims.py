@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -56,7 +56,7 @@ class Turns:
         return live if live is not None and live.owner == self.owner() else None
 
     @asynccontextmanager
-    async def claimed(self, session: LiveSession) -> AsyncIterator[None]:
+    async def claimed(self, session: LiveSession) -> AsyncGenerator[None]:
         """Hold the session's claim (renewed) for the block; -32600 when a turn already runs
         on it (here or in another process), -32603 when the store fails."""
         key, holder = (id(self.store), session.id), holder_id()
