@@ -66,6 +66,7 @@ class WireProbes(Harness):
             self.raw_runs.append(run)
             await self.setup(run, session=False)
             reply = await self.prompt(run, "acp-conformance-no-such-session", self.options.prompt)
+            unknown: Outcome
             if reply.response is None:
                 unknown = passed(f"no answer ({self.why(run, reply)})")
             else:
