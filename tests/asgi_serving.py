@@ -132,7 +132,8 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
 @contextlib.contextmanager
 def listening_echo_agent(*options: str) -> Iterator[dict[str, str]]:
     """`echo_agent.py --listen 127.0.0.1:0 [options]` (e.g. `--token-file FILE`): its URLs by
-    profile ("ws", "http") and its process id ("pid"); stopped by SIGTERM, which it must survive cleanly (exit 0, no traceback)."""
+    profile ("ws", "http") and its process id ("pid"); stopped by SIGTERM, which it must survive
+    cleanly (exit 0, no traceback)."""
     proc = subprocess.Popen(
         [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0", *options],
         stdout=subprocess.PIPE,
