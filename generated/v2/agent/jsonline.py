@@ -16,7 +16,8 @@ import json
 import re
 from typing import Any, Final
 
-from .serde import ORJSON_OPTIONS, json_default, parser
+from .jsonvalue import json_default, locate
+from .serde import ORJSON_OPTIONS, parser
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -78,6 +79,8 @@ def dumps(message: dict[str, Any]) -> bytes:
             return _encode_ascii(message).encode("ascii") + b"\n"
     except RecursionError:
         raise ValueError("nested too deeply to encode") from None
+    except (TypeError, ValueError) as exc:
+        raise locate(message, exc) from None  # the slow walk, only now: where is it?
 
 
 # -- skimming an oversize line ------------------------------------------------------------------
