@@ -18,7 +18,7 @@ import datetime
 import enum
 import uuid
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias, cast
+from typing import Any, Final, Literal, TypeAlias
 
 _INF: Final = float("inf")
 
@@ -190,12 +190,14 @@ def convert(value: Any, where: Keys = (), active: set[int] | None = None) -> Any
         active.add(id(value))
         try:
             if isinstance(value, dict):
+                mapping: dict[Any, Any] = value
                 out: dict[str, Any] = {}
-                for k, x in cast("dict[Any, Any]", value).items():
+                for k, x in mapping.items():
                     key = _key(k, where)
                     out[key] = convert(x, (*where, key), active)
                 return out
-            return [convert(x, (*where, i), active) for i, x in enumerate(value)]
+            items: list[Any] | tuple[Any, ...] = value
+            return [convert(x, (*where, i), active) for i, x in enumerate(items)]
         finally:
             active.discard(id(value))
     try:
