@@ -118,6 +118,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         # The session layer's schema-independent core (sessions.py wraps it in typed handlers).
         "session_layer.py": "session_layer.py",
         "session_live.py": "session_live.py",
+        "session_claims.py": "session_claims.py",
         "testing/store_checks.py": "testing/store_checks.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
