@@ -163,6 +163,16 @@ def _key(key: object, where: Keys) -> str:
     )
 
 
+def _is_container(value: object) -> bool:
+    """A dict, list or tuple, told by a plain bool: `value` stays Any where this is tested (an
+    isinstance there would narrow it to containers of unknown items)."""
+    return isinstance(value, (dict, list, tuple))
+
+
+def _is_dict(value: object) -> bool:
+    return isinstance(value, dict)
+
+
 def convert(value: Any, where: Keys = (), active: set[int] | None = None) -> Any:
     """`value` as plain JSON, converting what `json_default` converts; NotJsonType/NotJsonValue
     naming where the first value that is not JSON sits. The slow, careful walk."""
@@ -182,14 +192,14 @@ def convert(value: Any, where: Keys = (), active: set[int] | None = None) -> Any
         if not -_INF < value < _INF:
             raise NotJsonValue(where, f"{value!r} is not JSON (NaN and infinity are refused)")
         return float(value)
-    if isinstance(value, (dict, list, tuple)):
+    if _is_container(value):
         if id(value) in active:
             raise NotJsonValue(where, "a circular reference is not JSON")
         if len(where) > _MAX_DEPTH:
             raise NotJsonValue(where, "nested too deeply to encode")
         active.add(id(value))
         try:
-            if isinstance(value, dict):
+            if _is_dict(value):
                 mapping: dict[Any, Any] = value
                 out: dict[str, Any] = {}
                 for k, x in mapping.items():
