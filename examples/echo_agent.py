@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 # The example imports the checked-in generated package, wherever it is run from.
@@ -147,10 +149,9 @@ async def listen(
     http_sock = _bind(host, 0 if port == 0 else port + 1)
 
     class Server(uvicorn.Server):
-        def capture_signals(self):  # type: ignore[no-untyped-def]  # ours are installed below
-            import contextlib
-
-            return contextlib.nullcontext()
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:  # ours are installed below
+            yield
 
     ws_server = Server(uvicorn.Config(app, lifespan="off", log_level="warning", ws="websockets-sansio"))
     config = Config()
@@ -162,7 +163,7 @@ async def listen(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ws_task = asyncio.ensure_future(ws_server.serve(sockets=[ws_sock]))
-    http_task = asyncio.ensure_future(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+    http_task = asyncio.ensure_future(serve(app, config, shutdown_trigger=stop.wait))
     while not ws_server.started:
         if ws_task.done():
             await ws_task

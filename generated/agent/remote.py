@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from .agent import Agent
@@ -46,7 +46,18 @@ from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal,
 from .remote_limits import Limits as Caps
 from .remote_link import Channel, Link
 from .remote_server_http import HttpTransport
-from .remote_wire import Limits, Receive, Send, client_address, frame, request_headers, send_error
+from .remote_wire import (
+    AnyReceive,
+    AnySend,
+    Limits,
+    Receive,
+    Scope,
+    Send,
+    client_address,
+    frame,
+    request_headers,
+    send_error,
+)
 from .types import DecodeContext
 
 __all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "Caps", "asgi_app"]
@@ -57,6 +68,7 @@ DEFAULT_PATH: Final = "/acp"
 _WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
 _WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
 _WS_POLICY: Final = 1008  # refused: Host, Origin or credentials
+_WS_INTERNAL: Final = 1011  # the agent factory failed
 _CLOSE_TIMEOUT: Final = 1.0
 
 
@@ -107,7 +119,8 @@ class AsgiApp:
         self._closing.add(task := asyncio.get_running_loop().create_task(link.close()))
         task.add_done_callback(self._closing.discard)
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: AnyReceive, send: AnySend) -> None:
+        """ASGI 3: typed to be accepted by every server's own ASGI types (see `AnySend`)."""
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -125,7 +138,7 @@ class AsgiApp:
             else:
                 await self.http(scope, receive, send, who)
 
-    async def _admit(self, kind: str, scope: MutableMapping[str, Any]) -> Principal | Refusal:
+    async def _admit(self, kind: str, scope: Scope) -> Principal | Refusal:
         """Host, Origin and credentials, before any upgrade or body is read."""
         headers = request_headers(scope)
         refusal = self.gate.exposure(headers)
@@ -195,9 +208,7 @@ class AsgiApp:
                     self._close_soon(link)
 
     # -- WebSocket -----------------------------------------------------------------
-    async def _websocket(
-        self, scope: MutableMapping[str, Any], receive: Receive, send: Send
-    ) -> None:
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
@@ -217,8 +228,12 @@ class AsgiApp:
             agent = self.make_agent()
             agent.principal = who
         except Exception:
+            # Accepted, then closed 1011 ("internal error"): closing before the accept would
+            # reach the client as "HTTP 403 to the upgrade", which reads like an auth problem.
             _log.exception("the agent factory failed")
-            await send({"type": "websocket.close", "code": 1011})
+            await send({"type": "websocket.accept"})
+            reason = "cannot start an agent"
+            await send({"type": "websocket.close", "code": _WS_INTERNAL, "reason": reason})
             return
         link = self._link(agent, channel, client)
         self.websockets[link.id] = link
@@ -274,9 +289,7 @@ class AsgiApp:
             client=client,
         )
 
-    async def _refuse_websocket(
-        self, scope: MutableMapping[str, Any], send: Send, refusal: Refusal
-    ) -> None:
+    async def _refuse_websocket(self, scope: Scope, send: Send, refusal: Refusal) -> None:
         extensions: Any = scope.get("extensions")
         if isinstance(extensions, dict) and "websocket.http.response" in extensions:
             await send_error(

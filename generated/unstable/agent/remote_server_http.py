@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, Final
 
 from .agent import Agent
@@ -46,6 +46,7 @@ from .remote_wire import (
     JSON_CONTENT,
     Limits,
     Receive,
+    Scope,
     Send,
     client_address,
     frame,
@@ -140,9 +141,7 @@ class HttpTransport:
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
-    async def __call__(
-        self, scope: MutableMapping[str, Any], receive: Receive, send: Send, who: Principal
-    ) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, who: Principal) -> None:
         """One request, from `who` (the transport authenticated it)."""
         method = scope["method"]
         headers = request_headers(scope)

@@ -7,7 +7,7 @@ and messages without trusting them."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -18,6 +18,12 @@ from .types import DecodeContext
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+Scope = Mapping[str, Any]
+# What the app's `__call__` accepts: every ASGI server types its scope, events and callables in
+# its own way (hypercorn and uvicorn as unions of TypedDicts, which no dict type accepts), so the
+# public signature takes any of them and the app reads the messages as plain dicts.
+AnyReceive = Callable[[], Awaitable[Any]]
+AnySend = Callable[[Any], Awaitable[None]]
 
 JSON_CONTENT: Final = (b"content-type", b"application/json")
 
@@ -36,7 +42,7 @@ class Limits:
     caps: Caps
 
 
-def client_address(scope: MutableMapping[str, Any]) -> str:
+def client_address(scope: Scope) -> str:
     """The client's address as the ASGI server saw it ("" when it gives none)."""
     client: Any = scope.get("client")
     if not isinstance(client, (list, tuple)):
@@ -66,7 +72,7 @@ async def send_error(
     await send({"type": f"{prefix}.body", "body": body})
 
 
-def request_headers(scope: MutableMapping[str, Any]) -> dict[bytes, bytes]:
+def request_headers(scope: Scope) -> dict[bytes, bytes]:
     """Request headers by lower-case name; repeated ones joined with commas."""
     out: dict[bytes, bytes] = {}
     for name, value in scope["headers"]:
