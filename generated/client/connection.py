@@ -598,7 +598,7 @@ class Connection:
             await self._reply_error(msg_id, RequestError.internal_error())
             return
         except RequestError as exc:
-            await self._reply_error(msg_id, exc)
+            await self._reply_error(msg_id, exc, method)
             return
         except ConnectionClosed as exc:  # the peer went away mid-handler: nobody to answer
             _log.debug("handler for %s stopped: %s", brief(method), exc)
@@ -618,11 +618,13 @@ class Connection:
             _log.error("result of %s is not JSON: %s", brief(method), brief(exc))
             await self._reply_error(msg_id, RequestError.internal_error())
 
-    async def _reply_error(self, msg_id: Any, error: RequestError) -> None:
+    async def _reply_error(self, msg_id: Any, error: RequestError, method: str = "") -> None:
         try:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
-            except (TypeError, ValueError):  # error data (or code, message) that is not JSON
+            except (TypeError, ValueError) as exc:  # error data (or code, message) not JSON
+                # Reported, never dropped silently: the peer still gets a well-formed error.
+                _log.error("error of %s sent without its data: %s", brief(method), str(exc)[:300])
                 # A subclass may have put anything there: checked, whatever the annotations say.
                 raw_code: Any = error.code
                 raw_message: Any = error.message
