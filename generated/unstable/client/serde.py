@@ -13,16 +13,20 @@ This module is the same for every schema; `types` re-exports what users need (`U
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import enum
 import importlib
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
+
+# Re-exported (`as` names): types.py imports them from here, users from types.
+from .jsonvalue import UNSET as UNSET
+from .jsonvalue import Unset as Unset
+from .jsonvalue import json_default as json_default
+from .jsonvalue import locate, merge_open
+from .jsonvalue import open_json as open_json
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -44,19 +48,6 @@ Decodes: TypeAlias = "Callable[[Any, PathT, DecodeContext], _T]"
 """A decoder of a `_T` (the variant decoders of a union's tag table)."""
 
 
-class Unset(enum.Enum):
-    """The type of `UNSET`: a field absent from the wire (JSON `null` is `None`)."""
-
-    UNSET = "UNSET"
-
-    def __bool__(self) -> Literal[False]:
-        return False
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = Unset.UNSET
 MISSING: Final[Any] = object()
 """What `dict.get` returns for an absent key in the decoders (never seen by users)."""
 new: Final = object.__new__
@@ -353,9 +344,7 @@ GC's work on it). Equal to `{}`; read-only (assign a new dict to add fields). Ob
 their constructor get a fresh dict, as before."""
 
 
-def merge_extra(d: JsonObject, extra: JsonObject) -> None:
-    for k, x in extra.items():
-        d.setdefault(k, x)
+merge_extra: Final = merge_open  # unknown fields back into to_dict(), each as plain JSON
 
 
 def check_tag(obj: Any, wire: str, value: str) -> None:
@@ -452,28 +441,6 @@ def loads(data: str | bytes) -> Any:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
 
 
-def json_default(value: object) -> Any:
-    """The one conversion of a non-JSON value in an open field (`rawInput`, `_meta`, `extra`,
-    extension params), the same with orjson and without it: a generated object becomes its
-    `to_dict()` (its wire form, never its attributes), an Enum its value, a UUID its string,
-    a datetime/date/time its `isoformat()`; anything else is a TypeError naming its type."""
-    to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
-    if to_dict is not None and not isinstance(value, type):
-        return to_dict()
-    if isinstance(value, enum.Enum):
-        if isinstance(value, Unset):
-            raise TypeError("UNSET is not JSON: leave the key out instead")
-        return value.value
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    raise TypeError(
-        f"a {type(value).__name__} is not JSON: convert it to a dict, list, str, int, float,"
-        " bool or None first"
-    )
-
-
 # orjson would write dataclasses by their attributes (snake_case, "UNSET") and datetimes in its
 # own format: those go through `json_default`, as on the standard library path.
 ORJSON_OPTIONS: Final = (
@@ -487,7 +454,10 @@ _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False, defau
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
+    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII).
+
+    A value that is not JSON raises TypeError or ValueError naming where it sits
+    (`params.rawInput.when: a set is not JSON ...`), the same with orjson and without it."""
     if _orjson is not None:
         try:
             text: str = _orjson.dumps(value, default=json_default, option=ORJSON_OPTIONS).decode()
@@ -496,7 +466,12 @@ def dumps(value: Any) -> str:
         else:
             if not has_nonfinite(text):
                 return text
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise locate(value, exc) from None  # the slow walk, only now: where is it?
+    except RecursionError:
+        raise ValueError("nested too deeply to encode") from None
 
 
 def has_nonfinite(text: str) -> bool:

@@ -16,13 +16,13 @@ import json
 import re
 from typing import Any, Final
 
+from .jsonvalue import json_default, locate
 from .serde import (
     DIGIT_RUNS,
     LONG_DIGITS,
     ORJSON_OPTIONS,
     SAMPLE_DIGITS,
     SAMPLE_STEP,
-    json_default,
     parser,
 )
 
@@ -125,6 +125,8 @@ def dumps(message: dict[str, Any]) -> bytes:
             return _encode_ascii(message).encode("ascii") + b"\n"
     except RecursionError:
         raise ValueError("nested too deeply to encode") from None
+    except (TypeError, ValueError) as exc:
+        raise locate(message, exc) from None  # the slow walk, only now: where is it?
 
 
 # -- skimming an oversize line ------------------------------------------------------------------
