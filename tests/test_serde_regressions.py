@@ -627,14 +627,19 @@ def test_decoded_objects_without_unknown_fields_share_one_read_only_extra() -> N
     for mutate in (
         lambda e: e.__setitem__("k", 1),
         lambda e: e.update(k=1),
+        lambda e: e.update({"k": 1}),
         lambda e: e.setdefault("k", 1),
-        lambda e: e.pop("k"),
-        lambda e: e.popitem(),
-        lambda e: e.clear(),
-        lambda e: e.__delitem__("k"),
+        lambda e: e.__ior__({"k": 1}),
     ):
         with pytest.raises(TypeError, match="assign a dict of your own"):
             mutate(first.extra)
+    # What leaves an empty dict empty behaves as on any empty dict.
+    assert first.extra.pop("k", None) is None and first.extra.get("k") is None
+    first.extra.update({})
+    first.extra.clear()
+    for missing in (lambda e: e.pop("k"), lambda e: e.popitem(), lambda e: e.__delitem__("k")):
+        with pytest.raises(KeyError):
+            missing(first.extra)
     assert first.extra == {}
     first.extra = {"futureField": 1}  # the way to add fields: a dict of its own
     assert first.to_dict() == {"type": "text", "text": "a", "futureField": 1} and second.extra == {}

@@ -323,18 +323,32 @@ def extra_field() -> JsonObject:
 
 
 class _NoExtra(dict[str, Any]):
-    """The type of `NO_EXTRA`: an empty dict that refuses to change."""
+    """The type of `NO_EXTRA`: an empty dict that refuses to change (what would leave it
+    empty anyway, such as `pop(key, default)` or `clear()`, behaves as on any empty dict)."""
 
     __slots__ = ()
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            "this object's extra is the shared empty one of decoded objects: assign a dict"
-            " of your own first (obj.extra = {...})"
-        )
+    def __setitem__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _read_only()
 
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    setdefault = update = pop = popitem = clear = _refuse
+    def setdefault(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _read_only()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        if dict(*args, **kwargs):
+            _read_only()
+
+    def __ior__(self, other: Any) -> _NoExtra:  # type: ignore[override,misc]
+        if dict(other):
+            _read_only()
+        return self
+
+
+def _read_only() -> NoReturn:
+    raise TypeError(
+        "this object's extra is the shared empty one of decoded objects: assign a dict"
+        " of your own first (obj.extra = {...})"
+    )
 
 
 NO_EXTRA: Final[JsonObject] = _NoExtra()
