@@ -94,7 +94,7 @@ class ObjectPlan:
 # in every package (the absent-key sentinel, the constructor bypassing __init__).
 _SERDE_ALWAYS = {
     **{n: n for n in ("UNSET", "DecodeContext", "DecodeError", "JsonObject", "LenientWarning", "PathT", "Unset")},
-    **{n: n for n in ("Wire", "dumps", "format_path", "loads")},
+    **{n: n for n in ("Wire", "dumps", "format_path", "loads", "or_none")},
     "MISSING": serde_alias("MISSING"),
     "new": serde_alias("new"),
 }

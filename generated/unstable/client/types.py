@@ -49,6 +49,7 @@ from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated

@@ -5,8 +5,8 @@
 small checks its generated decoders call.
 
 This module is the same for every schema; `types` re-exports what users need (`UNSET`,
-`Unset`, `DecodeContext`, `DecodeError`, `LenientWarning`, `JsonObject`, `loads`, `dumps`,
-`format_path`). The other names are the generated decoders' building blocks: public here so
+`Unset`, `or_none`, `DecodeContext`, `DecodeError`, `LenientWarning`, `JsonObject`, `loads`,
+`dumps`, `format_path`). The other names are the generated decoders' building blocks: public here so
 `types` can import them, but not part of the package's documented API.
 """
 
@@ -27,6 +27,7 @@ from .jsonvalue import Unset as Unset
 from .jsonvalue import json_default as json_default
 from .jsonvalue import locate, merge_open
 from .jsonvalue import open_json as open_json
+from .jsonvalue import or_none as or_none
 
 _orjson: Any
 try:  # an optional speed-up; never required
