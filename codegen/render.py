@@ -40,7 +40,7 @@ from .ir import (
 )
 from .pagers import find_pagers
 from .render_decode import DecodePlanner
-from .render_types import keyword_params
+from .render_types import keyword_params, keyword_union
 from .sdk_builders import SDK_ORDER
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
@@ -60,6 +60,7 @@ RUNTIME_FILES = {
     "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
     "jsonline.py": "jsonline.py",
+    "jsonvalue.py": "jsonvalue.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
     "serde.py": "serde.py",
@@ -117,6 +118,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         # The session layer's schema-independent core (sessions.py wraps it in typed handlers).
         "session_layer.py": "session_layer.py",
         "session_live.py": "session_live.py",
+        "session_claims.py": "session_claims.py",
         "testing/store_checks.py": "testing/store_checks.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
@@ -143,15 +145,22 @@ class Renderer(DecodePlanner):
     (DecodePlanner), and encoding and codec references (here)."""
 
     # -- encoding ------------------------------------------------------------------
-    def enc(self, t: TypeExpr, v: str) -> str:
+    def enc(self, t: TypeExpr, v: str, where: str = "") -> str:
+        """An expression encoding `v` of type `t`; `where` (the field's wire name) names an open
+        value's place in the error a value JSON cannot hold raises."""
         t = self.alias_target(t)
+        if isinstance(t, Scalar) and t.kind in ("json", "object"):
+            # Open: checked and converted (generated objects, datetimes...) as plain JSON.
+            return f"{self.serde('open_json')}({v}, {where!r})"
         if isinstance(t, (Scalar, LiteralOf)):
             return v
         if isinstance(t, ListOf):
-            item = self.enc(t.item, "x")
+            item = self.enc(t.item, "x", where)
             return v if item == "x" else f"[{item} for x in {v}]"
         if isinstance(t, MapOf):
-            item = self.enc(t.value, "x")
+            item = self.enc(t.value, "x", where)
+            if item.startswith(self.serde("open_json")):
+                return self.enc(Scalar("json"), v, where)  # a map of open values is one open value
             return v if item == "x" else f"{{k: {item} for k, x in {v}.items()}}"
         target = self.defs.get(t.name)
         if isinstance(target, EnumDef):
@@ -271,6 +280,7 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         builder_expr=renderer.builder_expr,
     )
     env.filters["keyword_params"] = functools.partial(keyword_params, renderer)
+    env.filters["keyword_union"] = functools.partial(keyword_union, renderer)
     env.tests.update(mutable_default=renderer.is_mutable_default)
     return env
 

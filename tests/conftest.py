@@ -25,6 +25,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # test_releases' CPU). Fewer young collections; tests that need a collection call gc.collect().
 gc.set_threshold(20_000, 20, 20)
 
+# ACP_TEST_NO_ORJSON=1: run the tests as on a machine without orjson (`import orjson` fails),
+# e.g. the fuzz and wire corpora both ways (docs/benchmarks.md, issue 31).
+if os.environ.get("ACP_TEST_NO_ORJSON"):
+    sys.modules["orjson"] = None  # type: ignore[assignment]
+
 # Tests import the generated packages by name: generated/agent -> `agent`, generated/client -> `client`.
 sys.path.insert(0, str(GENERATED))
 
@@ -166,6 +171,19 @@ def keyword_snippet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def serve_snippet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/test_remote_typing.py's SERVE as serve.py, alone in its folder (imports generated/agent,
+    uvicorn and hypercorn); one per test run."""
+    from test_remote_typing import SERVE
+
+    def write(folder: Path) -> str:
+        (folder / "serve.py").write_text(SERVE)
+        return str(folder / "serve.py")
+
+    return Path(computed_once(tmp_path_factory, "serve-snippet", write))
+
+
+@pytest.fixture(scope="session")
 def decoder_shapes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder holding a package per schema of tests/test_decoder_shapes.py, generated once per
     test run for its tests and for `pyright_run`."""
@@ -188,19 +206,27 @@ def pyright_left_out(decoder_shapes: Path) -> list[Path]:
 
 @pytest.fixture(scope="session")
 def pyright_run(
-    tmp_path_factory: pytest.TempPathFactory, keyword_snippet: Path, decoder_shapes: Path, pyright_left_out: list[Path]
+    tmp_path_factory: pytest.TempPathFactory,
+    keyword_snippet: Path,
+    serve_snippet: Path,
+    decoder_shapes: Path,
+    pyright_left_out: list[Path],
 ) -> PyrightRun:
     """The suite's pyright run (strict: Microsoft's pyright, and basedpyright beside it when
     ACP_PYRIGHTS asks, see tests/typecheck.py), once per test run: every golden package
-    (generated/), the decoder shapes' packages and the keyword snippet, which imports generated/
-    packages by name. One run instead of three spares the start-ups and analysing
+    (generated/), the decoder shapes' packages and the keyword and serve snippets, which import
+    generated/ packages by name. One run instead of three spares the start-ups and analysing
     generated/client again. Each test reads only its own files (`problems`, `part`)."""
 
     def run(work: Path) -> dict[str, Any]:
         goldens = sorted(p.parent for p in GENERATED.rglob("py.typed"))
         shapes = sorted(p.parent for p in decoder_shapes.glob("*/__init__.py"))
         return pyright_strict(
-            [*goldens, *shapes], work, files=[keyword_snippet], extra_paths=[GENERATED], left_out=pyright_left_out
+            [*goldens, *shapes],
+            work,
+            files=[keyword_snippet, serve_snippet],
+            extra_paths=[GENERATED],
+            left_out=pyright_left_out,
         ).to_json()
 
     return PyrightRun.from_json(computed_once(tmp_path_factory, "pyright", run))

@@ -349,14 +349,9 @@ def prompt(*blocks: dict[str, Any]) -> dict[str, Any]:
         ),
         pytest.param(
             (INIT, NEW, prompt({"type": "image", "mimeType": "image/png", "data": "AA=="})),
-            # It answers none of the probe's requests either: silent after the unknown update.
-            {
-                "client-prompt-content",
-                "client-permission-answered",
-                "client-unadvertised",
-                "client-unknown-ext-method",
-                "client-unknown-update",
-            },
+            # It answers none of the probe's requests either: its silence is blamed on the first
+            # it left unanswered (FF-2); the checks after it are blocked by that one.
+            {"client-prompt-content", "client-permission-answered"},
             id="image-without-capability",
         ),
     ],
@@ -364,3 +359,18 @@ def prompt(*blocks: dict[str, Any]) -> dict[str, Any]:
 def test_record_rules_fail_what_breaks_them(messages: tuple[dict[str, Any], ...], expected: set[str]) -> None:
     report = check_client(raw_client(*messages), ClientOptions(timeout=0.3, idle=0.5))
     assert failed(report) == expected, str(report)
+
+
+def test_silence_is_blamed_on_the_first_unanswered_request() -> None:
+    """FF-2 (chuk-acp's client): it never answers the permission request and says nothing
+    after; client-unknown-update and the later requests' checks are blocked by
+    client-permission-answered, not failed."""
+    silent = raw_client(INIT, NEW, prompt({"type": "text", "text": "hi"}))
+    report = check_client(silent, ClientOptions(timeout=0.3, idle=0.5))
+    assert failed(report) == {"client-permission-answered"}, str(report)
+    blocked = {r.check.id: r.blocked_by for r in report.results if r.blocked_by}
+    assert blocked == dict.fromkeys(
+        ("client-unknown-update", "client-unadvertised", "client-unknown-ext-method"),
+        "client-permission-answered",
+    )
+    assert report.verdict() == "not conformant: client-permission-answered"

@@ -458,3 +458,48 @@ def test_http_reconnect_as_the_rfd_draws_it() -> None:
         assert app.connections == 0
 
     run(main)
+
+
+def broken_factory() -> agent.Agent:
+    raise RuntimeError("the factory's own bug")
+
+
+def test_a_failing_agent_factory_is_500_or_1011_with_a_traceback_never_403(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 29 B7: a factory that raises is the server's fault, and says so: HTTP 500 with a
+    JSON-RPC -32603 body, WebSocket accepted then closed 1011 (a close before the accept would
+    reach the client as a 403 to the upgrade, which reads like a refused token); the traceback is
+    logged both times."""
+
+    async def main() -> None:
+        app = agent.asgi_app(broken_factory)
+        status, _, body = await request(app, "POST", rpc(7, "initialize", {"protocolVersion": 1}), JSON)
+        assert status == 500 and error_of(body) == (7, -32603), body
+        call = websocket(app)
+        assert (await call.next())["type"] == "websocket.accept"
+        close = await call.next()
+        assert close["type"] == "websocket.close" and close["code"] == 1011, close
+        await asyncio.wait_for(call.task, TIMEOUT)
+        assert app.connections == 0
+
+    with caplog.at_level("ERROR"):
+        run(main)
+    failures = [r for r in caplog.records if r.getMessage() == "the agent factory failed"]
+    assert len(failures) == 2 and all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in failures)
+
+
+def test_a_failing_agent_factory_reaches_a_real_websocket_client_as_1011() -> None:
+    """The same through uvicorn and the websockets client: a close with 1011, not InvalidStatus 403."""
+    import websockets
+    from asgi_serving import bound_socket, serving
+
+    async def main() -> None:
+        sock = bound_socket()
+        async with serving("uvicorn", sock, agent.asgi_app(broken_factory)):
+            url = f"ws://127.0.0.1:{sock.getsockname()[1]}/acp"
+            async with websockets.connect(url, open_timeout=TIMEOUT) as ws:
+                with pytest.raises(websockets.ConnectionClosedError) as closed:
+                    await asyncio.wait_for(ws.recv(), TIMEOUT)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011, closed.value
+        sock.close()
+
+    run(main)

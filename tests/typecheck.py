@@ -303,7 +303,10 @@ def pyright_strict(
     config.write_text(json.dumps(settings))
     runs = {
         checker: subprocess.Popen(
-            [str(Path(sys.executable).parent / checker), "-p", str(config), "--outputjson"],
+            # --pythonpath: third-party imports (serve.py's uvicorn and hypercorn) resolve in this
+            # environment, as installed libraries, the way a user's own pyright sees them
+            [str(Path(sys.executable).parent / checker), "-p", str(config), "--outputjson"]
+            + ["--pythonpath", sys.executable],
             cwd=work,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -36,17 +36,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
 from .principal import Principal
 from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
+from .remote_limits import Budget
 from .remote_limits import Limits as Caps
 from .remote_link import Channel, Link
 from .remote_server_http import HttpTransport
-from .remote_wire import Limits, Receive, Send, client_address, frame, request_headers, send_error
+from .remote_wire import (
+    AnyReceive,
+    AnySend,
+    Limits,
+    Receive,
+    Scope,
+    Send,
+    client_address,
+    frame,
+    over_budget_line,
+    request_headers,
+    send_error,
+)
 from .types import DecodeContext
 
 __all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "Caps", "asgi_app"]
@@ -57,6 +70,7 @@ DEFAULT_PATH: Final = "/acp"
 _WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
 _WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
 _WS_POLICY: Final = 1008  # refused: Host, Origin or credentials
+_WS_INTERNAL: Final = 1011  # the agent factory failed
 _CLOSE_TIMEOUT: Final = 1.0
 
 
@@ -71,7 +85,8 @@ class AsgiApp:
         self.limits = limits
         self.gate = gate
         self.websockets: dict[str, Link] = {}
-        self.http = HttpTransport(make_agent, limits, self._room, self._gone)
+        self.budget = Budget(limits.caps.max_inflight_bytes)  # bytes in flight, every connection
+        self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget)
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
         self._authenticating = 0  # requests inside the authentication hook
@@ -107,7 +122,8 @@ class AsgiApp:
         self._closing.add(task := asyncio.get_running_loop().create_task(link.close()))
         task.add_done_callback(self._closing.discard)
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: AnyReceive, send: AnySend) -> None:
+        """ASGI 3: typed to be accepted by every server's own ASGI types (see `AnySend`)."""
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -125,7 +141,7 @@ class AsgiApp:
             else:
                 await self.http(scope, receive, send, who)
 
-    async def _admit(self, kind: str, scope: MutableMapping[str, Any]) -> Principal | Refusal:
+    async def _admit(self, kind: str, scope: Scope) -> Principal | Refusal:
         """Host, Origin and credentials, before any upgrade or body is read."""
         headers = request_headers(scope)
         refusal = self.gate.exposure(headers)
@@ -195,9 +211,7 @@ class AsgiApp:
                     self._close_soon(link)
 
     # -- WebSocket -----------------------------------------------------------------
-    async def _websocket(
-        self, scope: MutableMapping[str, Any], receive: Receive, send: Send
-    ) -> None:
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "websocket.connect":
             return
@@ -217,8 +231,12 @@ class AsgiApp:
             agent = self.make_agent()
             agent.principal = who
         except Exception:
+            # Accepted, then closed 1011 ("internal error"): closing before the accept would
+            # reach the client as "HTTP 403 to the upgrade", which reads like an auth problem.
             _log.exception("the agent factory failed")
-            await send({"type": "websocket.close", "code": 1011})
+            await send({"type": "websocket.accept"})
+            reason = "cannot start an agent"
+            await send({"type": "websocket.close", "code": _WS_INTERNAL, "reason": reason})
             return
         link = self._link(agent, channel, client)
         self.websockets[link.id] = link
@@ -232,7 +250,7 @@ class AsgiApp:
             headers = [(b"acp-connection-id", link.id.encode())]
             await send({"type": "websocket.accept", "headers": headers})
             pump = asyncio.ensure_future(self._pump(link, channel, send))
-            reader = asyncio.ensure_future(self._read(link, receive))
+            reader = asyncio.ensure_future(self._read(link, receive, self.budget))
             undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
             try:
                 await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
@@ -272,11 +290,10 @@ class AsgiApp:
             shutdown_grace=limits.shutdown_grace,
             limits=limits.caps,
             client=client,
+            budget=self.budget,
         )
 
-    async def _refuse_websocket(
-        self, scope: MutableMapping[str, Any], send: Send, refusal: Refusal
-    ) -> None:
+    async def _refuse_websocket(self, scope: Scope, send: Send, refusal: Refusal) -> None:
         extensions: Any = scope.get("extensions")
         if isinstance(extensions, dict) and "websocket.http.response" in extensions:
             await send_error(
@@ -295,9 +312,9 @@ class AsgiApp:
             await send({"type": "websocket.close", "code": _WS_POLICY, "reason": refusal.detail})
 
     @staticmethod
-    async def _read(link: Link, receive: Receive) -> bool:
+    async def _read(link: Link, receive: Receive, budget: Budget) -> bool:
         """Client frames into the agent's inbox: True once the client disconnected, False
-        if the connection ended first."""
+        if the connection ended first. A frame over the app's budget is answered -32000."""
         while True:
             message = await receive()
             kind = message["type"]
@@ -308,6 +325,12 @@ class AsgiApp:
             if text is not None:  # binary frames are ignored (the RFD)
                 data = frame(text.encode("utf-8", "surrogatepass"))
                 del text
+                if not budget.take(len(data)):
+                    answer = over_budget_line(data, budget)
+                    del data
+                    if answer is not None and not link.outbox.closed:
+                        link.outbox.write(answer)
+                    continue
                 ok = await link.deliver(data)
                 del data
                 if not ok:

@@ -5,6 +5,12 @@
 deadlines `asgi_app(limits=...)` enforces against hostile or vanished clients, and
 `Admission`, the per-connection check the JSON-RPC runtime asks before it starts a handler.
 
+Bytes in flight (received from clients, not yet read by their agents: POST bodies being read,
+messages queued for an agent) are bounded per connection by `send_buffer` (a client sending
+faster than its agent reads waits: the transport stops reading its socket) and for the whole
+app by `max_inflight_bytes` (a `Budget`): a message that does not fit is refused, -32000 under
+its own id over WebSocket, 503 with `Retry-After` for a POST, and the connection goes on.
+
 Going over a cap never ends a connection that is in use: a request over `max_pending` or
 `max_sessions` gets a JSON-RPC error under its own id (-32000, the details say which limit),
 an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection over
@@ -15,8 +21,10 @@ is refused with 503. So a flood of bare `initialize` requests evicts itself, not
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
 `http_idle_timeout` is reaped (its turns cancelled, the agent's pending requests to that
-client fail with `ConnectionClosed`); every request the agent sends the client is given up
-after `request_timeout` unless the caller passed its own `timeout=`.
+client fail with `ConnectionClosed`); a POST whose body has not all arrived `body_timeout`
+after its head gets 408 (the ASGI servers time out heads, not bodies: hypercorn's only read
+timeout would also close silent SSE streams); every request the agent sends the client is
+given up after `request_timeout` unless the caller passed its own `timeout=`.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Any, Final, cast
 
 from .dispatch import RequestError
 
-__all__ = ["LIMIT_EXCEEDED", "Admission", "Limits"]
+__all__ = ["LIMIT_EXCEEDED", "Admission", "Budget", "Limits"]
 
 LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
 _OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
@@ -43,7 +51,9 @@ class Limits:
     max_authenticating: int = 256  # requests inside the `authenticate` hook at once
     initialize_timeout: float | None = 10.0  # a new WebSocket's first message
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
+    body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
+    max_inflight_bytes: int | None = 64 * 1024 * 1024  # received, not yet read by an agent: the app
 
     def __post_init__(self) -> None:
         caps = (
@@ -51,6 +61,7 @@ class Limits:
             ("max_sessions", self.max_sessions),
             ("max_streams", self.max_streams),
             ("max_per_client", self.max_per_client),
+            ("max_inflight_bytes", self.max_inflight_bytes),
         )
         for name, value in caps:
             if value is not None and value < 1:
@@ -62,6 +73,7 @@ class Limits:
         deadlines = (
             ("initialize_timeout", self.initialize_timeout),
             ("http_idle_timeout", self.http_idle_timeout),
+            ("body_timeout", self.body_timeout),
             ("request_timeout", self.request_timeout),
         )
         for name, seconds in deadlines:
@@ -104,3 +116,23 @@ class Admission:
             else:
                 self._loaded.add(session)
         return None
+
+
+class Budget:
+    """Bytes in flight across an app (`limit` None: unbounded). With nothing in flight one
+    message is always taken, however large (`max_message_size` bounds it)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.limit is not None and self.used and self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used -= size

@@ -2,24 +2,33 @@
 # schema sha256 df1f4778dd1d5b21af0424acf81578a81821b1fe74bc9b62e8376ace10fa4fab
 # do not edit; regenerate with: acp-codegen generate
 """The remote transport's small pieces (part of `remote`): the ASGI callables' types, the
-limits, framing a received message as a line, JSON-RPC error answers, and reading headers
-and messages without trusting them."""
+limits, framing a received message as a line, JSON-RPC error answers, a body read's deadline,
+and reading headers and messages without trusting them."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from .dispatch import INTERNAL_ERROR, PARSE_ERROR
-from .jsonline import dumps
+from .jsonline import Skim, dumps
+from .remote_limits import LIMIT_EXCEEDED, Budget
 from .remote_limits import Limits as Caps
 from .types import DecodeContext
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+Scope = Mapping[str, Any]
+# What the app's `__call__` accepts: every ASGI server types its scope, events and callables in
+# its own way (hypercorn and uvicorn as unions of TypedDicts, which no dict type accepts), so the
+# public signature takes any of them and the app reads the messages as plain dicts.
+AnyReceive = Callable[[], Awaitable[Any]]
+AnySend = Callable[[Any], Awaitable[None]]
 
 JSON_CONTENT: Final = (b"content-type", b"application/json")
+CLOSE: Final = ((b"connection", b"close"),)
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,7 @@ class Limits:
     caps: Caps
 
 
-def client_address(scope: MutableMapping[str, Any]) -> str:
+def client_address(scope: Scope) -> str:
     """The client's address as the ASGI server saw it ("" when it gives none)."""
     client: Any = scope.get("client")
     if not isinstance(client, (list, tuple)):
@@ -57,16 +66,18 @@ async def send_error(
 ) -> None:
     """An HTTP error answer with a JSON-RPC error body (`websocket`: as the refusal of an
     upgrade, through the ASGI `websocket.http.response` extension)."""
-    message = {PARSE_ERROR: "Parse error", INTERNAL_ERROR: "Internal error"}.get(
-        code, "Invalid request"
-    )
+    message = {
+        PARSE_ERROR: "Parse error",
+        INTERNAL_ERROR: "Internal error",
+        LIMIT_EXCEEDED: "Limit exceeded",
+    }.get(code, "Invalid request")
     body = dumps(error_body(msg_id, code, message, detail))
     prefix = "websocket.http.response" if websocket else "http.response"
     await send({"type": f"{prefix}.start", "status": status, "headers": [JSON_CONTENT, *headers]})
     await send({"type": f"{prefix}.body", "body": body})
 
 
-def request_headers(scope: MutableMapping[str, Any]) -> dict[bytes, bytes]:
+def request_headers(scope: Scope) -> dict[bytes, bytes]:
     """Request headers by lower-case name; repeated ones joined with commas."""
     out: dict[bytes, bytes] = {}
     for name, value in scope["headers"]:
@@ -116,3 +127,57 @@ def error_body(msg_id: Any, code: int, message: str, detail: str) -> dict[str, A
         "id": msg_id,
         "error": {"code": code, "message": message, "data": {"details": detail}},
     }
+
+
+class Deadline:
+    """Cancels the running task `seconds` from now unless cancelled first (None: never). The
+    task must only wait inside the guarded code: then the cancel lands there, and `expired`
+    tells it from any other. One timer, no task per await: the body read stays as cheap."""
+
+    __slots__ = ("_task", "_timer", "_expired")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._expired = False
+        self._task = asyncio.current_task()
+        self._timer = (
+            None
+            if seconds is None or self._task is None
+            else asyncio.get_running_loop().call_later(seconds, self._expire)
+        )
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def expired(self) -> bool:
+        """Whether the deadline cancelled the task (then the cancel is consumed)."""
+        if self._expired and self._task is not None:
+            uncancel = getattr(self._task, "uncancel", None)  # Python >= 3.11
+            if uncancel is not None:
+                uncancel()
+        return self._expired
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def over_budget(budget: Budget) -> str:
+    limit = budget.limit
+    return f"the server has its {limit} bytes of messages in flight (max_inflight_bytes): try again"
+
+
+def over_budget_line(data: bytes, budget: Budget) -> bytes | None:
+    """The -32000 answer to a message the app's budget cannot take (None for a notification,
+    which has nothing to answer)."""
+    skim = Skim()
+    skim.feed(data, 0, len(data))
+    head = skim.head()
+    if head is not None and "id" not in head:
+        return None
+    msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
+    answer = error_body(msg_id, LIMIT_EXCEEDED, "Limit exceeded", over_budget(budget))
+    answer["error"]["data"]["limit"] = "max_inflight_bytes"
+    return dumps(answer) + b"\n"

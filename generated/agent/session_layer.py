@@ -13,35 +13,35 @@ commit: one `store.save` per batch of up to `batch` entries or `delay` seconds),
 is flushed before every answer, so a kill -9 loses at most the entries of the turn in flight.
 Replay sends the stored entries verbatim: the replayed updates are exactly the live ones.
 
-Running turns are registered per store and session in this process, so `session/cancel`,
-`session/close` and `session/delete` interrupt them; across processes the store's claim makes a
-second concurrent prompt on one session fail with `SESSION_BUSY` (-32600, not queued).
+Running turns (`session_claims.Turns`) are registered per store and session in this process, so
+`session/cancel`, `session/close` and `session/delete` interrupt them; across processes the
+store's claim makes a second concurrent prompt on one session fail with -32600 (not queued).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
 from .dispatch import RequestError
-from .session_live import Features, Json, LiveSession, Recorder, Send, not_found, now, store_failed
-from .session_store import (
-    DEFAULT_CLAIM_TTL,
-    SessionExists,
-    SessionRecord,
-    SessionStore,
-    StoreError,
-    holder_id,
+from .session_claims import Turns
+from .session_live import (
+    Features,
+    Json,
+    LiveSession,
+    Recorder,
+    Send,
+    SendEncoded,
+    encode,
+    not_found,
+    now,
+    store_failed,
 )
+from .session_store import RecordedEntry, SessionExists, SessionRecord, SessionStore, StoreError
 
 __all__ = ["Features", "LiveSession", "SessionCore", "now"]
-
-log = logging.getLogger(__name__)
-
 
 MODE_OPTION_ID: Final = "mode"
 PAGE_SIZE: Final = 50
@@ -50,23 +50,17 @@ PAGE_SIZE: Final = 50
 class SessionCore:
     """The lifecycle methods over a store, in wire JSON, for one connection's owner."""
 
-    # (id(store), session id) -> the running turn's session: cancel/close/delete reach it
-    running: Final[dict[tuple[int, str], LiveSession]] = {}
-    tasks: Final[dict[tuple[int, str], asyncio.Task[Any]]] = {}
-    # claims a finished turn could not release (the store was down): released before the next
-    # claim, so this process's own dead turn never keeps its session busy once the store is back
-    unreleased: Final[dict[tuple[int, str], str]] = {}
-
     def __init__(
         self,
         store: SessionStore,
         features: Features,
         send: Send,
+        send_encoded: SendEncoded,
         owner: Callable[[], str],
         *,
         modes: Sequence[Json] = (),
         config_options: Sequence[Json] = (),
-        batch: int = 256,
+        batch: int = 1024,
         delay: float = 0.05,
         factory: type[LiveSession] = LiveSession,
         info_after_turn: bool = True,
@@ -74,6 +68,8 @@ class SessionCore:
         self.info_after_turn = info_after_turn
         self.factory = factory
         self.store, self.features, self.send, self.owner = store, features, send, owner
+        self.send_encoded = send_encoded
+        self.turns = Turns(store, owner)
         self.modes = list(modes)
         self.options = [dict(o) for o in config_options]
         if self.modes and not any(o.get("category") == "mode" for o in self.options):
@@ -115,7 +111,7 @@ class SessionCore:
             out["configOptions"] = self.config_options(session)
         return out
 
-    async def save(self, session: LiveSession, entries: Sequence[Json]) -> None:
+    async def save(self, session: LiveSession, entries: Sequence[Mapping[str, Any]]) -> None:
         record = await self.store.save(
             session.owner, session.id, updated_at=now(), title=session.title,
             state=session.state(), entries=entries,
@@ -133,8 +129,8 @@ class SessionCore:
 
     async def open(self, session_id: str) -> LiveSession:
         """The owner's session (the running turn's view when one runs here), else -32002."""
-        live = self.running.get((id(self.store), session_id))
-        if live is not None and live.owner == self.owner():
+        live = self.turns.live(session_id)
+        if live is not None:
             return live
         try:
             record = await self.store.get(self.owner(), session_id)
@@ -191,7 +187,9 @@ class SessionCore:
             if session.recorder is not None:  # a turn runs here: what it sent is replayed too
                 await session.recorder.flush()
             async for entry in self.store.replay(session.owner, session.id):
-                await self.send(session.id, dict(entry))
+                # sent as recorded: the bytes of the live update when the store kept them
+                data = entry.json if isinstance(entry, RecordedEntry) else encode(entry)
+                await self.send_encoded(session.params(data))
         except StoreError as exc:
             raise store_failed(exc) from exc
         return self.session_state("session/load", session)
@@ -225,25 +223,14 @@ class SessionCore:
             out["nextCursor"] = page.next_cursor
         return out
 
-    async def interrupt(self, session_id: str) -> None:
-        """Cancel the session's running turn in this process (if it is the owner's): its prompt
-        answers `cancelled`, and nothing more is sent for it."""
-        key = (id(self.store), session_id)
-        live, task = self.running.get(key), self.tasks.get(key)
-        if live is None or live.owner != self.owner():
-            return
-        live.cancelled = True
-        if task is not None:
-            task.cancel()
-
     async def close(self, params: Mapping[str, Any]) -> Json:
         session = await self.open(str(params.get("sessionId")))
-        await self.interrupt(session.id)
+        await self.turns.interrupt(session.id)
         return {}
 
     async def delete(self, params: Mapping[str, Any]) -> Json:
         session_id = str(params.get("sessionId"))
-        await self.interrupt(session_id)
+        await self.turns.interrupt(session_id)
         try:  # an unknown (or another owner's) session: success, nothing done (session-delete)
             await self.store.delete(self.owner(), session_id)
         except StoreError as exc:
@@ -309,70 +296,25 @@ class SessionCore:
         """Run `turn` on the session, recording the prompt and what it sends; its stop reason
         (None: `end_turn`), or `cancelled` when cancel/close/delete interrupted it."""
         session = await self.open(str(params.get("sessionId")))
-        key, holder = (id(self.store), session.id), holder_id()
-        stale = None if key in self.running else self.unreleased.pop(key, None)
-        try:
-            if stale is not None:
-                await self.store.release(session.owner, session.id, stale)
-            claimed = key not in self.running and await self.store.claim(
-                session.owner, session.id, holder
-            )
-        except StoreError as exc:
-            if stale is not None:  # still to release, next time
-                self.unreleased.setdefault(key, stale)
-            raise store_failed(exc) from exc
-        if not claimed:
-            raise RequestError.invalid_request(
-                f"session {session.id} already has a prompt turn running (here or in another agent "
-                "process): wait for its answer, or send session/cancel, then prompt again"
-            )
-        recorder = session.recorder = Recorder(self, session)
-        blocks: list[Any] = list(params.get("prompt") or [])
-        for block in blocks:
-            recorder.add({"sessionUpdate": "user_message_chunk", "content": block})
-        task = asyncio.ensure_future(turn(session))
-        self.running[key], self.tasks[key] = session, task
-        renew = asyncio.ensure_future(self._renew(session, holder))
-        try:
+        async with self.turns.claimed(session):
+            recorder = session.recorder = Recorder(self, session)
             try:
-                stop = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                if not session.cancelled:
-                    task.cancel()
-                    raise
-                await asyncio.gather(task, return_exceptions=True)
-                stop = "cancelled"
-            if session.cancelled:
-                stop = "cancelled"
-            try:
-                await recorder.flush()
-            except StoreError as exc:
-                raise store_failed(exc) from exc
-            if self.info_after_turn:  # updatedAt moved
-                await self.info_update(session)
-            return {"stopReason": stop or "end_turn"}
-        finally:
-            session.cancelled = True  # a straggler of this turn sends nothing more
-            recorder.close()
-            renew.cancel()
-            self.running.pop(key, None)
-            self.tasks.pop(key, None)
-            try:
-                await self.store.release(session.owner, session.id, holder)
-            except StoreError as exc:  # released before the next claim here; else it expires
-                self.unreleased[key] = holder
-                log.warning("session %s: claim not released: %s", session.id, exc)
-
-    async def _renew(self, session: LiveSession, holder: str) -> None:
-        while True:
-            await asyncio.sleep(DEFAULT_CLAIM_TTL / 3)
-            try:
-                await self.store.claim(session.owner, session.id, holder)
-            except StoreError as exc:
-                log.warning("session %s: claim not renewed: %s", session.id, exc)
+                blocks: list[Any] = list(params.get("prompt") or [])
+                for block in blocks:
+                    recorder.add({"sessionUpdate": "user_message_chunk", "content": block})
+                stop = await self.turns.run(session, turn(session))
+                try:
+                    await recorder.flush()
+                except StoreError as exc:
+                    raise store_failed(exc) from exc
+                if self.info_after_turn:  # updatedAt moved
+                    await self.info_update(session)
+                return {"stopReason": stop or "end_turn"}
+            finally:
+                recorder.close()
 
     def cancel(self, params: Mapping[str, Any]) -> Awaitable[None]:
-        return self.interrupt(str(params.get("sessionId")))
+        return self.turns.interrupt(str(params.get("sessionId")))
 
     def capabilities(self, given: Mapping[str, Any]) -> Json:
         """`agentCapabilities`: the author's, plus exactly what the layer serves."""

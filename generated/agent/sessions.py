@@ -106,7 +106,7 @@ class SessionAgent(Agent):
     """Sent as `agentInfo` in the initialize answer."""
     agent_capabilities: ClassVar[types.AgentCapabilities | None] = None
     """The author's capabilities; the layer adds those of the methods it serves."""
-    batch: ClassVar[int] = 256
+    batch: ClassVar[int] = 1024
     """Entries per store write at most (group commit); also flushed every `batch_delay` seconds."""
     batch_delay: ClassVar[float] = 0.05
     info_after_turn: ClassVar[bool] = True
@@ -125,6 +125,7 @@ class SessionAgent(Agent):
                 self.store,
                 FEATURES,
                 self._notify,
+                self._notify_encoded,
                 lambda: self.principal.id,
                 modes=[mode.to_dict() for mode in self.modes],
                 config_options=[option.to_dict() for option in self.config_options],
@@ -139,6 +140,9 @@ class SessionAgent(Agent):
         await self.peer.connection.notify(
             methods.SESSION_UPDATE, {"sessionId": session_id, "update": update}
         )
+
+    async def _notify_encoded(self, params: bytes) -> None:
+        await self.peer.connection.notify_encoded(methods.SESSION_UPDATE, params)
 
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -47,6 +48,8 @@ from .serde import map_of as _map_of
 from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
+from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -488,7 +491,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -498,7 +501,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -518,7 +521,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -558,7 +561,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -570,7 +573,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -598,7 +601,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "path": self.path, "content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -633,7 +636,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -664,7 +667,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -676,7 +679,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -710,7 +713,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
         if (v2 := self.limit) is not UNSET:
             d["limit"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -756,7 +759,7 @@ def _d_RequestPermissionRequest(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -768,7 +771,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -803,7 +806,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -846,7 +849,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -950,7 +953,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -962,7 +965,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1013,11 +1016,11 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1037,7 +1040,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1103,7 +1106,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1115,7 +1118,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1147,7 +1150,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v3 := self.priority) is not UNSET:
             d["priority"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1172,7 +1175,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1188,7 +1191,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1200,7 +1203,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1227,7 +1230,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1262,7 +1265,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1288,7 +1291,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1300,7 +1303,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1333,7 +1336,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v2 := self.uri) is not UNSET:
             d["uri"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1367,7 +1370,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1383,7 +1386,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1395,7 +1398,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1424,7 +1427,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1462,7 +1465,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1521,7 +1524,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1533,7 +1536,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1578,7 +1581,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v5 := self.title) is not UNSET:
             d["title"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1610,7 +1613,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1625,7 +1628,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1637,7 +1640,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1665,7 +1668,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1697,7 +1700,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1712,7 +1715,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1724,7 +1727,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1752,7 +1755,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1775,7 +1778,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1791,7 +1794,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1803,7 +1806,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1830,7 +1833,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1858,7 +1861,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1870,7 +1873,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1893,7 +1896,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "content", "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1925,7 +1928,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
@@ -1940,7 +1943,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1952,7 +1955,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -1985,7 +1988,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v1 := self.old_text) is not UNSET:
             d["oldText"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2009,7 +2012,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2021,7 +2024,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2048,7 +2051,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "terminal", "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2073,7 +2076,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2091,7 +2094,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2103,7 +2106,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2135,7 +2138,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v1 := self.line) is not UNSET:
             d["line"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2173,7 +2176,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2185,7 +2188,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2211,7 +2214,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"optionId": self.option_id, "name": self.name, "kind": self.kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2248,7 +2251,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = UNSET
         inst.output_byte_limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -2322,7 +2325,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2334,7 +2337,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2381,7 +2384,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
         if (v4 := self.output_byte_limit) is not UNSET:
             d["outputByteLimit"] = None if v4 is None else v4
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2412,7 +2415,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2424,7 +2427,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2448,7 +2451,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2479,7 +2482,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2491,7 +2494,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2515,7 +2518,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2546,7 +2549,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2558,7 +2561,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2582,7 +2585,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2617,7 +2620,7 @@ def _d_WaitForTerminalExitRequest(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2629,7 +2632,9 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    )
     return inst
 
 
@@ -2653,7 +2658,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2684,7 +2689,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2696,7 +2701,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2720,7 +2725,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2787,7 +2792,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -2829,7 +2836,7 @@ class CreateElicitationRequestForm(
             "requestedSchema": self.requested_schema.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -2911,7 +2918,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -2956,7 +2965,7 @@ class CreateElicitationRequestUrl(
             "url": self.url,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -2988,7 +2997,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3000,7 +3009,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3046,7 +3055,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3086,7 +3097,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3144,7 +3155,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3157,7 +3168,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3213,7 +3224,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v5 := self.description) is not UNSET:
             d["description"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3245,7 +3256,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3260,7 +3271,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3272,7 +3283,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3304,7 +3315,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3344,7 +3355,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3451,7 +3462,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3463,7 +3474,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3543,7 +3554,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v9 := self.one_of) is not UNSET:
             d["oneOf"] = None if v9 is None else [x.to_dict() for x in v9]
         if (v10 := self.meta) is not UNSET:
-            d["_meta"] = None if v10 is None else v10
+            d["_meta"] = None if v10 is None else _open_json(v10, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3567,7 +3578,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3625,7 +3636,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3637,7 +3648,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3690,7 +3701,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3714,7 +3725,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3772,7 +3783,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3784,7 +3795,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3837,7 +3848,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3859,7 +3870,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3894,7 +3905,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3906,7 +3917,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -3947,7 +3958,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v3 := self.default) is not UNSET:
             d["default"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3977,7 +3988,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3989,7 +4000,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4014,7 +4025,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "string", "enum": self.enum}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4044,7 +4055,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4056,7 +4067,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4080,7 +4091,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"anyOf": [x.to_dict() for x in self.any_of]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4117,7 +4128,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4187,7 +4198,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4199,7 +4210,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4254,7 +4267,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4302,7 +4315,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4388,7 +4401,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4443,7 +4456,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4459,7 +4474,10 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4483,7 +4501,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -4522,7 +4542,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = False
         inst.embedded_context = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
     v = obj.get("image", _MISSING)
@@ -4555,7 +4575,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -4568,7 +4588,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4620,7 +4640,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if self.embedded_context is not False or "embeddedContext" not in self.__acp_absent__:
             d["embeddedContext"] = self.embedded_context
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4640,7 +4660,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.http = False
         inst.sse = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["http", "sse"])
         return inst
     v = obj.get("http", _MISSING)
@@ -4664,7 +4684,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -4677,7 +4697,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4710,7 +4730,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if self.sse is not False or "sse" not in self.__acp_absent__:
             d["sse"] = self.sse
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4734,7 +4754,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.resume = UNSET
         inst.close = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
@@ -4798,7 +4818,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4810,7 +4830,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -4879,7 +4899,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v5 := self.close) is not UNSET:
             d["close"] = None if v5 is None else v5.to_dict()
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4897,7 +4917,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
@@ -4913,7 +4933,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4925,7 +4945,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -4952,7 +4972,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v1 := self.logout) is not UNSET:
             d["logout"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4979,7 +4999,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.session_capabilities = SessionCapabilities()
         inst.auth = AgentAuthCapabilities()
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
@@ -5049,7 +5069,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5062,7 +5082,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5127,7 +5147,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if self.auth != AgentAuthCapabilities() or "auth" not in self.__acp_absent__:
             d["auth"] = self.auth.to_dict()
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5165,7 +5185,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.auth_methods = []
         inst.agent_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
     v = obj.get("agentCapabilities", _MISSING)
@@ -5244,7 +5264,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5257,7 +5277,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5327,7 +5347,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v3 := self.agent_info) is not UNSET:
             d["agentInfo"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5346,7 +5366,7 @@ def _d_SessionListCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5358,7 +5378,7 @@ def _d_SessionListCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5380,7 +5400,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5399,7 +5419,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5411,7 +5431,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5433,7 +5455,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5452,7 +5474,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5465,7 +5487,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -5493,7 +5517,7 @@ class SessionAdditionalDirectoriesCapabilities(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5512,7 +5536,7 @@ def _d_SessionResumeCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5524,7 +5548,9 @@ def _d_SessionResumeCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5546,7 +5572,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5565,7 +5591,7 @@ def _d_SessionCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5577,7 +5603,7 @@ def _d_SessionCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -5599,7 +5625,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5616,7 +5642,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5628,7 +5654,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -5650,7 +5676,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5686,7 +5712,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -5733,7 +5759,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5745,7 +5771,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5789,7 +5815,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v3 := self.env) is not UNSET:
             d["env"] = v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5821,7 +5847,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -5836,7 +5862,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5848,7 +5874,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -5878,7 +5904,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5910,7 +5936,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -5925,7 +5951,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5937,7 +5963,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5972,7 +5998,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v1 := self.title) is not UNSET:
             d["title"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5989,7 +6015,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6001,7 +6027,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -6021,7 +6047,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6038,7 +6064,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6050,7 +6076,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -6070,7 +6096,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6098,7 +6124,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -6148,7 +6174,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6160,7 +6186,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6197,7 +6223,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6243,7 +6269,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6255,7 +6281,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -6282,7 +6308,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
             "availableModes": [x.to_dict() for x in self.available_modes],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6314,7 +6340,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6329,7 +6355,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6341,7 +6367,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -6371,7 +6397,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6420,7 +6446,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6445,7 +6471,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6457,7 +6483,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -6500,7 +6528,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6544,7 +6572,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6569,7 +6597,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6581,7 +6609,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6623,7 +6653,7 @@ class SessionConfigOptionBoolean(
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6659,7 +6689,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6674,7 +6704,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6686,7 +6716,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -6714,7 +6746,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6771,7 +6803,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6783,7 +6815,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6813,7 +6845,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6839,7 +6871,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -6879,7 +6913,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6912,7 +6948,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -6962,7 +6998,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6974,7 +7010,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -7004,7 +7040,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7044,7 +7080,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -7059,7 +7095,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7071,7 +7107,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7098,7 +7134,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v1 := self.next_cursor) is not UNSET:
             d["nextCursor"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7134,7 +7170,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -7188,7 +7224,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7200,7 +7236,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7240,7 +7276,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v3 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7257,7 +7293,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7269,7 +7305,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7289,7 +7325,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7308,7 +7344,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -7358,7 +7394,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7370,7 +7406,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7400,7 +7436,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7417,7 +7453,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7429,7 +7465,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7449,7 +7485,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7466,7 +7502,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7478,7 +7514,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -7498,7 +7534,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7548,7 +7584,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7560,7 +7596,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -7582,7 +7620,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"configOptions": [x.to_dict() for x in self.config_options]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7606,7 +7644,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7618,7 +7656,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7643,7 +7681,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"stopReason": self.stop_reason}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7674,7 +7712,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -7682,7 +7720,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7711,7 +7749,7 @@ class Error(Wire, decoder=_d_Error):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"code": self.code, "message": self.message}
         if (v1 := self.data) is not UNSET:
-            d["data"] = v1
+            d["data"] = _open_json(v1, "data")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7735,7 +7773,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -7745,7 +7783,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7763,7 +7801,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7798,7 +7836,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7810,7 +7848,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -7839,7 +7877,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "update": self.update.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7872,7 +7910,7 @@ def _d_SessionUpdateUserMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -7887,7 +7925,7 @@ def _d_SessionUpdateUserMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7899,7 +7937,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -7931,7 +7971,7 @@ class SessionUpdateUserMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7964,7 +8004,7 @@ def _d_SessionUpdateAgentMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -7979,7 +8019,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7991,7 +8031,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -8023,7 +8065,7 @@ class SessionUpdateAgentMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8056,7 +8098,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -8071,7 +8113,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8083,7 +8125,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -8115,7 +8159,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8161,7 +8205,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -8265,7 +8309,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8277,7 +8321,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8326,11 +8372,11 @@ class SessionUpdateToolCallUpdate(
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8359,7 +8405,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -8374,7 +8420,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8386,7 +8432,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8415,7 +8461,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8465,7 +8511,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -8551,7 +8597,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8563,7 +8609,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -8619,11 +8665,11 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
         if (v4 := self.locations) is not UNSET:
             d["locations"] = [x.to_dict() for x in v4]
         if (v5 := self.raw_input) is not UNSET:
-            d["rawInput"] = v5
+            d["rawInput"] = _open_json(v5, "rawInput")
         if (v6 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v6
+            d["rawOutput"] = _open_json(v6, "rawOutput")
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8661,7 +8707,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8673,7 +8719,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8705,7 +8751,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content, "priority": self.priority, "status": self.status}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8744,7 +8790,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8756,7 +8802,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -8788,7 +8834,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan", "entries": [x.to_dict() for x in self.entries]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8820,7 +8866,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -8836,7 +8882,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8848,7 +8894,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -8876,7 +8922,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v1 := self.input) is not UNSET:
             d["input"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8902,7 +8948,7 @@ def _d_UnstructuredCommandInput(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8914,7 +8960,7 @@ def _d_UnstructuredCommandInput(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -8936,7 +8982,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"hint": self.hint}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8981,7 +9027,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8993,7 +9039,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9021,7 +9067,7 @@ class AvailableCommandsUpdate(
             "availableCommands": [x.to_dict() for x in self.available_commands],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9045,7 +9091,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9057,7 +9103,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -9087,7 +9133,7 @@ class CurrentModeUpdate(
             "currentModeId": self.current_mode_id,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9137,7 +9183,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9149,7 +9195,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9177,7 +9223,7 @@ class ConfigOptionUpdate(
             "configOptions": [x.to_dict() for x in self.config_options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9198,7 +9244,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -9223,7 +9269,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9235,7 +9281,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9269,7 +9315,7 @@ class SessionInfoUpdate(
         if (v2 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9300,7 +9346,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9312,7 +9358,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9336,7 +9382,7 @@ class Cost(Wire, decoder=_d_Cost):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"amount": self.amount, "currency": self.currency}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9370,7 +9416,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -9386,7 +9432,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9398,7 +9444,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9427,7 +9473,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v1 := self.cost) is not UNSET:
             d["cost"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9453,7 +9499,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9465,7 +9511,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -9489,7 +9537,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"elicitationId": self.elicitation_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9518,7 +9566,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -9528,7 +9576,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9548,7 +9596,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9570,7 +9618,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.read_text_file = False
         inst.write_text_file = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
     v = obj.get("readTextFile", _MISSING)
@@ -9594,7 +9642,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9607,7 +9655,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9643,7 +9691,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
         if self.write_text_file is not False or "writeTextFile" not in self.__acp_absent__:
             d["writeTextFile"] = self.write_text_file
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9662,7 +9710,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
     v = obj.get("terminal", _MISSING)
@@ -9677,7 +9725,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9690,7 +9738,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9727,7 +9775,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if self.terminal is not False or "terminal" not in self.__acp_absent__:
             d["terminal"] = self.terminal
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9752,7 +9800,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.auth = AuthCapabilities(terminal=False)
         inst.elicitation = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
     v = obj.get("fs", _MISSING)
@@ -9814,7 +9862,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9827,7 +9875,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9893,7 +9941,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v5 := self.elicitation) is not UNSET:
             d["elicitation"] = None if v5 is None else v5.to_dict()
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9926,7 +9974,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         )
         inst.client_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
     v = obj.get("clientCapabilities", _MISSING)
@@ -9966,7 +10014,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9979,7 +10027,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10034,7 +10082,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v2 := self.client_info) is not UNSET:
             d["clientInfo"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10054,7 +10102,7 @@ def _d_ClientSessionCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -10072,7 +10120,7 @@ def _d_ClientSessionCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10084,7 +10132,9 @@ def _d_ClientSessionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10111,7 +10161,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
         if (v1 := self.config_options) is not UNSET:
             d["configOptions"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10131,7 +10181,7 @@ def _d_SessionConfigOptionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
@@ -10147,7 +10197,7 @@ def _d_SessionConfigOptionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10160,7 +10210,7 @@ def _d_SessionConfigOptionsCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -10190,7 +10240,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
         if (v1 := self.boolean) is not UNSET:
             d["boolean"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10209,7 +10259,7 @@ def _d_BooleanConfigOptionCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10221,7 +10271,9 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10243,7 +10295,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10264,7 +10316,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -10291,7 +10343,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10303,7 +10355,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10339,7 +10391,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v2 := self.url) is not UNSET:
             d["url"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10358,7 +10410,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10370,7 +10422,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10394,7 +10448,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10413,7 +10467,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10425,7 +10479,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10449,7 +10505,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10473,7 +10529,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10485,7 +10541,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -10510,7 +10566,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"methodId": self.method_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10527,7 +10583,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10539,7 +10595,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -10561,7 +10617,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10617,7 +10673,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -10651,7 +10707,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10663,7 +10719,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10698,7 +10754,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10729,7 +10785,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10741,7 +10797,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10765,7 +10821,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10809,7 +10865,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10821,7 +10877,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10853,7 +10909,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10897,7 +10953,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10909,7 +10965,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -10941,7 +10997,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10998,7 +11054,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11010,7 +11066,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11043,7 +11099,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
             "env": [x.to_dict() for x in self.env],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11106,7 +11162,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11140,7 +11196,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11152,7 +11208,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -11196,7 +11252,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11215,7 +11271,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -11240,7 +11296,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11252,7 +11308,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11282,7 +11338,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v2 := self.cursor) is not UNSET:
             d["cursor"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11306,7 +11362,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11318,7 +11374,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11342,7 +11398,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11377,7 +11433,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11441,7 +11497,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11453,7 +11509,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11495,7 +11551,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11519,7 +11575,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11531,7 +11587,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11559,7 +11615,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11590,7 +11646,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11602,7 +11658,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -11626,7 +11682,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "modeId": self.mode_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11668,7 +11724,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11681,7 +11737,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11716,7 +11774,7 @@ class SetSessionConfigOptionRequestBoolean(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11758,7 +11816,7 @@ def _d_SetSessionConfigOptionRequestValueId(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11771,7 +11829,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -11806,7 +11866,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11850,7 +11910,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11862,7 +11922,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11903,7 +11963,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "prompt": [x.to_dict() for x in self.prompt]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11927,7 +11987,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -11943,7 +12005,10 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11967,7 +12032,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -12000,7 +12067,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12012,7 +12079,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -12032,7 +12099,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12056,7 +12123,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12068,7 +12135,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -12090,7 +12157,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12120,7 +12187,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12132,7 +12199,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -12154,7 +12223,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": self.outcome.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12171,7 +12240,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -12222,7 +12291,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12234,7 +12303,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -12259,7 +12330,7 @@ class SelectedPermissionOutcome(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "selected", "optionId": self.option_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12283,7 +12354,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12295,7 +12366,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -12317,7 +12388,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12351,7 +12422,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
@@ -12367,7 +12438,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12379,7 +12450,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -12407,7 +12478,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
         if (v1 := self.exit_status) is not UNSET:
             d["exitStatus"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12426,7 +12497,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -12454,7 +12525,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12466,7 +12537,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -12494,7 +12565,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12513,7 +12584,7 @@ def _d_ReleaseTerminalResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12525,7 +12596,7 @@ def _d_ReleaseTerminalResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -12545,7 +12616,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12566,7 +12637,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -12594,7 +12665,7 @@ def _d_WaitForTerminalExitResponse(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12606,7 +12677,9 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    )
     return inst
 
 
@@ -12634,7 +12707,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12651,7 +12724,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12663,7 +12736,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -12683,7 +12756,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12705,7 +12778,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12720,7 +12793,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12730,7 +12803,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -12757,7 +12832,7 @@ class CreateElicitationResponseAccept(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "accept"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.content) is not UNSET:
             d["content"] = (
                 None
@@ -12782,7 +12857,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12795,7 +12870,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12821,7 +12896,7 @@ class CreateElicitationResponseDecline(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "decline"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12840,7 +12915,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12852,7 +12927,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -12877,7 +12954,7 @@ class CreateElicitationResponseCancel(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "cancel"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12896,7 +12973,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12906,7 +12983,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12950,7 +13027,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12960,7 +13037,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12978,7 +13055,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13002,7 +13079,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13014,7 +13091,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -13039,7 +13116,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13063,7 +13140,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13075,7 +13152,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 
@@ -13099,7 +13178,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13559,7 +13638,7 @@ def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
     """Encode a `ExtRequest` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
@@ -13856,7 +13935,7 @@ def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtRespons
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
     """Encode a `ExtResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
@@ -14059,7 +14138,7 @@ def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNot
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
     """Encode a `ExtNotification` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:

@@ -15,7 +15,7 @@ from .. import types
 from ..methods import AGENT_HANDLES, METHODS
 from .client_checks import CLIENT_CHECKS
 from .conformance_messages import framing_problem, unknown_warnings
-from .conformance_report import CheckResult
+from .conformance_report import Check, CheckResult
 from .probe import MODES, Findings, ProbeSession
 from .scripted import Line, as_list, as_object
 
@@ -222,7 +222,13 @@ def _notifications(probe: ProbeSession, found: Findings) -> None:
     later = [line for line in probe.received if line.index > update.index]
     if later:
         found.ok("client-unknown-update", "the client kept talking")
-    elif any(asked.timed_out or asked.closed for asked in probe.asked):
+        return
+    unanswered = [a for a in probe.asked if a.sent_at > update.index and a.timed_out]
+    if unanswered:  # FF-2: silence is the first unanswered request's fault, not the update's
+        first = unanswered[0].silenced_by or unanswered[0]
+        detail = "the client fell silent after the unknown update"
+        found.silent_at("client-unknown-update", detail, first)
+    elif any(asked.closed for asked in probe.asked):
         found.fail(
             "client-unknown-update", "the client fell silent after the unknown update", update
         )
@@ -245,6 +251,33 @@ def _advertised(sessions: list[ProbeSession], capability: str) -> bool | None:
     if not inits:
         return None
     return any(probe.capability(*capability.split(".")) for probe in inits)
+
+
+def _silenced(
+    check: Check,
+    found: Findings,
+    sessions: list[ProbeSession],
+    warnings: list[str],
+    duration: float,
+) -> CheckResult:
+    """A check that saw only the client's silence: blocked by the check that failed for the
+    first request it left unanswered; a failure of its own if no check did."""
+    detail, first = found.silenced[check.id]
+    root = found.blame.get(id(first))
+    if root is None or root not in found.failures or root == check.id:
+        transcript = _transcript(sessions, None)
+        return CheckResult(check, "failed", detail, None, warnings, duration, transcript=transcript)
+    why = f"the client fell silent at {first.method}, which it never answered"
+    return CheckResult(
+        check,
+        "not testable",
+        f"blocked by {root}: {detail} ({why})",
+        None,
+        warnings,
+        duration,
+        blocked=f"blocked by {root}: {why}",
+        blocked_by=root,
+    )
 
 
 def results(
@@ -275,6 +308,8 @@ def results(
                     transcript=_transcript(sessions, line),
                 )
             )
+        elif check.id in found.silenced:
+            out.append(_silenced(check, found, sessions, warnings, duration))
         elif check.id in found.passes:
             details = [d for d in found.passes[check.id] if d]
             detail = details[0] if details else ""

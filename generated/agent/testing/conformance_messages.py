@@ -50,15 +50,16 @@ def _notification_answer(line: Line) -> bool:
     )
 
 
-def strict(runs: list[AgentRun]) -> Outcome:
-    """schema-strict: every message decodes in strict mode; unknown fields and variants warn."""
+def strict(runs: list[AgentRun], exclude: frozenset[int] = frozenset()) -> Outcome:
+    """schema-strict: every message decodes in strict mode; unknown fields and variants warn.
+    The lines in `exclude` (ids: info probes' answers) are their info checks' to judge."""
     warnings: list[str] = []
     seen: set[str] = set()
     failure: Outcome | None = None
     for run in runs:
         for line in run.client.received:
-            if line.object is None:
-                continue  # stdio-framing's business
+            if line.object is None or id(line) in exclude:
+                continue  # stdio-framing's business, or an info check's
             try:
                 found = _decode_strict(line, run.client)
             except types.DecodeError as exc:

@@ -67,6 +67,11 @@ class Asked:
     closed: bool = False
     cancel: Line | None = None
     """The client's session/cancel that arrived while this request was pending."""
+    sent_at: int = 0
+    """How many lines the connection had when it was sent."""
+    silenced_by: Asked | None = None
+    """For a request that timed out: the earlier unanswered one the client has said nothing
+    since (its silence is that request's fault, not this one's check's)."""
 
     @property
     def result(self) -> Any:
@@ -99,14 +104,33 @@ class Findings:
         self.skips: dict[str, str] = {}
         self.unexercised: dict[str, str] = {}
         self.warnings: dict[str, list[str]] = {}
+        self.blame: dict[int, str] = {}
+        """id of an unanswered request -> the check that failed for it."""
+        self.silenced: dict[str, tuple[str, Asked]] = {}
+        """Check id -> (its detail, the first unanswered request the client fell silent at)."""
 
     def _mark(self, check_id: str) -> None:
         if check_id not in self.settled:
             self.settled[check_id] = asyncio.get_running_loop().time()
 
-    def fail(self, check_id: str, detail: str, line: Line | None = None) -> None:
+    def fail(
+        self, check_id: str, detail: str, line: Line | None = None, asked: Asked | None = None
+    ) -> None:
+        """A failure; with `asked`, one about that request's answer. One fault, one failure:
+        if the client has been silent since an earlier request went unanswered, the silence is
+        blamed on that request's check (this one is blocked by it)."""
         self._mark(check_id)
+        if asked is not None and asked.silenced_by is not None:
+            self.silenced.setdefault(check_id, (detail, asked.silenced_by))
+            return
+        if asked is not None and (asked.timed_out or asked.closed):
+            self.blame.setdefault(id(asked), check_id)
         self.failures.setdefault(check_id, (detail, line))
+
+    def silent_at(self, check_id: str, detail: str, first: Asked) -> None:
+        """`check_id` saw only silence, which began at the unanswered request `first`."""
+        self._mark(check_id)
+        self.silenced.setdefault(check_id, (detail, first))
 
     def ok(self, check_id: str, detail: str = "") -> None:
         self._mark(check_id)
@@ -244,11 +268,23 @@ class ProbeSession:
             value = (as_object(value) or {}).get(key)
         return value is True
 
+    def silent_since(self, asked: Asked) -> Asked | None:
+        """The first earlier request that went unanswered, if the client has sent nothing
+        since it was sent."""
+        for earlier in self.asked:
+            if earlier is asked:
+                return None
+            if earlier.timed_out and not any(
+                line.index >= earlier.sent_at for line in self.received
+            ):
+                return earlier.silenced_by or earlier
+        return None
+
     # -- talking ---------------------------------------------------------------------
     async def ask(self, method: str, params: Any, cancel: asyncio.Event | None = None) -> Asked:
         """Send the client a request and wait (bounded) for its answer. A session/cancel while
         it is pending is noted, and the client gets `timeout` seconds more from then."""
-        asked = Asked(method, params)
+        asked = Asked(method, params, sent_at=len(self.lines))
         self.asked.append(asked)
         ids: list[Any] = []
         context = contextvars.copy_context()
@@ -281,6 +317,7 @@ class ProbeSession:
                     continue
                 if loop.time() >= deadline:
                     asked.timed_out = True
+                    asked.silenced_by = self.silent_since(asked)
                     task.cancel()  # the connection sends $/cancel_request for it
                     break
         finally:

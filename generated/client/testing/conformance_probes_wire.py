@@ -66,10 +66,14 @@ class WireProbes(Harness):
             self.raw_runs.append(run)
             await self.setup(run, session=False)
             reply = await self.prompt(run, "acp-conformance-no-such-session", self.options.prompt)
+            unknown: Outcome
             if reply.response is None:
                 unknown = passed(f"no answer ({self.why(run, reply)})")
             else:
                 unknown = passed(error_text(reply) if not reply.ok else "answered with a result")
+                bad = self.info_strict(reply)
+                if bad is not None:
+                    unknown = ("failed", bad, reply.response, [])
             envelope = await self._raw_line(run, b'{"foo":"bar"}')
             if envelope[1].endswith("stopped serving"):
                 return unknown, envelope, ("not testable", "the agent stopped serving", None, [])

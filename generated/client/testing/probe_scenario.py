@@ -177,11 +177,14 @@ def judge_permission(probe: ProbeSession, asked: Asked) -> None:
             found.fail(check, f"answered {outcome!r} after session/cancel", asked.response)
         else:
             found.fail(
-                check, asked.why(timeout) + " (sent session/cancel meanwhile)", asked.response
+                check,
+                asked.why(timeout) + " (sent session/cancel meanwhile)",
+                asked.response,
+                asked,
             )
         return
     if outcome is None:
-        found.fail("client-permission-answered", asked.why(timeout), asked.response)
+        found.fail("client-permission-answered", asked.why(timeout), asked.response, asked)
         return
     found.ok("client-permission-answered", f"outcome {outcome.get('outcome')}")
     if outcome.get("outcome") == "selected":
@@ -251,7 +254,7 @@ async def _fs_read(probe: ProbeSession, session_id: str, cwd: str, cancel: async
         if refused(probe, check, asked, "fs.readTextFile"):
             continue
         if content is None:
-            probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
+            probe.findings.fail(check, asked.why(probe.options.timeout), asked.response, asked)
         elif content != want and content != want.rstrip("\n"):
             detail = f"read {asked.params} gave {content!r}, the file holds {want!r}"
             probe.findings.fail(check, detail, asked.response)
@@ -279,7 +282,7 @@ async def _fs_write(probe: ProbeSession, session_id: str, cwd: str, cancel: asyn
     if refused(probe, check, asked, "fs.writeTextFile"):
         return
     if asked.response is None:
-        probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
+        probe.findings.fail(check, asked.why(probe.options.timeout), asked.response, asked)
     elif on_disk != content:
         detail = "the file was not created" if on_disk is None else f"the file holds {on_disk!r}"
         probe.findings.fail(check, f"answered, but {detail}", asked.response)
@@ -306,7 +309,7 @@ async def _terminal(probe: ProbeSession, session_id: str, cwd: str, cancel: asyn
     if refused(probe, check, created, "terminal"):
         return
     if not isinstance(terminal_id, str):
-        fail(check, "terminal/create: " + created.why(timeout), created.response)
+        fail(check, "terminal/create: " + created.why(timeout), created.response, created)
         return
     ref = {"sessionId": session_id, "terminalId": terminal_id}
     try:
@@ -342,7 +345,7 @@ async def _ext(probe: ProbeSession, session_id: str, cwd: str, cancel: asyncio.E
     elif asked.response is not None and asked.error is None:
         probe.findings.fail(check, "answered with a result, not -32601", asked.response)
     else:
-        probe.findings.fail(check, asked.why(probe.options.timeout), asked.response)
+        probe.findings.fail(check, asked.why(probe.options.timeout), asked.response, asked)
 
 
 async def _unadvertised(
@@ -365,7 +368,9 @@ async def _unadvertised(
         return
     asked = await probe.ask(method, params, cancel)
     if asked.response is None:
-        probe.findings.fail(check, asked.why(probe.options.timeout) + " (not advertised)", None)
+        probe.findings.fail(
+            check, asked.why(probe.options.timeout) + " (not advertised)", None, asked
+        )
     else:
         what = "an error" if asked.error is not None else "a result"
         probe.findings.ok(check, f"{method} (not advertised) answered with {what}")

@@ -38,7 +38,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
@@ -68,6 +68,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
+_NOTIFY_HEADS: dict[str, bytes] = {}  # notify_encoded: method -> its line's head
 
 # The connection whose notification is being handled, in the worker and every task a
 # notification handler starts (tasks inherit it): their requests must not wait for the worker.
@@ -215,7 +216,10 @@ class Connection:
 
     # -- sending -----------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:
-        data = dumps(message)
+        await self._write(dumps(message))
+
+    async def _write(self, data: bytes) -> None:
+        """Write one encoded message (a line of JSON ending in a newline)."""
         if self._closed:
             raise ConnectionClosed("connection closed")
         if self._taps:  # before write(): taps see the lines in the order they are written
@@ -315,6 +319,16 @@ class Connection:
             message["params"] = params
         await self._send(message)
 
+    async def notify_encoded(self, method: str, params: bytes) -> None:
+        """`notify` with `params` already encoded: one JSON object as UTF-8, no newline. For a
+        caller that keeps the bytes it sends (the session layer records each update as sent)."""
+        head = _NOTIFY_HEADS.get(method)
+        if head is None:  # `{"jsonrpc":"2.0","method":"..."` (the line less its `}` and newline)
+            head = dumps({"jsonrpc": "2.0", "method": method})[:-2]
+            if len(_NOTIFY_HEADS) < 64:  # a method name is one of a schema's few
+                _NOTIFY_HEADS[method] = head
+        await self._write(head + b',"params":' + params + b"}\n")
+
     async def cancel_request(self, request_id: Any) -> None:
         """Ask the peer to cancel one of our requests (`$/cancel_request`)."""
         await self.notify(CANCEL_REQUEST, {"requestId": request_id})
@@ -343,25 +357,17 @@ class Connection:
                         if reply is not None:
                             await reply
                     break
-                start = 0
-                while True:
-                    end = chunk.find(b"\n", start)
-                    if end < 0:
-                        if skim is not None:
-                            skim.feed(chunk, start, len(chunk))
-                        else:
-                            buffer += chunk[start:]
-                            if len(buffer) > limit:
-                                skim = Skim()
-                                skim.feed(buffer, 0, len(buffer))
-                                buffer.clear()
-                        break
-                    if skim is not None:
-                        skim.feed(chunk, start, end)
+                # One split per read, in C: the complete lines, and the tail after the last
+                # newline (the start of a line still arriving; b"" if the read ended one).
+                pieces = chunk.split(b"\n")
+                tail = pieces.pop()
+                for piece in pieces:
+                    if skim is not None:  # the end of an oversize line
+                        skim.feed(piece, 0, len(piece))
                         await self._refuse(skim)
                         skim = None
-                    elif buffer:
-                        buffer += chunk[start:end]
+                    elif buffer:  # the end of a line begun in earlier reads
+                        buffer += piece
                         if len(buffer) > limit:
                             whole = Skim()
                             whole.feed(buffer, 0, len(buffer))
@@ -374,20 +380,27 @@ class Connection:
                             if reply is not None:
                                 await reply
                         buffer.clear()
-                    elif end - start > limit:
+                    elif len(piece) > limit:
                         whole = Skim()
-                        whole.feed(chunk, start, end)
+                        whole.feed(piece, 0, len(piece))
                         await self._refuse(whole)
-                    else:  # the common case: a whole line inside one chunk, no copy into buffer
-                        line = chunk[start:end]
+                    else:  # the common case: a whole line inside one read, no copy into buffer
                         if self._taps:
-                            self._tap("in", line)
-                        reply = self._handle_line(line)
+                            self._tap("in", piece)
+                        reply = self._handle_line(piece)
                         if reply is not None:
                             await reply
-                    start = end + 1
+                if skim is not None:
+                    skim.feed(tail, 0, len(tail))
+                elif tail:
+                    buffer += tail
+                    if len(buffer) > limit:
+                        skim = Skim()
+                        skim.feed(buffer, 0, len(buffer))
+                        buffer.clear()
                 # Nothing read outlives its dispatch: the next read may wait for a long time.
-                chunk = line = b""
+                chunk = line = piece = tail = b""
+                pieces = []
         finally:
             await self._shutdown()
 
@@ -438,7 +451,11 @@ class Connection:
             if message.get("jsonrpc") == "2.0" and (
                 params.__class__ is dict or params is None or params.__class__ is list
             ):
-                self._enqueue(method, params)
+                # _enqueue, inlined: the worker only needs a call when idle or not started.
+                self._received = seq = self._received + 1
+                self._notifications.append((seq, method, params))
+                if self._idle is not None or self._worker is None:
+                    self._start_or_wake()
                 return None
         if method is None and ("result" in message or "error" in message):
             self._resolve(message)  # a response: never answered, whatever is wrong with it
@@ -492,6 +509,9 @@ class Connection:
         """Queue a notification for the worker; wake it if idle, start it the first time."""
         self._received += 1
         self._notifications.append((self._received, method, params))
+        self._start_or_wake()
+
+    def _start_or_wake(self) -> None:
         idle = self._idle
         if idle is not None:
             self._idle = None
@@ -584,7 +604,7 @@ class Connection:
             await self._reply_error(msg_id, RequestError.internal_error())
             return
         except RequestError as exc:
-            await self._reply_error(msg_id, exc)
+            await self._reply_error(msg_id, exc, method)
             return
         except ConnectionClosed as exc:  # the peer went away mid-handler: nobody to answer
             _log.debug("handler for %s stopped: %s", brief(method), exc)
@@ -604,11 +624,13 @@ class Connection:
             _log.error("result of %s is not JSON: %s", brief(method), brief(exc))
             await self._reply_error(msg_id, RequestError.internal_error())
 
-    async def _reply_error(self, msg_id: Any, error: RequestError) -> None:
+    async def _reply_error(self, msg_id: Any, error: RequestError, method: str = "") -> None:
         try:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
-            except (TypeError, ValueError):  # error data (or code, message) that is not JSON
+            except (TypeError, ValueError) as exc:  # error data (or code, message) not JSON
+                # Reported, never dropped silently: the peer still gets a well-formed error.
+                _log.error("error of %s sent without its data: %s", brief(method), str(exc)[:300])
                 # A subclass may have put anything there: checked, whatever the annotations say.
                 raw_code: Any = error.code
                 raw_message: Any = error.message
@@ -636,6 +658,13 @@ class Connection:
     async def _notification_worker(self) -> None:
         _notifying.set(self)
         dispatcher = self.dispatcher
+        # The handler's call straight from the dispatcher (one coroutine less per message),
+        # unless a subclass routes notifications its own way.
+        notification_call: Callable[[str, Any], Awaitable[None] | None] = (
+            dispatcher.notification_call
+            if type(dispatcher).notification is Dispatcher.notification
+            else dispatcher.notification
+        )
         worker = asyncio.current_task()
         queue = self._notifications
         loop = asyncio.get_running_loop()
@@ -652,7 +681,9 @@ class Connection:
                 continue
             seq, method, params = queue.popleft()
             try:
-                await dispatcher.notification(method, params)
+                call = notification_call(method, params)
+                if call is not None:
+                    await call
             except asyncio.CancelledError:
                 if _cancelled(worker):
                     raise

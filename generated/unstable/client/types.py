@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -47,6 +48,8 @@ from .serde import map_of as _map_of
 from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
+from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -729,7 +732,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -739,7 +742,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -759,7 +762,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -799,7 +802,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -811,7 +814,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -839,7 +842,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "path": self.path, "content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -874,7 +877,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -905,7 +908,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -917,7 +920,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -951,7 +954,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
         if (v2 := self.limit) is not UNSET:
             d["limit"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -997,7 +1000,7 @@ def _d_RequestPermissionRequest(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1009,7 +1012,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1044,7 +1047,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1089,7 +1092,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -1203,7 +1206,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1215,7 +1218,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1277,11 +1280,11 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v6 := self.locations) is not UNSET:
             d["locations"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.raw_input) is not UNSET:
-            d["rawInput"] = v7
+            d["rawInput"] = _open_json(v7, "rawInput")
         if (v8 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v8
+            d["rawOutput"] = _open_json(v8, "rawOutput")
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1301,7 +1304,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1367,7 +1370,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1379,7 +1382,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1411,7 +1414,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v3 := self.priority) is not UNSET:
             d["priority"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1436,7 +1439,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1452,7 +1455,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1464,7 +1467,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1491,7 +1494,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1526,7 +1529,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1552,7 +1555,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1564,7 +1567,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1597,7 +1600,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v2 := self.uri) is not UNSET:
             d["uri"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1631,7 +1634,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1647,7 +1650,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1659,7 +1662,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1688,7 +1691,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1726,7 +1729,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1785,7 +1788,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1797,7 +1800,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1842,7 +1845,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v5 := self.title) is not UNSET:
             d["title"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1874,7 +1877,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1889,7 +1892,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1901,7 +1904,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1929,7 +1932,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1961,7 +1964,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1976,7 +1979,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1988,7 +1991,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -2016,7 +2019,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2039,7 +2042,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -2055,7 +2058,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2067,7 +2070,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -2094,7 +2097,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2122,7 +2125,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2134,7 +2137,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2157,7 +2160,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "content", "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2189,7 +2192,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
@@ -2204,7 +2207,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2216,7 +2219,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2249,7 +2252,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v1 := self.old_text) is not UNSET:
             d["oldText"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2273,7 +2276,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2285,7 +2288,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2312,7 +2315,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "terminal", "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2337,7 +2340,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2355,7 +2358,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2367,7 +2370,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2399,7 +2402,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v1 := self.line) is not UNSET:
             d["line"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2437,7 +2440,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2449,7 +2452,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2475,7 +2478,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"optionId": self.option_id, "name": self.name, "kind": self.kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2512,7 +2515,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = UNSET
         inst.output_byte_limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -2586,7 +2589,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2598,7 +2601,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2645,7 +2648,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
         if (v4 := self.output_byte_limit) is not UNSET:
             d["outputByteLimit"] = None if v4 is None else v4
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2676,7 +2679,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2688,7 +2691,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2712,7 +2715,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2743,7 +2746,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2755,7 +2758,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2779,7 +2782,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2810,7 +2813,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2822,7 +2825,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2846,7 +2849,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2881,7 +2884,7 @@ def _d_WaitForTerminalExitRequest(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2893,7 +2896,9 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    )
     return inst
 
 
@@ -2917,7 +2922,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2948,7 +2953,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2960,7 +2965,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2984,7 +2989,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3051,7 +3056,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -3093,7 +3100,7 @@ class CreateElicitationRequestForm(
             "requestedSchema": self.requested_schema.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3175,7 +3182,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -3220,7 +3229,7 @@ class CreateElicitationRequestUrl(
             "url": self.url,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3252,7 +3261,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3264,7 +3273,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3310,7 +3319,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3350,7 +3361,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3408,7 +3419,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3421,7 +3432,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3477,7 +3488,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v5 := self.description) is not UNSET:
             d["description"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3509,7 +3520,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3524,7 +3535,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3536,7 +3547,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3568,7 +3579,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3608,7 +3619,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3715,7 +3726,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3727,7 +3738,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3807,7 +3818,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v9 := self.one_of) is not UNSET:
             d["oneOf"] = None if v9 is None else [x.to_dict() for x in v9]
         if (v10 := self.meta) is not UNSET:
-            d["_meta"] = None if v10 is None else v10
+            d["_meta"] = None if v10 is None else _open_json(v10, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3831,7 +3842,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3889,7 +3900,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3901,7 +3912,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3954,7 +3965,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3978,7 +3989,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4036,7 +4047,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4048,7 +4059,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4101,7 +4112,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4123,7 +4134,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4158,7 +4169,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4170,7 +4181,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4211,7 +4222,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v3 := self.default) is not UNSET:
             d["default"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4241,7 +4252,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4253,7 +4264,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4278,7 +4289,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "string", "enum": self.enum}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4308,7 +4319,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4320,7 +4331,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4344,7 +4355,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"anyOf": [x.to_dict() for x in self.any_of]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4381,7 +4392,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4451,7 +4462,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4463,7 +4474,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4518,7 +4531,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4566,7 +4579,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4652,7 +4665,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4707,7 +4720,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4719,7 +4732,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4747,7 +4760,7 @@ class ConnectMcpRequest(Wire, decoder=_d_ConnectMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"serverId": self.server_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4781,7 +4794,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -4796,7 +4809,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4808,7 +4821,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4842,9 +4855,9 @@ class MessageMcpRequest(Wire, decoder=_d_MessageMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id, "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4868,7 +4881,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4880,7 +4893,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4908,7 +4921,7 @@ class DisconnectMcpRequest(Wire, decoder=_d_DisconnectMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4932,7 +4945,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4948,7 +4963,10 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4972,7 +4990,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -5011,7 +5031,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = False
         inst.embedded_context = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
     v = obj.get("image", _MISSING)
@@ -5044,7 +5064,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5057,7 +5077,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5109,7 +5129,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if self.embedded_context is not False or "embeddedContext" not in self.__acp_absent__:
             d["embeddedContext"] = self.embedded_context
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5130,7 +5150,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.sse = False
         inst.acp = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
         return inst
     v = obj.get("http", _MISSING)
@@ -5163,7 +5183,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5176,7 +5196,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5217,7 +5237,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if self.acp is not False or "acp" not in self.__acp_absent__:
             d["acp"] = self.acp
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5242,7 +5262,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.resume = UNSET
         inst.close = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
@@ -5317,7 +5337,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5329,7 +5349,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5409,7 +5429,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v6 := self.close) is not UNSET:
             d["close"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5427,7 +5447,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
@@ -5443,7 +5463,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5455,7 +5475,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5482,7 +5502,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v1 := self.logout) is not UNSET:
             d["logout"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5522,7 +5542,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.nes = UNSET
         inst.position_encoding = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
@@ -5629,7 +5649,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5642,7 +5662,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5737,7 +5757,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v8 := self.position_encoding) is not UNSET:
             d["positionEncoding"] = None if v8 is None else v8
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5775,7 +5795,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.auth_methods = []
         inst.agent_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
     v = obj.get("agentCapabilities", _MISSING)
@@ -5854,7 +5874,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5867,7 +5887,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5937,7 +5957,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v3 := self.agent_info) is not UNSET:
             d["agentInfo"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5956,7 +5976,7 @@ def _d_SessionListCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5968,7 +5988,7 @@ def _d_SessionListCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5990,7 +6010,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6009,7 +6029,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6021,7 +6041,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6043,7 +6065,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6062,7 +6084,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6075,7 +6097,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -6103,7 +6127,7 @@ class SessionAdditionalDirectoriesCapabilities(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6122,7 +6146,7 @@ def _d_SessionForkCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6134,7 +6158,7 @@ def _d_SessionForkCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -6162,7 +6186,7 @@ class SessionForkCapabilities(Wire, decoder=_d_SessionForkCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6181,7 +6205,7 @@ def _d_SessionResumeCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6193,7 +6217,9 @@ def _d_SessionResumeCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6215,7 +6241,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6234,7 +6260,7 @@ def _d_SessionCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6246,7 +6272,7 @@ def _d_SessionCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6268,7 +6294,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6285,7 +6311,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6297,7 +6323,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6319,7 +6345,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6336,7 +6362,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6348,7 +6374,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6376,7 +6402,7 @@ class ProvidersCapabilities(Wire, decoder=_d_ProvidersCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6395,7 +6421,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.events = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("events", _MISSING)
     if v is _MISSING:
@@ -6422,7 +6448,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6434,7 +6460,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6464,7 +6490,7 @@ class NesCapabilities(Wire, decoder=_d_NesCapabilities):
         if (v2 := self.context) is not UNSET:
             d["context"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6482,7 +6508,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.document = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("document", _MISSING)
     if v is _MISSING:
@@ -6498,7 +6524,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6510,7 +6536,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6536,7 +6562,7 @@ class NesEventCapabilities(Wire, decoder=_d_NesEventCapabilities):
         if (v1 := self.document) is not UNSET:
             d["document"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6562,7 +6588,7 @@ def _d_NesDocumentEventCapabilities(
         inst.did_save = UNSET
         inst.did_focus = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
@@ -6622,7 +6648,7 @@ def _d_NesDocumentEventCapabilities(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6634,7 +6660,9 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6676,7 +6704,7 @@ class NesDocumentEventCapabilities(Wire, decoder=_d_NesDocumentEventCapabilities
         if (v5 := self.did_focus) is not UNSET:
             d["didFocus"] = None if v5 is None else v5.to_dict()
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6695,7 +6723,7 @@ def _d_NesDocumentDidOpenCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6707,7 +6735,9 @@ def _d_NesDocumentDidOpenCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6729,7 +6759,7 @@ class NesDocumentDidOpenCapabilities(Wire, decoder=_d_NesDocumentDidOpenCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6755,7 +6785,7 @@ def _d_NesDocumentDidChangeCapabilities(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6768,7 +6798,7 @@ def _d_NesDocumentDidChangeCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6793,7 +6823,7 @@ class NesDocumentDidChangeCapabilities(Wire, decoder=_d_NesDocumentDidChangeCapa
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"syncKind": self.sync_kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6812,7 +6842,7 @@ def _d_NesDocumentDidCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6824,7 +6854,9 @@ def _d_NesDocumentDidCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6846,7 +6878,7 @@ class NesDocumentDidCloseCapabilities(Wire, decoder=_d_NesDocumentDidCloseCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6865,7 +6897,7 @@ def _d_NesDocumentDidSaveCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6877,7 +6909,9 @@ def _d_NesDocumentDidSaveCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6899,7 +6933,7 @@ class NesDocumentDidSaveCapabilities(Wire, decoder=_d_NesDocumentDidSaveCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6918,7 +6952,7 @@ def _d_NesDocumentDidFocusCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6930,7 +6964,9 @@ def _d_NesDocumentDidFocusCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6952,7 +6988,7 @@ class NesDocumentDidFocusCapabilities(Wire, decoder=_d_NesDocumentDidFocusCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6985,7 +7021,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
@@ -7058,7 +7094,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7070,7 +7106,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -7116,7 +7152,7 @@ class NesContextCapabilities(Wire, decoder=_d_NesContextCapabilities):
         if (v6 := self.diagnostics) is not UNSET:
             d["diagnostics"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7136,7 +7172,7 @@ def _d_NesRecentFilesCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7154,7 +7190,7 @@ def _d_NesRecentFilesCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7166,7 +7202,9 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7192,7 +7230,7 @@ class NesRecentFilesCapabilities(Wire, decoder=_d_NesRecentFilesCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7211,7 +7249,7 @@ def _d_NesRelatedSnippetsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7223,7 +7261,9 @@ def _d_NesRelatedSnippetsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7245,7 +7285,7 @@ class NesRelatedSnippetsCapabilities(Wire, decoder=_d_NesRelatedSnippetsCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7265,7 +7305,7 @@ def _d_NesEditHistoryCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7283,7 +7323,7 @@ def _d_NesEditHistoryCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7295,7 +7335,9 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7321,7 +7363,7 @@ class NesEditHistoryCapabilities(Wire, decoder=_d_NesEditHistoryCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7341,7 +7383,7 @@ def _d_NesUserActionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7359,7 +7401,7 @@ def _d_NesUserActionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7371,7 +7413,9 @@ def _d_NesUserActionsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7397,7 +7441,7 @@ class NesUserActionsCapabilities(Wire, decoder=_d_NesUserActionsCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7416,7 +7460,7 @@ def _d_NesOpenFilesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7428,7 +7472,7 @@ def _d_NesOpenFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7450,7 +7494,7 @@ class NesOpenFilesCapabilities(Wire, decoder=_d_NesOpenFilesCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7469,7 +7513,7 @@ def _d_NesDiagnosticsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7481,7 +7525,9 @@ def _d_NesDiagnosticsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7503,7 +7549,7 @@ class NesDiagnosticsCapabilities(Wire, decoder=_d_NesDiagnosticsCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7539,7 +7585,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7586,7 +7632,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7598,7 +7644,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7642,7 +7688,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v3 := self.env) is not UNSET:
             d["env"] = v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7674,7 +7720,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7689,7 +7735,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7701,7 +7747,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7731,7 +7777,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7763,7 +7809,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -7778,7 +7824,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7790,7 +7836,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7825,7 +7871,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v1 := self.title) is not UNSET:
             d["title"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7842,7 +7888,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7854,7 +7900,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -7874,7 +7920,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7904,7 +7950,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7916,7 +7962,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -7944,7 +7990,7 @@ class ListProvidersResponse(Wire, decoder=_d_ListProvidersResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"providers": [x.to_dict() for x in self.providers]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8005,7 +8051,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("current", _MISSING)
     if v is _MISSING:
@@ -8018,7 +8064,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8030,7 +8076,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -8072,7 +8118,7 @@ class ProviderInfo(Wire, decoder=_d_ProviderInfo):
         if (v1 := self.current) is not UNSET:
             d["current"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8103,7 +8149,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8115,7 +8161,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -8145,7 +8191,7 @@ class ProviderCurrentConfig(Wire, decoder=_d_ProviderCurrentConfig):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"apiType": self.api_type, "baseUrl": self.base_url}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8162,7 +8208,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8174,7 +8220,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -8200,7 +8246,7 @@ class SetProviderResponse(Wire, decoder=_d_SetProviderResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8219,7 +8265,7 @@ def _d_DisableProviderResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8231,7 +8277,7 @@ def _d_DisableProviderResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -8257,7 +8303,7 @@ class DisableProviderResponse(Wire, decoder=_d_DisableProviderResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8274,7 +8320,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8286,7 +8332,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8306,7 +8352,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8334,7 +8380,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -8384,7 +8430,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8396,7 +8442,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8433,7 +8479,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8479,7 +8525,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8491,7 +8537,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8518,7 +8564,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
             "availableModes": [x.to_dict() for x in self.available_modes],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8550,7 +8596,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8565,7 +8611,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8577,7 +8623,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8607,7 +8653,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8656,7 +8702,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8681,7 +8727,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8693,7 +8739,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -8736,7 +8784,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8780,7 +8828,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8805,7 +8853,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8817,7 +8865,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -8859,7 +8909,7 @@ class SessionConfigOptionBoolean(
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8895,7 +8945,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8910,7 +8960,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8922,7 +8972,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -8950,7 +9002,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9007,7 +9059,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9019,7 +9071,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -9049,7 +9101,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9075,7 +9127,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -9115,7 +9169,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -9148,7 +9204,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9198,7 +9254,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9210,7 +9266,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -9240,7 +9296,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9280,7 +9336,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -9295,7 +9351,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9307,7 +9363,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -9334,7 +9390,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v1 := self.next_cursor) is not UNSET:
             d["nextCursor"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9370,7 +9426,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -9424,7 +9480,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9436,7 +9492,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9476,7 +9532,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v3 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9493,7 +9549,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9505,7 +9561,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9525,7 +9581,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9553,7 +9609,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9603,7 +9659,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9615,7 +9671,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9653,7 +9709,7 @@ class ForkSessionResponse(Wire, decoder=_d_ForkSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9672,7 +9728,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9722,7 +9778,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9734,7 +9790,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9764,7 +9820,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9781,7 +9837,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9793,7 +9849,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -9813,7 +9869,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9830,7 +9886,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9842,7 +9898,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -9862,7 +9918,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9912,7 +9968,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9924,7 +9980,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -9946,7 +10004,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"configOptions": [x.to_dict() for x in self.config_options]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9971,7 +10029,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
@@ -9987,7 +10045,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9999,7 +10057,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -10032,7 +10090,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
         if (v1 := self.usage) is not UNSET:
             d["usage"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10083,7 +10141,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = UNSET
         inst.cached_write_tokens = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("thoughtTokens", _MISSING)
     if v.__class__ is int:
@@ -10127,7 +10185,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10139,7 +10197,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -10187,7 +10245,7 @@ class Usage(Wire, decoder=_d_Usage):
         if (v3 := self.cached_write_tokens) is not UNSET:
             d["cachedWriteTokens"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10211,7 +10269,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10223,7 +10281,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -10247,7 +10305,7 @@ class StartNesResponse(Wire, decoder=_d_StartNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10284,7 +10342,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10296,7 +10354,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -10320,7 +10378,7 @@ class SuggestNesResponse(Wire, decoder=_d_SuggestNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"suggestions": [x.to_dict() for x in self.suggestions]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10349,7 +10407,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10361,7 +10419,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -10387,7 +10445,7 @@ class NesTextEdit(Wire, decoder=_d_NesTextEdit):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"range": self.range.to_dict(), "newText": self.new_text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10414,7 +10472,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10426,7 +10484,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -10452,7 +10510,7 @@ class Range(Wire, decoder=_d_Range):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"start": self.start.to_dict(), "end": self.end.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10483,7 +10541,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10495,7 +10553,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10523,7 +10581,7 @@ class Position(Wire, decoder=_d_Position):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"line": self.line, "character": self.character}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10570,7 +10628,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
@@ -10586,7 +10644,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10598,7 +10656,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10636,7 +10694,7 @@ class NesEditSuggestion(Wire, decoder=_d_NesEditSuggestion, tag=("kind", "edit")
         if (v1 := self.cursor_position) is not UNSET:
             d["cursorPosition"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10672,7 +10730,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
     if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10684,7 +10742,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10718,7 +10776,7 @@ class NesJumpSuggestion(Wire, decoder=_d_NesJumpSuggestion, tag=("kind", "jump")
             "position": self.position.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10763,7 +10821,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
     if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10775,7 +10833,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -10812,7 +10870,7 @@ class NesRenameSuggestion(Wire, decoder=_d_NesRenameSuggestion, tag=("kind", "re
             "newName": self.new_name,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10862,7 +10920,7 @@ def _d_NesSearchAndReplaceSuggestion(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("isRegex", _MISSING)
     if v.__class__ is bool:
@@ -10877,7 +10935,7 @@ def _d_NesSearchAndReplaceSuggestion(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10889,7 +10947,9 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    )
     return inst
 
 
@@ -10932,7 +10992,7 @@ class NesSearchAndReplaceSuggestion(
         if (v1 := self.is_regex) is not UNSET:
             d["isRegex"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10949,7 +11009,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10961,7 +11021,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -10983,7 +11043,7 @@ class CloseNesResponse(Wire, decoder=_d_CloseNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11014,7 +11074,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -11022,7 +11082,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -11051,7 +11111,7 @@ class Error(Wire, decoder=_d_Error):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"code": self.code, "message": self.message}
         if (v1 := self.data) is not UNSET:
-            d["data"] = v1
+            d["data"] = _open_json(v1, "data")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11075,7 +11135,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -11085,7 +11145,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -11103,7 +11163,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11138,7 +11198,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11150,7 +11210,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -11179,7 +11239,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "update": self.update.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11212,7 +11272,7 @@ def _d_SessionUpdateUserMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11227,7 +11287,7 @@ def _d_SessionUpdateUserMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11239,7 +11299,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11271,7 +11333,7 @@ class SessionUpdateUserMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11304,7 +11366,7 @@ def _d_SessionUpdateAgentMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11319,7 +11381,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11331,7 +11393,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11363,7 +11427,7 @@ class SessionUpdateAgentMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11396,7 +11460,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11411,7 +11475,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11423,7 +11487,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -11455,7 +11521,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11503,7 +11569,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -11617,7 +11683,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11629,7 +11695,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -11689,11 +11757,11 @@ class SessionUpdateToolCallUpdate(
         if (v6 := self.locations) is not UNSET:
             d["locations"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.raw_input) is not UNSET:
-            d["rawInput"] = v7
+            d["rawInput"] = _open_json(v7, "rawInput")
         if (v8 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v8
+            d["rawOutput"] = _open_json(v8, "rawOutput")
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11722,7 +11790,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11737,7 +11805,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11749,7 +11817,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11778,7 +11846,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11830,7 +11898,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
@@ -11926,7 +11994,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11938,7 +12006,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -12005,11 +12073,11 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
         if (v5 := self.locations) is not UNSET:
             d["locations"] = [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12047,7 +12115,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12059,7 +12127,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -12091,7 +12159,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content, "priority": self.priority, "status": self.status}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12130,7 +12198,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12142,7 +12210,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -12174,7 +12242,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan", "entries": [x.to_dict() for x in self.entries]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12220,7 +12288,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12232,7 +12300,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -12270,7 +12338,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
             "entries": [x.to_dict() for x in self.entries],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12301,7 +12369,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12313,7 +12381,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -12344,7 +12412,7 @@ class PlanFile(Wire, decoder=_d_PlanFile, tag=("type", "file")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "file", "planId": self.plan_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12375,7 +12443,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12387,7 +12455,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -12418,7 +12486,7 @@ class PlanMarkdown(Wire, decoder=_d_PlanMarkdown, tag=("type", "markdown")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "markdown", "planId": self.plan_id, "content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12446,7 +12514,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12458,7 +12526,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -12487,7 +12555,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_update", "plan": self.plan.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12511,7 +12579,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12523,7 +12591,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -12552,7 +12620,7 @@ class PlanRemoved(Wire, decoder=_d_PlanRemoved, tag=("sessionUpdate", "plan_remo
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_removed", "planId": self.plan_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12584,7 +12652,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -12600,7 +12668,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12612,7 +12680,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12640,7 +12708,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v1 := self.input) is not UNSET:
             d["input"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12666,7 +12734,7 @@ def _d_UnstructuredCommandInput(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12678,7 +12746,7 @@ def _d_UnstructuredCommandInput(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -12700,7 +12768,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"hint": self.hint}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12745,7 +12813,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12757,7 +12825,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -12785,7 +12853,7 @@ class AvailableCommandsUpdate(
             "availableCommands": [x.to_dict() for x in self.available_commands],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12809,7 +12877,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12821,7 +12889,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12851,7 +12919,7 @@ class CurrentModeUpdate(
             "currentModeId": self.current_mode_id,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12901,7 +12969,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12913,7 +12981,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12941,7 +13009,7 @@ class ConfigOptionUpdate(
             "configOptions": [x.to_dict() for x in self.config_options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12962,7 +13030,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -12987,7 +13055,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12999,7 +13067,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -13033,7 +13101,7 @@ class SessionInfoUpdate(
         if (v2 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13064,7 +13132,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13076,7 +13144,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -13100,7 +13168,7 @@ class Cost(Wire, decoder=_d_Cost):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"amount": self.amount, "currency": self.currency}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13134,7 +13202,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -13150,7 +13218,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13162,7 +13230,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -13191,7 +13259,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v1 := self.cost) is not UNSET:
             d["cost"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13226,7 +13294,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.summary = UNSET
         inst.error = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("summary", _MISSING)
     if v.__class__ is list:
@@ -13273,7 +13341,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13285,7 +13353,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -13334,7 +13402,7 @@ class CompactionUpdate(
         if (v2 := self.error) is not UNSET:
             d["error"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13371,7 +13439,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13383,7 +13451,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -13419,7 +13487,7 @@ class CompactionSummaryChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13445,7 +13513,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13457,7 +13525,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -13481,7 +13551,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"elicitationId": self.elicitation_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13515,7 +13585,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -13530,7 +13600,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13542,7 +13612,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -13579,9 +13649,9 @@ class MessageMcpNotification(Wire, decoder=_d_MessageMcpNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id, "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13610,7 +13680,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -13620,7 +13690,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -13640,7 +13710,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13662,7 +13732,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.read_text_file = False
         inst.write_text_file = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
     v = obj.get("readTextFile", _MISSING)
@@ -13686,7 +13756,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13699,7 +13769,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13735,7 +13805,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
         if self.write_text_file is not False or "writeTextFile" not in self.__acp_absent__:
             d["writeTextFile"] = self.write_text_file
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13754,7 +13824,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
     v = obj.get("terminal", _MISSING)
@@ -13769,7 +13839,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13782,7 +13852,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13819,7 +13889,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if self.terminal is not False or "terminal" not in self.__acp_absent__:
             d["terminal"] = self.terminal
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13857,7 +13927,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.nes = UNSET
         inst.position_encodings = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
     v = obj.get("fs", _MISSING)
@@ -13977,7 +14047,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13990,7 +14060,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14086,7 +14156,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v8 := self.position_encodings) is not UNSET:
             d["positionEncodings"] = v8
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14119,7 +14189,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         )
         inst.client_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
     v = obj.get("clientCapabilities", _MISSING)
@@ -14159,7 +14229,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -14172,7 +14242,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14227,7 +14297,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v2 := self.client_info) is not UNSET:
             d["clientInfo"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14250,7 +14320,7 @@ def _d_ClientSessionCapabilities(
         inst.compaction = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
@@ -14279,7 +14349,7 @@ def _d_ClientSessionCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14291,7 +14361,9 @@ def _d_ClientSessionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14327,7 +14399,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14341,7 +14413,9 @@ def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = {} if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14379,7 +14453,7 @@ def _d_SessionConfigOptionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
@@ -14395,7 +14469,7 @@ def _d_SessionConfigOptionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14408,7 +14482,7 @@ def _d_SessionConfigOptionsCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -14438,7 +14512,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
         if (v1 := self.boolean) is not UNSET:
             d["boolean"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14457,7 +14531,7 @@ def _d_BooleanConfigOptionCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14469,7 +14543,9 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14491,7 +14567,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14508,7 +14584,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14520,7 +14596,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -14546,7 +14622,7 @@ class PlanCapabilities(Wire, decoder=_d_PlanCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14567,7 +14643,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -14594,7 +14670,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14606,7 +14682,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -14642,7 +14718,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v2 := self.url) is not UNSET:
             d["url"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14661,7 +14737,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14673,7 +14749,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14697,7 +14775,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14716,7 +14794,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14728,7 +14806,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14752,7 +14832,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14774,7 +14854,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.rename = UNSET
         inst.search_and_replace = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
@@ -14814,7 +14894,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14826,7 +14906,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -14860,7 +14940,7 @@ class ClientNesCapabilities(Wire, decoder=_d_ClientNesCapabilities):
         if (v3 := self.search_and_replace) is not UNSET:
             d["searchAndReplace"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14877,7 +14957,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14889,7 +14969,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -14911,7 +14991,7 @@ class NesJumpCapabilities(Wire, decoder=_d_NesJumpCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14928,7 +15008,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14940,7 +15020,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -14962,7 +15042,7 @@ class NesRenameCapabilities(Wire, decoder=_d_NesRenameCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14981,7 +15061,7 @@ def _d_NesSearchAndReplaceCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14993,7 +15073,9 @@ def _d_NesSearchAndReplaceCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -15015,7 +15097,7 @@ class NesSearchAndReplaceCapabilities(Wire, decoder=_d_NesSearchAndReplaceCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15039,7 +15121,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15051,7 +15133,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -15076,7 +15158,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"methodId": self.method_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15093,7 +15175,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15105,7 +15187,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -15131,7 +15213,7 @@ class ListProvidersRequest(Wire, decoder=_d_ListProvidersRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15172,7 +15254,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
@@ -15183,7 +15265,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15195,7 +15277,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -15238,7 +15320,7 @@ class SetProviderRequest(Wire, decoder=_d_SetProviderRequest):
         if (v1 := self.headers) is not UNSET:
             d["headers"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15262,7 +15344,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15274,7 +15356,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -15302,7 +15384,7 @@ class DisableProviderRequest(Wire, decoder=_d_DisableProviderRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"providerId": self.provider_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15319,7 +15401,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15331,7 +15413,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -15353,7 +15435,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15409,7 +15491,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -15443,7 +15525,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15455,7 +15537,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -15490,7 +15572,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15521,7 +15603,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15533,7 +15615,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -15557,7 +15639,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15601,7 +15683,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15613,7 +15695,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -15645,7 +15727,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15689,7 +15771,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15701,7 +15783,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -15733,7 +15815,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15764,7 +15846,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15776,7 +15858,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15813,7 +15895,7 @@ class McpServerAcp(Wire, decoder=_d_McpServerAcp, tag=("type", "acp")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "acp", "name": self.name, "serverId": self.server_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15870,7 +15952,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15882,7 +15964,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15915,7 +15997,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
             "env": [x.to_dict() for x in self.env],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15978,7 +16060,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16012,7 +16094,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16024,7 +16106,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -16068,7 +16150,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16087,7 +16169,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -16112,7 +16194,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16124,7 +16206,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -16154,7 +16236,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v2 := self.cursor) is not UNSET:
             d["cursor"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16178,7 +16260,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16190,7 +16272,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -16214,7 +16296,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16249,7 +16331,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16313,7 +16395,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16325,7 +16407,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -16372,7 +16454,7 @@ class ForkSessionRequest(Wire, decoder=_d_ForkSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16407,7 +16489,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16471,7 +16553,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16483,7 +16565,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -16525,7 +16607,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16549,7 +16631,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16561,7 +16643,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -16589,7 +16671,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16620,7 +16702,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16632,7 +16714,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -16656,7 +16738,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "modeId": self.mode_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16698,7 +16780,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16711,7 +16793,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -16746,7 +16830,7 @@ class SetSessionConfigOptionRequestBoolean(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16788,7 +16872,7 @@ def _d_SetSessionConfigOptionRequestValueId(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16801,7 +16885,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -16836,7 +16922,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16880,7 +16966,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16892,7 +16978,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16933,7 +17019,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "prompt": [x.to_dict() for x in self.prompt]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16955,7 +17041,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.workspace_folders = UNSET
         inst.repository = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("workspaceUri", _MISSING)
     if v.__class__ is str:
@@ -16997,7 +17083,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17009,7 +17095,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -17043,7 +17129,7 @@ class StartNesRequest(Wire, decoder=_d_StartNesRequest):
         if (v3 := self.repository) is not UNSET:
             d["repository"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17074,7 +17160,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17086,7 +17172,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -17112,7 +17198,7 @@ class WorkspaceFolder(Wire, decoder=_d_WorkspaceFolder):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "name": self.name}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17150,7 +17236,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17162,7 +17248,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -17190,7 +17276,7 @@ class NesRepository(Wire, decoder=_d_NesRepository):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "owner": self.owner, "remoteUrl": self.remote_url}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17244,7 +17330,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.selection = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
@@ -17265,7 +17351,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17277,7 +17363,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -17323,7 +17409,7 @@ class SuggestNesRequest(Wire, decoder=_d_SuggestNesRequest):
         if (v2 := self.context) is not UNSET:
             d["context"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17356,7 +17442,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v.__class__ is list:
@@ -17457,7 +17543,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17469,7 +17555,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -17515,7 +17601,7 @@ class NesSuggestContext(Wire, decoder=_d_NesSuggestContext):
         if (v6 := self.diagnostics) is not UNSET:
             d["diagnostics"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17553,7 +17639,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17565,7 +17651,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -17593,7 +17679,7 @@ class NesRecentFile(Wire, decoder=_d_NesRecentFile):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "languageId": self.language_id, "text": self.text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17630,7 +17716,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17642,7 +17728,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -17668,7 +17754,7 @@ class NesRelatedSnippet(Wire, decoder=_d_NesRelatedSnippet):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "excerpts": [x.to_dict() for x in self.excerpts]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17706,7 +17792,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17718,7 +17804,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -17746,7 +17832,7 @@ class NesExcerpt(Wire, decoder=_d_NesExcerpt):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"startLine": self.start_line, "endLine": self.end_line, "text": self.text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17777,7 +17863,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17789,7 +17875,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -17815,7 +17901,7 @@ class NesEditHistoryEntry(Wire, decoder=_d_NesEditHistoryEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "diff": self.diff}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17860,7 +17946,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17872,7 +17958,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -17907,7 +17993,7 @@ class NesUserAction(Wire, decoder=_d_NesUserAction):
             "timestampMs": self.timestamp_ms,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17942,7 +18028,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.visible_range = UNSET
         inst.last_focused_ms = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
@@ -17971,7 +18057,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17983,7 +18069,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -18017,7 +18103,7 @@ class NesOpenFile(Wire, decoder=_d_NesOpenFile):
         if (v2 := self.last_focused_ms) is not UNSET:
             d["lastFocusedMs"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18062,7 +18148,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18074,7 +18160,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -18109,7 +18195,7 @@ class NesDiagnostic(Wire, decoder=_d_NesDiagnostic):
             "message": self.message,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18133,7 +18219,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18145,7 +18231,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -18172,7 +18258,7 @@ class CloseNesRequest(Wire, decoder=_d_CloseNesRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18196,7 +18282,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -18212,7 +18300,10 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18236,7 +18327,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -18269,7 +18362,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18281,7 +18374,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -18301,7 +18394,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18325,7 +18418,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18337,7 +18430,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -18359,7 +18452,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18389,7 +18482,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18401,7 +18494,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -18423,7 +18518,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": self.outcome.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18440,7 +18535,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -18491,7 +18586,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18503,7 +18598,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -18528,7 +18625,7 @@ class SelectedPermissionOutcome(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "selected", "optionId": self.option_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18552,7 +18649,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18564,7 +18661,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -18586,7 +18683,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18620,7 +18717,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
@@ -18636,7 +18733,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18648,7 +18745,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -18676,7 +18773,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
         if (v1 := self.exit_status) is not UNSET:
             d["exitStatus"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18695,7 +18792,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18723,7 +18820,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18735,7 +18832,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -18763,7 +18860,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18782,7 +18879,7 @@ def _d_ReleaseTerminalResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18794,7 +18891,7 @@ def _d_ReleaseTerminalResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -18814,7 +18911,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18835,7 +18932,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18863,7 +18960,7 @@ def _d_WaitForTerminalExitResponse(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18875,7 +18972,9 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    )
     return inst
 
 
@@ -18903,7 +19002,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18920,7 +19019,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18932,7 +19031,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -18952,7 +19051,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18974,7 +19073,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18989,7 +19088,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -18999,7 +19098,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -19026,7 +19127,7 @@ class CreateElicitationResponseAccept(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "accept"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.content) is not UNSET:
             d["content"] = (
                 None
@@ -19051,7 +19152,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19064,7 +19165,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -19090,7 +19191,7 @@ class CreateElicitationResponseDecline(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "decline"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19109,7 +19210,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19121,7 +19222,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -19146,7 +19249,7 @@ class CreateElicitationResponseCancel(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "cancel"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19165,7 +19268,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -19175,7 +19278,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -19219,7 +19322,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19231,7 +19334,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19259,7 +19362,7 @@ class ConnectMcpResponse(Wire, decoder=_d_ConnectMcpResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19276,7 +19379,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19288,7 +19391,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19314,7 +19417,7 @@ class DisconnectMcpResponse(Wire, decoder=_d_DisconnectMcpResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19338,7 +19441,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -19348,7 +19451,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -19366,7 +19469,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19390,7 +19493,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19402,7 +19505,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -19427,7 +19530,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19483,7 +19586,7 @@ def _d_DidOpenDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19495,7 +19598,9 @@ def _d_DidOpenDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19533,7 +19638,7 @@ class DidOpenDocumentNotification(Wire, decoder=_d_DidOpenDocumentNotification):
             "text": self.text,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19599,7 +19704,7 @@ def _d_DidChangeDocumentNotification(
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19611,7 +19716,9 @@ def _d_DidChangeDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19646,7 +19753,7 @@ class DidChangeDocumentNotification(Wire, decoder=_d_DidChangeDocumentNotificati
             "contentChanges": [x.to_dict() for x in self.content_changes],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19673,7 +19780,7 @@ def _d_TextDocumentContentChangeEvent(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("range", _MISSING)
     if v is _MISSING:
@@ -19686,7 +19793,7 @@ def _d_TextDocumentContentChangeEvent(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19698,7 +19805,9 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    )
     return inst
 
 
@@ -19729,7 +19838,7 @@ class TextDocumentContentChangeEvent(Wire, decoder=_d_TextDocumentContentChangeE
         if (v1 := self.range) is not UNSET:
             d["range"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19762,7 +19871,7 @@ def _d_DidCloseDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19774,7 +19883,9 @@ def _d_DidCloseDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19800,7 +19911,7 @@ class DidCloseDocumentNotification(Wire, decoder=_d_DidCloseDocumentNotification
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19833,7 +19944,7 @@ def _d_DidSaveDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19845,7 +19956,9 @@ def _d_DidSaveDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19871,7 +19984,7 @@ class DidSaveDocumentNotification(Wire, decoder=_d_DidSaveDocumentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19923,7 +20036,7 @@ def _d_DidFocusDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19935,7 +20048,9 @@ def _d_DidFocusDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19973,7 +20088,7 @@ class DidFocusDocumentNotification(Wire, decoder=_d_DidFocusDocumentNotification
             "visibleRange": self.visible_range.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20004,7 +20119,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20016,7 +20131,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -20042,7 +20157,7 @@ class AcceptNesNotification(Wire, decoder=_d_AcceptNesNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "id": self.id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20074,7 +20189,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("reason", _MISSING)
     if v.__class__ is str and v in _NesRejectReason_VALUES:
@@ -20089,7 +20204,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20101,7 +20216,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -20131,7 +20246,7 @@ class RejectNesNotification(Wire, decoder=_d_RejectNesNotification):
         if (v1 := self.reason) is not UNSET:
             d["reason"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20155,7 +20270,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20167,7 +20282,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 
@@ -20191,7 +20308,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20760,7 +20877,7 @@ def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
     """Encode a `ExtRequest` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
@@ -21085,7 +21202,7 @@ def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtRespons
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
     """Encode a `ExtResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
@@ -21349,7 +21466,7 @@ def decode_MessageMcpResponse(obj: Any, ctx: DecodeContext | None = None) -> Mes
 
 def encode_MessageMcpResponse(value: MessageMcpResponse) -> Any:
     """Encode a `MessageMcpResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotification:
@@ -21363,7 +21480,7 @@ def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNot
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
     """Encode a `ExtNotification` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:

@@ -8,20 +8,23 @@ and `Recorder` (group commit of a turn's conversation entries), over any `Host` 
 Recording: entries are buffered and written in batches (one `store.save` per batch of up to
 `batch` entries or `delay` seconds); the layer flushes the buffer before every answer, so a
 kill -9 loses at most the entries of the turn in flight. On a store failure the entries stay
-buffered, in order, and the next flush retries them.
+buffered, in order, and the next flush retries them. Each entry is encoded once: the bytes
+sent to the client are the ones recorded (`RecordedEntry.json`), and a replay sends them again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .dispatch import RequestError
-from .session_store import SessionRecord, StoreError
+from .jsonline import dumps
+from .session_store import RecordedBatch, SessionRecord, StoreError
 
 __all__ = [
     "Features",
@@ -30,6 +33,8 @@ __all__ = [
     "LiveSession",
     "Recorder",
     "Send",
+    "SendEncoded",
+    "encode",
     "not_found",
     "now",
     "store_failed",
@@ -40,6 +45,15 @@ log = logging.getLogger(__name__)
 Json = dict[str, Any]
 Send = Callable[[str, Json], Awaitable[None]]
 """Sends one `session/update` (the session id and the update's wire JSON) to the client."""
+SendEncoded = Callable[[bytes], Awaitable[None]]
+"""Sends one `session/update` whose params are already encoded (`LiveSession.params`)."""
+
+
+def encode(update: Mapping[str, Any]) -> bytes:
+    """An update's compact JSON, as the connection encodes a message (TypeError or ValueError
+    when it is not JSON)."""
+    # less the line's newline (compact JSON has no other)
+    return dumps(update if isinstance(update, dict) else dict(update))[:-1]
 
 
 def now() -> str:
@@ -80,8 +94,9 @@ class Host(Protocol):
     batch: int
     delay: float
     send: Send
+    send_encoded: SendEncoded
 
-    async def save(self, session: LiveSession, entries: Sequence[Json]) -> None: ...
+    async def save(self, session: LiveSession, entries: Sequence[Mapping[str, Any]]) -> None: ...
 
     async def info_update(self, session: LiveSession) -> None: ...
 
@@ -92,13 +107,16 @@ class Recorder:
     def __init__(self, core: Host, session: LiveSession) -> None:
         self.core, self.session = core, session
         self.buffer: list[Json] = []
+        self.data: list[bytes] = []  # the encoding of each buffered entry
         self.lock = asyncio.Lock()
         self.timer: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
         self.error: StoreError | None = None
 
-    def add(self, entry: Json) -> None:
+    def add(self, entry: Json, data: bytes | None = None) -> None:
+        """Buffer `entry` (wire JSON); `data` its encoding when it was sent (recorded as is)."""
         self.buffer.append(entry)
+        self.data.append(encode(entry) if data is None else data)
         if len(self.buffer) >= self.core.batch:
             self._kick()
         elif self.timer is None:
@@ -122,11 +140,12 @@ class Recorder:
         """Write the buffer (and the session's state) in one `save`; on failure the entries stay
         buffered, in order, and the `StoreError` is raised."""
         async with self.lock:
-            batch, self.buffer = self.buffer, []
+            batch, data = self.buffer, self.data
+            self.buffer, self.data = [], []
             try:
-                await self.core.save(self.session, batch)
+                await self.core.save(self.session, RecordedBatch(batch, data) if batch else ())
             except BaseException:
-                self.buffer[:0] = batch
+                self.buffer[:0], self.data[:0] = batch, data
                 raise
             self.error = None
 
@@ -154,6 +173,12 @@ class LiveSession:
         self.data: dict[str, Any] = dict(state.get("data") or {})
         self.cancelled = False
         self.recorder: Recorder | None = None
+        # the params of this session's `session/update` up to the update itself
+        self.head = b'{"sessionId":' + json.dumps(self.id).encode() + b',"update":'
+
+    def params(self, update: bytes) -> bytes:
+        """The encoded params of a `session/update` of this session carrying `update` (JSON)."""
+        return self.head + update + b"}"
 
     def state(self) -> Json:
         return {
@@ -167,9 +192,10 @@ class LiveSession:
         """Record `update` (a conversation entry, wire JSON) and send it; nothing after a cancel."""
         if self.cancelled:
             return
+        data = encode(update)
         if self.recorder is not None:
-            self.recorder.add(update)
-        await self.core.send(self.id, update)
+            self.recorder.add(update, data)
+        await self.core.send_encoded(self.params(data))
 
     async def set_title(self, title: str) -> None:
         """Name the session: kept, listed, and told to the client (`session_info_update`)."""

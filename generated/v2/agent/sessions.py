@@ -89,7 +89,7 @@ class SessionAgent(Agent):
 
     config_options: ClassVar[Sequence[types.SessionConfigOption]] = ()
     """The config options offered, `current_value` being a new session's value."""
-    batch: ClassVar[int] = 256
+    batch: ClassVar[int] = 1024
     """Entries per store write at most (group commit); also flushed every `batch_delay` seconds."""
     batch_delay: ClassVar[float] = 0.05
     info_after_turn: ClassVar[bool] = True
@@ -108,6 +108,7 @@ class SessionAgent(Agent):
                 self.store,
                 FEATURES,
                 self._notify,
+                self._notify_encoded,
                 lambda: self.principal.id,
                 config_options=[option.to_dict() for option in self.config_options],
                 batch=self.batch,
@@ -121,6 +122,9 @@ class SessionAgent(Agent):
         await self.peer.connection.notify(
             methods.SESSION_UPDATE, {"sessionId": session_id, "update": update}
         )
+
+    async def _notify_encoded(self, params: bytes) -> None:
+        await self.peer.connection.notify_encoded(methods.SESSION_UPDATE, params)
 
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -47,6 +48,8 @@ from .serde import map_of as _map_of
 from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
+from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -576,7 +579,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -586,7 +589,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -606,7 +609,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -656,7 +659,7 @@ def _d_RequestPermissionRequest(
         inst.description = UNSET
         inst.subject = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -685,7 +688,7 @@ def _d_RequestPermissionRequest(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -697,7 +700,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -750,7 +753,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
         if (v2 := self.subject) is not UNSET:
             d["subject"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -793,7 +796,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -897,7 +900,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -909,7 +912,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -969,11 +972,11 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -993,7 +996,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1051,7 +1054,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1063,7 +1066,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1097,7 +1100,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v3 := self.priority) is not UNSET:
             d["priority"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1122,7 +1125,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1138,7 +1141,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1150,7 +1153,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1177,7 +1180,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1212,7 +1215,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = UNSET
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
@@ -1238,7 +1241,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1250,7 +1253,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1283,7 +1286,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v2 := self.annotations) is not UNSET:
             d["annotations"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1317,7 +1320,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1333,7 +1336,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1345,7 +1348,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1374,7 +1377,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1400,7 +1403,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.mime_type = UNSET
         inst.sizes = UNSET
         inst.theme = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1440,7 +1443,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.theme = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("theme", _MISSING)
     if v.__class__ is str:
@@ -1452,7 +1455,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.theme = None
     else:
         inst.theme = _tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Icon, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1532,7 +1535,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -1616,7 +1619,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1628,7 +1631,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1677,7 +1680,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v6 := self.annotations) is not UNSET:
             d["annotations"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1709,7 +1712,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1724,7 +1727,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1736,7 +1739,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1764,7 +1767,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1796,7 +1799,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1811,7 +1814,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1823,7 +1826,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1851,7 +1854,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1874,7 +1877,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1890,7 +1893,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1902,7 +1905,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1929,7 +1932,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1957,7 +1960,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1969,7 +1972,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1992,7 +1995,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "content", "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2020,7 +2023,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2045,7 +2048,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2057,7 +2060,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeAdd, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -2092,7 +2095,7 @@ class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2120,7 +2123,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2145,7 +2148,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2157,7 +2160,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeDelete, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2192,7 +2195,7 @@ class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "del
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2220,7 +2223,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2245,7 +2248,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2257,7 +2260,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeModify, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2292,7 +2295,7 @@ class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "mod
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2327,7 +2330,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2352,7 +2355,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2364,7 +2367,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeMove, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2401,7 +2404,7 @@ class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move"))
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2436,7 +2439,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2461,7 +2464,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2473,7 +2476,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeCopy, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2510,7 +2513,7 @@ class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy"))
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2531,7 +2534,7 @@ def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChan
         _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
+    inst.extra = _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
     return inst
 
 
@@ -2573,7 +2576,9 @@ def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPath
         _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+    )
     return inst
 
 
@@ -2617,7 +2622,7 @@ def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
         _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
+    inst.extra = _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
     return inst
 
 
@@ -2674,7 +2679,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.patch = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
@@ -2690,7 +2695,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2702,7 +2707,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2741,7 +2746,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v1 := self.patch) is not UNSET:
             d["patch"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2765,7 +2770,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2777,7 +2782,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2804,7 +2809,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "terminal", "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2829,7 +2834,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2847,7 +2852,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2859,7 +2864,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2891,7 +2896,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v1 := self.line) is not UNSET:
             d["line"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2913,7 +2918,7 @@ def _d_ToolCallPermissionSubject(
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("type" in obj) == 1
         else _extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
@@ -2970,7 +2975,7 @@ def _d_CommandPermissionSubject(
         inst.tool_call_id = UNSET
         inst.terminal_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -2995,7 +3000,7 @@ def _d_CommandPermissionSubject(
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3007,7 +3012,7 @@ def _d_CommandPermissionSubject(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     return inst
 
 
@@ -3040,7 +3045,7 @@ class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("
         if (v2 := self.terminal_id) is not UNSET:
             d["terminalId"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3078,7 +3083,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3090,7 +3095,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -3116,7 +3121,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"optionId": self.option_id, "name": self.name, "kind": self.kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3183,7 +3188,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -3225,7 +3232,7 @@ class CreateElicitationRequestForm(
             "requestedSchema": self.requested_schema.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3307,7 +3314,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -3352,7 +3361,7 @@ class CreateElicitationRequestUrl(
             "url": self.url,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3384,7 +3393,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3396,7 +3405,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3442,7 +3451,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3482,7 +3493,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3540,7 +3551,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3553,7 +3564,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3609,7 +3620,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v5 := self.description) is not UNSET:
             d["description"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3641,7 +3652,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3656,7 +3667,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3668,7 +3679,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3700,7 +3711,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3740,7 +3751,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3847,7 +3858,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3859,7 +3870,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3941,7 +3952,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v9 := self.one_of) is not UNSET:
             d["oneOf"] = None if v9 is None else [x.to_dict() for x in v9]
         if (v10 := self.meta) is not UNSET:
-            d["_meta"] = None if v10 is None else v10
+            d["_meta"] = None if v10 is None else _open_json(v10, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3965,7 +3976,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4023,7 +4034,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4035,7 +4046,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -4088,7 +4099,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4112,7 +4123,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4170,7 +4181,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4182,7 +4193,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4235,7 +4246,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4257,7 +4268,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4292,7 +4303,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4304,7 +4315,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4345,7 +4356,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v3 := self.default) is not UNSET:
             d["default"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4375,7 +4386,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4387,7 +4398,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4412,7 +4423,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "string", "enum": self.enum}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4442,7 +4453,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4454,7 +4465,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4478,7 +4489,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"anyOf": [x.to_dict() for x in self.any_of]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4515,7 +4526,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4585,7 +4596,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4597,7 +4608,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4652,7 +4665,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4700,7 +4713,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4786,7 +4799,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4841,7 +4854,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4857,7 +4872,10 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4881,7 +4899,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -4916,7 +4936,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.session = UNSET
         inst.auth = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("session", _MISSING)
     if v is _MISSING:
@@ -4943,7 +4963,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4955,7 +4975,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -4999,7 +5019,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v2 := self.auth) is not UNSET:
             d["auth"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5033,7 +5053,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.capabilities = AgentCapabilities()
         inst.auth_methods = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
     v = obj.get("capabilities", _MISSING)
@@ -5079,7 +5099,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5092,7 +5112,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5141,7 +5161,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v2 := self.auth_methods) is not UNSET:
             d["authMethods"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5173,7 +5193,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -5188,7 +5208,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5200,7 +5220,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5235,7 +5255,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v1 := self.title) is not UNSET:
             d["title"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5258,7 +5278,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.delete = UNSET
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
@@ -5311,7 +5331,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5323,7 +5343,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5387,7 +5407,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v4 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = None if v4 is None else v4.to_dict()
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5409,7 +5429,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = UNSET
         inst.embedded_context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("image", _MISSING)
     if v is _MISSING:
@@ -5449,7 +5469,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5461,7 +5481,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5517,7 +5537,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if (v3 := self.embedded_context) is not UNSET:
             d["embeddedContext"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5536,7 +5556,7 @@ def _d_PromptImageCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5548,7 +5568,7 @@ def _d_PromptImageCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     return inst
 
 
@@ -5570,7 +5590,7 @@ class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5589,7 +5609,7 @@ def _d_PromptAudioCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5601,7 +5621,7 @@ def _d_PromptAudioCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     return inst
 
 
@@ -5623,7 +5643,7 @@ class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5642,7 +5662,7 @@ def _d_PromptEmbeddedContextCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5655,7 +5675,7 @@ def _d_PromptEmbeddedContextCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
@@ -5678,7 +5698,7 @@ class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCa
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5697,7 +5717,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.stdio = UNSET
         inst.http = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
@@ -5724,7 +5744,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5736,7 +5756,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5770,7 +5790,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if (v2 := self.http) is not UNSET:
             d["http"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5787,7 +5807,7 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5799,7 +5819,7 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     return inst
 
 
@@ -5821,7 +5841,7 @@ class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5838,7 +5858,7 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5850,7 +5870,7 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     return inst
 
 
@@ -5872,7 +5892,7 @@ class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5891,7 +5911,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5903,7 +5923,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5925,7 +5947,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5944,7 +5966,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5957,7 +5979,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -5985,7 +6009,7 @@ class SessionAdditionalDirectoriesCapabilities(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6002,7 +6026,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6014,7 +6038,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -6038,7 +6062,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6069,7 +6093,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6081,7 +6105,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -6105,7 +6129,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6141,7 +6165,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6202,7 +6226,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6214,7 +6238,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -6259,7 +6283,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v3 := self.env) is not UNSET:
             d["env"] = [x.to_dict() for x in v3]
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6293,7 +6317,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6308,7 +6332,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6320,7 +6344,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6351,7 +6375,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6368,7 +6392,7 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6380,7 +6404,7 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LoginAuthResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6400,7 +6424,7 @@ class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6417,7 +6441,7 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6429,7 +6453,7 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6449,7 +6473,7 @@ class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6474,7 +6498,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
@@ -6511,7 +6535,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6523,7 +6547,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6554,7 +6578,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v1 := self.config_options) is not UNSET:
             d["configOptions"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6603,7 +6627,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6628,7 +6652,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6640,7 +6664,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -6683,7 +6709,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6727,7 +6753,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6752,7 +6778,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6764,7 +6790,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6806,7 +6834,7 @@ class SessionConfigOptionBoolean(
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6842,7 +6870,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6857,7 +6885,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6869,7 +6897,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -6897,7 +6927,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6954,7 +6984,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6966,7 +6996,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6996,7 +7026,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7022,7 +7052,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -7062,7 +7094,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -7116,7 +7150,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -7131,7 +7165,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7143,7 +7177,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7170,7 +7204,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v1 := self.next_cursor) is not UNSET:
             d["nextCursor"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7206,7 +7240,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -7260,7 +7294,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7272,7 +7306,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7312,7 +7346,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v3 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7329,7 +7363,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7341,7 +7375,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7361,7 +7395,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7379,7 +7413,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
@@ -7416,7 +7450,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7428,7 +7462,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7452,7 +7486,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v1 := self.config_options) is not UNSET:
             d["configOptions"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7469,7 +7503,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7481,7 +7515,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7501,7 +7535,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7551,7 +7585,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7563,7 +7597,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -7585,7 +7621,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"configOptions": [x.to_dict() for x in self.config_options]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7602,7 +7638,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7614,7 +7650,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7640,7 +7676,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7671,7 +7707,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -7679,7 +7715,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7708,7 +7744,7 @@ class Error(Wire, decoder=_d_Error):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"code": self.code, "message": self.message}
         if (v1 := self.data) is not UNSET:
-            d["data"] = v1
+            d["data"] = _open_json(v1, "data")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7732,7 +7768,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -7742,7 +7778,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7760,7 +7796,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7797,7 +7833,7 @@ def _d_UpdateSessionNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7809,7 +7845,9 @@ def _d_UpdateSessionNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+    )
     return inst
 
 
@@ -7838,7 +7876,7 @@ class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "update": self.update.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7877,7 +7915,7 @@ def _d_SessionUpdateUserMessageChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7889,7 +7927,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -7923,7 +7963,7 @@ class SessionUpdateUserMessageChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7962,7 +8002,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7974,7 +8014,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -8008,7 +8050,7 @@ class SessionUpdateAgentMessageChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8047,7 +8089,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8059,7 +8101,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -8093,7 +8137,7 @@ class SessionUpdateAgentThoughtChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8110,7 +8154,7 @@ def _d_SessionUpdateStateUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("sessionUpdate" in obj) == 0
         else _extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
@@ -8174,7 +8218,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -8278,7 +8322,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8290,7 +8334,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8341,11 +8387,11 @@ class SessionUpdateToolCallUpdate(
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8380,7 +8426,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8392,7 +8438,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8419,7 +8465,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"messageId": self.message_id, "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8446,7 +8492,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8483,7 +8529,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8495,7 +8541,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UserMessage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8534,7 +8580,7 @@ class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_mess
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8561,7 +8607,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8598,7 +8644,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8610,7 +8656,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentMessage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8649,7 +8695,7 @@ class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_m
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8676,7 +8722,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8713,7 +8759,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8725,7 +8771,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentThought, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8764,7 +8810,7 @@ class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_t
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8781,7 +8827,7 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
     if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8793,7 +8839,7 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RunningStateUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8814,7 +8860,7 @@ class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "run
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"state": "running"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8832,7 +8878,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stop_reason = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str:
@@ -8847,7 +8893,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8859,7 +8905,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_IdleStateUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -8887,7 +8933,7 @@ class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
         if (v1 := self.stop_reason) is not UNSET:
             d["stopReason"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8906,7 +8952,7 @@ def _d_RequiresActionStateUpdate(
     if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8918,7 +8964,9 @@ def _d_RequiresActionStateUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8941,7 +8989,7 @@ class RequiresActionStateUpdate(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"state": "requires_action"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8978,7 +9026,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8990,7 +9038,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     return inst
 
 
@@ -9026,7 +9074,7 @@ class ToolCallContentChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9050,7 +9098,7 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9062,7 +9110,7 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TerminalOutput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -9085,7 +9133,7 @@ class TerminalOutput(Wire, decoder=_d_TerminalOutput):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"data": self.data}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9104,7 +9152,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -9132,7 +9180,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9144,7 +9192,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -9180,7 +9228,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9210,7 +9258,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.output = UNSET
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
@@ -9257,7 +9305,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9269,7 +9317,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_TerminalUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -9313,7 +9361,7 @@ class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "ter
         if (v4 := self.exit_status) is not UNSET:
             d["exitStatus"] = None if v4 is None else v4.to_dict()
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9346,7 +9394,7 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9358,7 +9406,7 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     return inst
 
 
@@ -9390,7 +9438,7 @@ class TerminalOutputChunk(
             "data": self.data,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9428,7 +9476,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9440,7 +9488,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -9472,7 +9520,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content, "priority": self.priority, "status": self.status}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9518,7 +9566,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9530,7 +9578,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9562,7 +9610,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
             "entries": [x.to_dict() for x in self.entries],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9590,7 +9638,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9602,7 +9650,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9625,7 +9673,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_update", "plan": self.plan.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9657,7 +9705,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -9673,7 +9721,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9685,7 +9733,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9713,7 +9761,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v1 := self.input) is not UNSET:
             d["input"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9737,7 +9785,7 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9749,7 +9797,7 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TextCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9772,7 +9820,7 @@ class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "text", "hint": self.hint}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9817,7 +9865,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9829,7 +9877,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9857,7 +9905,7 @@ class AvailableCommandsUpdate(
             "availableCommands": [x.to_dict() for x in self.available_commands],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9907,7 +9955,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9919,7 +9967,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9947,7 +9995,7 @@ class ConfigOptionUpdate(
             "configOptions": [x.to_dict() for x in self.config_options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9968,7 +10016,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -9993,7 +10041,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10005,7 +10053,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -10042,7 +10090,7 @@ class SessionInfoUpdate(
         if (v2 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10073,7 +10121,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10085,7 +10133,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -10109,7 +10157,7 @@ class Cost(Wire, decoder=_d_Cost):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"amount": self.amount, "currency": self.currency}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10143,7 +10191,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -10159,7 +10207,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10171,7 +10219,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -10200,7 +10248,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v1 := self.cost) is not UNSET:
             d["cost"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10226,7 +10274,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10238,7 +10286,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -10262,7 +10312,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"elicitationId": self.elicitation_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10291,7 +10341,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -10301,7 +10351,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -10321,7 +10371,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10340,7 +10390,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.auth = UNSET
         inst.elicitation = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
@@ -10367,7 +10417,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10379,7 +10429,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -10422,7 +10472,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v2 := self.elicitation) is not UNSET:
             d["elicitation"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10455,7 +10505,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = ClientCapabilities()
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
     v = obj.get("capabilities", _MISSING)
@@ -10471,7 +10521,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -10484,7 +10534,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10522,7 +10572,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if self.capabilities != ClientCapabilities() or "capabilities" not in self.__acp_absent__:
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10540,7 +10590,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
@@ -10556,7 +10606,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10568,7 +10618,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -10601,7 +10651,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if (v1 := self.terminal) is not UNSET:
             d["terminal"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10620,7 +10670,7 @@ def _d_TerminalAuthCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10632,7 +10682,7 @@ def _d_TerminalAuthCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     return inst
 
 
@@ -10656,7 +10706,7 @@ class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10677,7 +10727,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -10704,7 +10754,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10716,7 +10766,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10752,7 +10802,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v2 := self.url) is not UNSET:
             d["url"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10771,7 +10821,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10783,7 +10833,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10807,7 +10859,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10826,7 +10878,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10838,7 +10890,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10862,7 +10916,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10886,7 +10940,7 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10898,7 +10952,7 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_LoginAuthRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -10927,7 +10981,7 @@ class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"methodId": self.method_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10944,7 +10998,7 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10956,7 +11010,7 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -10982,7 +11036,7 @@ class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11010,7 +11064,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11074,7 +11128,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11086,7 +11140,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -11123,7 +11177,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11154,7 +11208,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11166,7 +11220,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -11190,7 +11244,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11222,7 +11276,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
@@ -11241,7 +11295,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11253,7 +11307,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -11282,7 +11336,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
         if (v1 := self.headers) is not UNSET:
             d["headers"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11317,7 +11371,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -11350,7 +11404,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11362,7 +11416,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11395,7 +11449,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
         if (v2 := self.env) is not UNSET:
             d["env"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11414,7 +11468,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -11439,7 +11493,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11451,7 +11505,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11479,7 +11533,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v2 := self.cursor) is not UNSET:
             d["cursor"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11503,7 +11557,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11515,7 +11569,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11539,7 +11593,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11575,7 +11629,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.mcp_servers = UNSET
         inst.replay_from = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11650,7 +11704,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11662,7 +11716,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11712,7 +11766,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v3 := self.replay_from) is not UNSET:
             d["replayFrom"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11729,7 +11783,7 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
     if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11741,7 +11795,7 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReplayFromStart, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11762,7 +11816,7 @@ class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "start"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11786,7 +11840,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11798,7 +11852,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11824,7 +11878,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11866,7 +11920,7 @@ def _d_SetSessionConfigOptionRequestId(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11878,7 +11932,9 @@ def _d_SetSessionConfigOptionRequestId(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+    )
     return inst
 
 
@@ -11912,7 +11968,7 @@ class SetSessionConfigOptionRequestId(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11954,7 +12010,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11967,7 +12023,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -12002,7 +12060,7 @@ class SetSessionConfigOptionRequestBoolean(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12046,7 +12104,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12058,7 +12116,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -12099,7 +12157,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "prompt": [x.to_dict() for x in self.prompt]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12123,7 +12181,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -12139,7 +12199,10 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12163,7 +12226,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -12209,7 +12274,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12221,7 +12286,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -12243,7 +12310,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": self.outcome.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12260,7 +12327,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -12311,7 +12378,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12323,7 +12390,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -12348,7 +12417,7 @@ class SelectedPermissionOutcome(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "selected", "optionId": self.option_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12370,7 +12439,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12385,7 +12454,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12395,7 +12464,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -12422,7 +12493,7 @@ class CreateElicitationResponseAccept(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "accept"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.content) is not UNSET:
             d["content"] = (
                 None
@@ -12447,7 +12518,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12460,7 +12531,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12486,7 +12557,7 @@ class CreateElicitationResponseDecline(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "decline"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12505,7 +12576,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12517,7 +12588,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -12542,7 +12615,7 @@ class CreateElicitationResponseCancel(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "cancel"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12561,7 +12634,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12571,7 +12644,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12615,7 +12688,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12625,7 +12698,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12643,7 +12716,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12669,7 +12742,7 @@ def _d_CancelSessionNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12681,7 +12754,9 @@ def _d_CancelSessionNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+    )
     return inst
 
 
@@ -12706,7 +12781,7 @@ class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12732,7 +12807,7 @@ def _d_ProtocolLevelNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12742,7 +12817,9 @@ def _d_ProtocolLevelNotification(
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+    )
     return inst
 
 
@@ -12784,7 +12861,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12796,7 +12873,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 
@@ -12820,7 +12899,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13436,7 +13515,7 @@ def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
     """Encode a `ExtRequest` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
@@ -13830,7 +13909,7 @@ def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtRespons
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
     """Encode a `ExtResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
@@ -14034,7 +14113,7 @@ def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNot
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
     """Encode a `ExtNotification` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:

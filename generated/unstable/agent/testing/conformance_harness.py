@@ -16,7 +16,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
-from ..methods import PROTOCOL_VERSION
+from .. import types
+from ..methods import METHODS, PROTOCOL_VERSION
 from .conformance_checks import CHECKS, Options, Outcome, script_of
 from .conformance_messages import well_formed_error
 from .runners import AgentRun, Line, Opener, Reply, as_list, as_object
@@ -45,6 +46,21 @@ turn before its answer). The others (available_commands_update, current_mode_upd
 config_option_update, session_info_update, usage_update) are session state, which an agent
 may send at any time: after a session/load or session/prompt answer, they fail nothing."""
 
+ROOT_OF: Final = {
+    check_id: "prompt-turn"
+    for check_id in (
+        "prompt-image",
+        "prompt-audio",
+        "prompt-resource",
+        "prompt-resource-link",
+        "prompt-meta",
+        "cancel",
+        "session-close-prompt",
+    )
+}
+"""The checks that need a working prompt turn: the same failure as prompt-turn's (a malformed
+answer to every prompt, say) is prompt-turn's fault, reported once."""
+
 # The checks the running probe settles (a probe's agents are attributed to them).
 _checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "acp_conformance_checks", default=()
@@ -54,10 +70,12 @@ _checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 class NotTestable(Exception):
     """The check cannot be run; `blocked` says by what, and the fix, for the summary."""
 
-    def __init__(self, detail: str, blocked: str = "") -> None:
+    def __init__(self, detail: str, blocked: str = "", by: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
         self.blocked = blocked
+        self.by = by
+        """The check whose fault blocks this one (`session-new`), when it is a check's."""
 
 
 class Skip(Exception):
@@ -120,6 +138,8 @@ class Harness:
         self.started_up = asyncio.get_running_loop().create_future()  # the first initialize
         self.done: dict[str, asyncio.Future[Outcome]] = {}
         self.blocked: dict[str, str] = {}
+        self.blocked_by: dict[str, str] = {}  # check -> the check whose fault blocked it
+        self.info_lines: set[int] = set()  # answers info checks judge (ids of their Lines)
         self.check_runs: dict[str, list[AgentRun]] = {check.id: [] for check in CHECKS}
         self.started: dict[str, float] = {}
         self.session_calls: set[tuple[int, Any]] = set()  # (run, session id) already called
@@ -143,7 +163,7 @@ class Harness:
                     if self.cannot_run
                     else "initialize did not pass"
                 )
-                raise NotTestable(detail, self.gate_blocked)
+                raise NotTestable(detail, self.gate_blocked, "initialize")
         async with self.limit:
             for check_id in _checks.get():
                 self.started.setdefault(check_id, time.monotonic())
@@ -204,7 +224,9 @@ class Harness:
             run, "initialize", self.initialize_params(version), self.options.startup_timeout
         )
         if not reply.ok or as_object(reply.result) is None:
-            raise NotTestable(f"initialize failed: {self.why(run, reply)}", "blocked by initialize")
+            raise NotTestable(
+                f"initialize failed: {self.why(run, reply)}", "blocked by initialize", "initialize"
+            )
         return reply
 
     async def setup(
@@ -238,9 +260,13 @@ class Harness:
         if not new.ok or not isinstance(session_id, str):
             if new.error_code == AUTH_REQUIRED:
                 raise NotTestable(
-                    f"session/new needs authentication ({error_text(new)})", self.auth_hint(init)
+                    f"session/new needs authentication ({error_text(new)})",
+                    self.auth_hint(init),
+                    "session-new",
                 )
-            raise NotTestable(f"session/new failed: {self.why(run, new)}", SESSION_REFUSED)
+            raise NotTestable(
+                f"session/new failed: {self.why(run, new)}", SESSION_REFUSED, "session-new"
+            )
         return session_id, new
 
     def new_params(self, **extra: Any) -> dict[str, Any]:
@@ -256,6 +282,23 @@ class Harness:
             "blocked by authentication: pass `--auth-method ID` and the agent's env "
             f"(--env KEY=VALUE; advertised methods: {ids})"
         )
+
+    def info_strict(self, reply: Reply) -> str | None:
+        """Take an info probe's answer as that check's to judge (schema-strict, a MUST, skips
+        it: an info probe's bad answer is reported at the info tier); why it does not decode
+        strictly, if it does not."""
+        line = reply.response
+        if line is None or not reply.ok:
+            return None
+        self.info_lines.add(id(line))
+        spec = METHODS.get(reply.method)
+        if spec is None or spec.decode_result is None:
+            return None
+        try:
+            spec.decode_result(reply.result, types.DecodeContext(strict=True))
+        except types.DecodeError as exc:
+            return f"the {reply.method} result does not decode strictly: {exc}"
+        return None
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
@@ -326,6 +369,8 @@ class Harness:
             shared = ("not testable", exc.detail, None, [])
             for check_id in check_ids:
                 self.blocked[check_id] = exc.blocked
+                if exc.by and exc.by != check_id:
+                    self.blocked_by[check_id] = exc.by
         except Fail as exc:
             shared = ("failed", exc.detail, exc.offending, [])
         except OSError as exc:  # the agent could not even be started
@@ -335,9 +380,23 @@ class Harness:
         if shared is not None:
             outcomes = (shared,) * len(check_ids)
         for check_id, outcome in zip(check_ids, outcomes, strict=True):
+            outcome = await self.root_cause(check_id, outcome)
             self.finished[check_id] = time.monotonic()
             if not self.done[check_id].done():
                 self.done[check_id].set_result(outcome)
+
+    async def root_cause(self, check_id: str, outcome: Outcome) -> Outcome:
+        """One fault, one failure: a failure that is its root check's own failure (the same
+        fault, seen again by a check that needs a working turn) is blocked by that check."""
+        root = ROOT_OF.get(check_id)
+        if root is None or outcome[0] != "failed" or self.done[check_id].done():
+            return outcome
+        base = await self.outcome_of(root)
+        if base is None or base[0] != "failed" or base[1] != outcome[1]:
+            return outcome
+        self.blocked[check_id] = f"blocked by {root}: {base[1]}"
+        self.blocked_by[check_id] = root
+        return ("not testable", f"blocked by {root} (the same fault: {base[1]})", None, [])
 
     # -- prompts -----------------------------------------------------------------------
     async def prompt(
@@ -369,6 +428,7 @@ class Harness:
             raise NotTestable(
                 detail or f"no answer to the prompt within {wait:g} s",
                 "blocked: prompts get no answer in time (a slow model? raise --timeout)",
+                "prompt-turn",
             )
         if reply.response is None:
             raise Fail(self.why(run, reply))
@@ -379,9 +439,11 @@ class Harness:
                 detail or f"the prompt failed: {error_text(reply)}",
                 "blocked by authentication: prompts are refused (-32000): pass `--auth-method ID` "
                 "and the agent's env (--env KEY=VALUE)",
+                "prompt-turn",
             )
         raise NotTestable(
             detail or f"the prompt failed: {error_text(reply)}",
             "blocked: prompts fail (no credentials or model? give the agent its env with "
             "--env KEY=VALUE, or --auth-method ID)",
+            "prompt-turn",
         )

@@ -169,6 +169,7 @@ class TurnProbes(Harness):
             raise NotTestable(
                 f"a plain prompt is refused, so no turn runs to interrupt ({baseline[1]})",
                 self.blocked.get("prompt-turn", ""),
+                "prompt-turn",
             )
 
     async def interrupted_turn(
@@ -204,7 +205,7 @@ class TurnProbes(Harness):
         if ended_before or (reply.response is not None and reply.response.index < sent_at):
             self.prompt_failed(run, reply)
             hint = "pass --cancel-prompt with a prompt whose turn keeps running"
-            stop = reply.get("stopReason")
+            stop = self.stop_reason(reply)  # a malformed answer is a fault, not a race lost
             return (
                 "not exercised",
                 f"the turn ended ({stop}) before {what} was sent: {hint}",

@@ -215,7 +215,7 @@ def _message_outcomes(runner: Runner) -> dict[str, Outcome]:
     script = runner.script
     return {
         "stdio-framing": framing(runs),
-        "schema-strict": strict(runs),
+        "schema-strict": strict(runs, frozenset(runner.info_lines)),
         "jsonrpc-response": response_shape(runs),
         "error-message": error_messages(runs),
         "notification-no-response": unanswered_notifications(runs, runner.raw_runs),
@@ -255,12 +255,14 @@ async def run_checks(opener: Opener, target: str, options: Options | None = None
             if runner.gate_blocked and check_id not in PROCESS_CHECKS:  # nothing to judge
                 outcome = UNINITIALIZED
                 runner.blocked[check_id] = runner.gate_blocked
+                runner.blocked_by[check_id] = "initialize"
             elif outcome[0] == "not testable":  # no turn or no session: what blocked those
                 source = "prompt-turn" if check_id in CAPABILITY_CHECKS else "session-new"
                 runner.blocked[check_id] = runner.blocked.get(source, "")
+                runner.blocked_by[check_id] = source
             if not runner.done[check_id].done():
                 runner.done[check_id].set_result(outcome)
-        results = [_result(runner, check) for check in CHECKS if selected(check.id)]
+        results = _root_causes([_result(runner, check) for check in CHECKS if selected(check.id)])
         found = [note for run in (*runner.runs, *runner.raw_runs) for note in run.process_notes()]
         report = Report(target, results, runner.cannot_run, time.monotonic() - began)
         report.notes = list(dict.fromkeys(found))
@@ -296,9 +298,20 @@ def _result(runner: Runner, check: Check) -> CheckResult:
         warnings,
         duration=0.0 if started is None or finished is None else finished - started,
         blocked=runner.blocked.get(check.id, "") if status == "not testable" else "",
+        blocked_by=runner.blocked_by.get(check.id, "") if status == "not testable" else "",
         transcript=_transcript(runs) if status in ("failed", "not testable") else [],
         stderr=[line for run in runs for line in run.stderr][-20:],
     )
+
+
+def _root_causes(results: list[CheckResult]) -> list[CheckResult]:
+    """Keep a result's `blocked_by` only where that check did not pass (failed, or untested
+    itself): then the root cause counts against the run, and this result does not."""
+    status = {r.check.id: r.status for r in results}
+    for r in results:
+        if r.blocked_by and status.get(r.blocked_by) not in ("failed", "not testable"):
+            r.blocked_by = ""
+    return results
 
 
 def check_command(

@@ -81,6 +81,7 @@ class RestartProbes(SessionProbes):
             before = len(again.client.lines)
             reply = await self.call(again, "session/load", self.session_params(session_id))
             answer = reply.response
+            bad = self.info_strict(reply)
             replayed = [
                 line
                 for line in again.client.received[:]
@@ -96,6 +97,8 @@ class RestartProbes(SessionProbes):
             return ("not exercised", detail, answer, [])
         if not reply.ok or answer is None:
             return ("failed", f"session/load after a restart: {self.why(again, reply)}", answer, [])
+        if bad is not None:
+            return ("failed", f"after a restart, {bad}", answer, [])
         return self._compare(live, replayed)
 
     def _compare(self, live: list[Line], replayed: list[Line]) -> Outcome:

@@ -9,7 +9,9 @@ is checked; `conformance_output` writes a report as JUnit XML or JSON.
 Tiers, as the protocol's own test kit (acp-tck) has them: `MUST` (mandatory), `capability`
 (MUST, when the peer advertises the feature), `SHOULD` (advisory) and `info` (recorded, never
 failed). A MUST or capability check that could not run (`not testable`) counts against the
-verdict as a failure does: a conformance tool must not pass what it never tested.
+verdict as a failure does: a conformance tool must not pass what it never tested. One fault,
+one failure: a check that could not judge because an earlier check's fault blocked it is
+reported `blocked by <check>` (`blocked_by`), and only its root cause counts.
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ class CheckResult:
     blocked: str = ""
     """For `not testable`: the short cause and the fix, shown in the summary (e.g. `blocked by
     authentication: pass --auth-method ID and the agent's env`)."""
+    blocked_by: str = ""
+    """For `not testable`: the check whose fault kept this one from judging (it failed, or is
+    itself untested). One fault, one failure: the root cause counts against the run, this
+    result does not."""
     transcript: list[str] = dataclasses.field(default_factory=list[str])
     """The check's wire lines, `-> ` sent and `<- ` received (kept for failures)."""
     stderr: list[str] = dataclasses.field(default_factory=list[str])
@@ -104,6 +110,8 @@ class CheckResult:
     def counts_against(self) -> bool:
         """Whether this result fails the run (SHOULD failures only under `strict`)."""
         tier = self.check.tier
+        if self.blocked_by:  # its root cause counts instead
+            return False
         if tier in ("MUST", "capability"):
             return self.status in ("failed", "not testable")
         return False
@@ -126,6 +134,8 @@ class CheckResult:
         }
         if self.blocked:
             out["blocked"] = self.blocked
+        if self.blocked_by:
+            out["blocked_by"] = self.blocked_by
         if self.status in ("failed", "not testable"):
             out["transcript"] = list(self.transcript)
             out["stderr"] = list(self.stderr)
@@ -189,11 +199,15 @@ class Report:
                 continue
             applies = len(results) - count["skipped"]
             text = f"{tier} {count['passed']}/{applies}"
+            blocked = sum(bool(r.blocked_by) for r in results)
+            count["not testable"] -= blocked  # named apart: they count under their cause
             notes = [
                 f"{count[status]} {'not advertised' if status == 'skipped' else status}"
                 for status in ("failed", "not testable", "not exercised", "skipped")
                 if count[status]
             ]
+            if blocked:
+                notes.insert(1 if count["failed"] else 0, f"{blocked} blocked")
             parts.append(text + (f" ({', '.join(notes)})" if notes else ""))
         return " · ".join(parts)
 
@@ -201,7 +215,7 @@ class Report:
         """Why checks that count could not run: each distinct cause, with the checks it blocked."""
         causes: dict[str, list[str]] = {}
         for r in self.results:
-            if r.status == "not testable" and r.counts_against:
+            if r.status == "not testable" and (r.counts_against or r.blocked_by):
                 causes.setdefault(r.blocked or r.detail, []).append(r.check.id)
         return [f"{_ids(ids)} not run: {cause}" for cause, ids in causes.items()]
 
@@ -213,6 +227,9 @@ class Report:
         )
         if counts["not exercised"]:
             text += f", {counts['not exercised']} not exercised"
+        blocked = sum(bool(r.blocked_by) for r in self.results)
+        if blocked:
+            text += f" ({blocked} of them blocked by an earlier failure)"
         return text
 
     def verdict(self, strict: bool = False) -> str:
