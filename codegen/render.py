@@ -60,6 +60,7 @@ RUNTIME_FILES = {
     "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
     "jsonline.py": "jsonline.py",
+    "jsonvalue.py": "jsonvalue.py",
     "process.py": "process.py",
     "proctable.py": "proctable.py",
     "serde.py": "serde.py",
@@ -146,15 +147,22 @@ class Renderer(DecodePlanner):
     (DecodePlanner), and encoding and codec references (here)."""
 
     # -- encoding ------------------------------------------------------------------
-    def enc(self, t: TypeExpr, v: str) -> str:
+    def enc(self, t: TypeExpr, v: str, where: str = "") -> str:
+        """An expression encoding `v` of type `t`; `where` (the field's wire name) names an open
+        value's place in the error a value JSON cannot hold raises."""
         t = self.alias_target(t)
+        if isinstance(t, Scalar) and t.kind in ("json", "object"):
+            # Open: checked and converted (generated objects, datetimes...) as plain JSON.
+            return f"{self.serde('open_json')}({v}, {where!r})"
         if isinstance(t, (Scalar, LiteralOf)):
             return v
         if isinstance(t, ListOf):
-            item = self.enc(t.item, "x")
+            item = self.enc(t.item, "x", where)
             return v if item == "x" else f"[{item} for x in {v}]"
         if isinstance(t, MapOf):
-            item = self.enc(t.value, "x")
+            item = self.enc(t.value, "x", where)
+            if item.startswith(self.serde("open_json")):
+                return self.enc(Scalar("json"), v, where)  # a map of open values is one open value
             return v if item == "x" else f"{{k: {item} for k, x in {v}.items()}}"
         target = self.defs.get(t.name)
         if isinstance(target, EnumDef):

@@ -270,6 +270,8 @@ class DecodePlanner(TypeView):
                     self.failure(f)
                 if f.lenient and plan.call:
                     self.used.add("tolerated")
+            if any(self.is_open(f.type) for f in o.fields):
+                self.used.add("open_json")  # the encoder's check of an open field (Renderer.enc)
         for e in defs:
             if isinstance(e, EnumDef):
                 self.enum_dec(e)
@@ -280,8 +282,19 @@ class DecodePlanner(TypeView):
                 self._union_names(a)
             if isinstance(a, (AliasDef, UnionDef)):
                 self.used.add("DEFAULT_CTX")
+            if isinstance(a, AliasDef) and self.is_open(a.target):
+                self.used.add("open_json")
         names = {**_SERDE_ALWAYS, **{n: serde_alias(n) for n in self.used}}
         return sorted(names.items(), key=lambda i: (not i[0].isupper(), i[0][0].islower(), i[0]))
+
+    def is_open(self, t: TypeExpr) -> bool:
+        """`t` holds an open JSON value somewhere (its encoder calls `open_json`)."""
+        t = self.alias_target(t)
+        if isinstance(t, Scalar):
+            return t.kind in ("json", "object")
+        if isinstance(t, ListOf):
+            return self.is_open(t.item)
+        return isinstance(t, MapOf) and self.is_open(t.value)
 
     def _union_names(self, a: UnionDef) -> None:
         """The helpers a union's decoder and encoder use (types.py.jinja)."""

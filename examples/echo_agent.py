@@ -16,6 +16,11 @@ each belongs to the principal that made it. `--store URL` says where they are ke
 `postgresql://...` (several hosts; needs psycopg). Without --token-file only loopback clients are
 served; `--token-file FILE` (one token per line, `TOKEN` or `NAME TOKEN`, each its own
 principal) turns bearer-token authentication on, `--allow-host NAME[:*]` accepts another Host.
+Both servers are set up against hostile clients (docs/security.md's table): a request head must
+arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seconds (20) and
+closed without a pong within as long, permessage-deflate is off, a Streamable HTTP connection
+with no stream and no request ends after `--http-idle-timeout` (30 s), and TCP keepalive finds
+peers that vanished without a FIN.
 
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
@@ -36,16 +41,22 @@ import socket
 import sys
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # The example imports the checked-in generated package, wherever it is run from.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
-from agent import GENERATOR_VERSION, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
+from agent import GENERATOR_VERSION, AsgiApp, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
 from agent.helpers import update_agent_message  # noqa: E402
 from agent.remote_auth import LOOPBACK_HOSTS  # noqa: E402
+from agent.remote_limits import Limits  # noqa: E402
 from agent.session_store import SessionStore, StoreError  # noqa: E402
 from agent.session_stores import STORE_URLS, open_store  # noqa: E402
 from agent.sessions import Session, SessionAgent  # noqa: E402
+
+if TYPE_CHECKING:  # imported when serving (the `remote` extra), not for stdio
+    import uvicorn
+    from hypercorn.config import Config as HypercornConfig
 
 log = logging.getLogger("echo_agent")
 
@@ -120,12 +131,98 @@ class EchoAgent(SessionAgent):
         return "permission: cancelled"
 
 
+# The servers' own limits, set to match the app's (docs/security.md has the table of what each stops).
+MAX_MESSAGE = 8 * 1024 * 1024  # asgi_app's max_message_size; both servers' WebSocket limits are set to it
+HEAD_TIMEOUT = 10.0  # seconds a request's head may take to arrive (slowloris); also hypercorn's keep-alive
+PING = 20.0  # WebSocket ping interval and pong deadline: a half-open socket is found within 40 s
+MAX_HEAD = 16 * 1024  # bytes of an unfinished request head either server buffers
+KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: a vanished peer found in 60 s
+
+
+def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float) -> uvicorn.Config:
+    import h11
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadInTime(H11Protocol):
+        """uvicorn's HTTP/1.1 protocol, but a connection whose request head has not arrived
+        `head_timeout` after it opened (or after its last response) is closed: uvicorn itself
+        waits forever for a half-sent head, so 2,000 of them held 2,000 sockets."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_timer: asyncio.TimerHandle | None = self.loop.call_later(head_timeout, self._head_late)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE and self._head_timer is not None:
+                self._head_timer.cancel()  # the head is in (a body, if slow, is the app's to time out)
+                self._head_timer = None
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._head_timer is None and not self.transport.is_closing():  # keep-alive: the next head
+                self._head_timer = self.loop.call_later(head_timeout, self._head_late)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            super().connection_lost(exc)
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            transport: asyncio.Transport | None = self.transport
+            if transport is not None and transport.get_protocol() is self and self.conn.their_state is h11.IDLE:
+                transport.close()
+
+    return uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        ws="websockets-sansio",
+        http=HeadInTime,
+        ws_max_size=MAX_MESSAGE,
+        ws_per_message_deflate=False,  # 74 KiB per idle socket instead of 30, and deflate bombs
+        ws_ping_interval=ping,
+        ws_ping_timeout=ping,
+        timeout_keep_alive=5,
+        h11_max_incomplete_event_size=MAX_HEAD,
+    )
+
+
+def _hypercorn_config(fd: int, head_timeout: float, ping: float) -> HypercornConfig:
+    from hypercorn.config import Config as HypercornConfig
+
+    config = HypercornConfig()
+    config.bind = [f"fd://{fd}"]
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    # hypercorn's idle timer runs until a request's head is complete: with it, the head timeout
+    config.keep_alive_timeout = head_timeout
+    config.h11_max_incomplete_size = MAX_HEAD
+    config.h2_max_concurrent_streams = 100  # per HTTP/2 connection: SSE streams and POSTs together
+    config.websocket_max_message_size = MAX_MESSAGE
+    config.websocket_ping_interval = ping
+    # Not read_timeout: it closes a connection that sends nothing for that long, and an SSE stream's
+    # client legitimately sends nothing for hours. Slow bodies are timed out by the app (Limits.body_timeout).
+    return config
+
+
 def _bind(host: str, port: int) -> socket.socket:
     # IPPROTO_TCP, not socket.create_server's 0: asyncio turns Nagle off (TCP_NODELAY) only on
     # sockets that say they are TCP, and accepted ones inherit this. With Nagle on, uvicorn holds a
     # prompt's answer written right after an update until the client's delayed ACK: 40 ms a turn.
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # TCP keepalive (accepted sockets inherit it): the kernel finds a peer that vanished without a FIN,
+    # a half-open connection, even on an SSE stream where the client never sends anything.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; macOS has only the switch
+        for option, value in zip(
+            (socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT), KEEPALIVE, strict=True
+        ):
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
     sock.bind((host, port))
     sock.listen()
     sock.setblocking(False)
@@ -133,18 +230,32 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def listen(
-    host: str, port: int, tokens: BearerTokens | None = None, hosts: list[str] | None = None, store_url: str = "memory"
+    host: str,
+    port: int,
+    tokens: BearerTokens | None = None,
+    hosts: list[str] | None = None,
+    store_url: str = "memory",
+    head_timeout: float = HEAD_TIMEOUT,
+    ping: float = PING,
+    http_idle_timeout: float = 30.0,
 ) -> None:
     """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
     `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback;
-    `store_url`: where sessions are kept (every connection's agent shares the store)."""
+    `store_url`: where sessions are kept (every connection's agent shares the store); `head_timeout`:
+    seconds a request's head may take on either server; `ping`: WebSocket ping interval and pong
+    deadline; `http_idle_timeout`: seconds a Streamable HTTP connection lives with no stream and no request."""
     import uvicorn
     from hypercorn.asyncio import serve
-    from hypercorn.config import Config
 
     store = await open_store(store_url)
     allowed = None if not hosts else [*LOOPBACK_HOSTS, *hosts]
-    app = asgi_app(lambda: EchoAgent(store), authenticate=tokens, allowed_hosts=allowed)
+    app = asgi_app(
+        lambda: EchoAgent(store),
+        authenticate=tokens,
+        allowed_hosts=allowed,
+        max_message_size=MAX_MESSAGE,
+        limits=Limits(http_idle_timeout=http_idle_timeout),
+    )
     ws_sock = _bind(host, port)
     http_sock = _bind(host, 0 if port == 0 else port + 1)
 
@@ -153,11 +264,8 @@ async def listen(
         def capture_signals(self) -> Generator[None, None, None]:  # ours are installed below
             yield
 
-    ws_server = Server(uvicorn.Config(app, lifespan="off", log_level="warning", ws="websockets-sansio"))
-    config = Config()
-    config.bind = [f"fd://{http_sock.fileno()}"]
-    config.loglevel = "WARNING"
-    config.accesslog = None
+    ws_server = Server(_uvicorn_config(app, head_timeout, ping))
+    config = _hypercorn_config(http_sock.fileno(), head_timeout, ping)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -202,6 +310,27 @@ def main() -> None:
     parser.add_argument(
         "--allow-host", metavar="HOST", action="append", default=[], help="a Host to accept too (NAME:* any port)"
     )
+    parser.add_argument(
+        "--head-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=HEAD_TIMEOUT,
+        help=f"seconds a request's head may take to arrive (default {HEAD_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--ping",
+        metavar="SECONDS",
+        type=float,
+        default=PING,
+        help=f"WebSocket ping interval and pong deadline (default {PING:g})",
+    )
+    parser.add_argument(
+        "--http-idle-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="seconds a Streamable HTTP connection lives with no stream open and no request (default 30)",
+    )
     args = parser.parse_args()
     logging.basicConfig(
         stream=sys.stderr,
@@ -224,7 +353,16 @@ def main() -> None:
     if not sep or not port.isdigit():
         parser.error(f"--listen takes HOST:PORT, got {args.listen!r}")
     try:
-        asyncio.run(listen(host.strip("[]") or "127.0.0.1", int(port), tokens, args.allow_host, args.store))
+        for flag, seconds in (
+            ("--head-timeout", args.head_timeout),
+            ("--ping", args.ping),
+            ("--http-idle-timeout", args.http_idle_timeout),
+        ):
+            if not seconds > 0:
+                parser.error(f"{flag} takes positive seconds, got {seconds!r}")
+        address = host.strip("[]") or "127.0.0.1"
+        timeouts = (args.head_timeout, args.ping, args.http_idle_timeout)
+        asyncio.run(listen(address, int(port), tokens, args.allow_host, args.store, *timeouts))
     except StoreError as exc:
         sys.exit(f"echo_agent: {exc}")
     except ImportError as exc:

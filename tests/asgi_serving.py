@@ -132,7 +132,8 @@ async def serving(server: str, sock: socket.socket, app: Any) -> AsyncIterator[N
 @contextlib.contextmanager
 def listening_echo_agent(*options: str) -> Iterator[dict[str, str]]:
     """`echo_agent.py --listen 127.0.0.1:0 [options]` (e.g. `--token-file FILE`): its URLs by
-    profile ("ws", "http"); stopped by SIGTERM, which it must survive cleanly (exit 0, no traceback)."""
+    profile ("ws", "http") and its process id ("pid"); stopped by SIGTERM, which it must survive
+    cleanly (exit 0, no traceback)."""
     proc = subprocess.Popen(
         [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0", *options],
         stdout=subprocess.PIPE,
@@ -145,7 +146,7 @@ def listening_echo_agent(*options: str) -> Iterator[dict[str, str]]:
         words = line.split()
         assert len(words) == 3 and words[0] == "listening", (line, proc.stderr and proc.stderr.read())
         assert words[1].startswith("ws://127.0.0.1:") and words[2].startswith("http://127.0.0.1:"), words
-        yield {"ws": words[1], "http": words[2]}
+        yield {"ws": words[1], "http": words[2], "pid": str(proc.pid)}
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

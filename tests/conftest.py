@@ -24,6 +24,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # test_releases' CPU). Fewer young collections; tests that need a collection call gc.collect().
 gc.set_threshold(20_000, 20, 20)
 
+# ACP_TEST_NO_ORJSON=1: run the tests as on a machine without orjson (`import orjson` fails),
+# e.g. the fuzz and wire corpora both ways (docs/benchmarks.md, issue 31).
+if os.environ.get("ACP_TEST_NO_ORJSON"):
+    sys.modules["orjson"] = None  # type: ignore[assignment]
+
 # Tests import the generated packages by name: generated/agent -> `agent`, generated/client -> `client`.
 sys.path.insert(0, str(GENERATED))
 

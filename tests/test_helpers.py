@@ -60,6 +60,8 @@ def build(value: Any, side: ModuleType, schema: ModuleType) -> Any:
         return getattr(schema, value.name)(**{k: build(v, side, schema) for k, v in value.fields})
     if isinstance(value, list):
         return [build(v, side, schema) for v in value]
+    if isinstance(value, dict):  # an open value (raw input): generated objects at any depth
+        return {k: build(v, side, schema) for k, v in value.items()}
     return value
 
 
@@ -75,7 +77,10 @@ TOOL_CONTENT = [
     [],
 ]
 LOCATIONS = [[t("ToolCallLocation", path="/a.py", line=3), t("ToolCallLocation", path="/b")], []]
-RAW = [{"path": "/a", "n": [1, 2]}, "text", 0, False, [None]]
+DIFF = c("tool_diff_content", "/a", "new", "old")
+# Open values holding generated objects, nested in dicts and lists (issue 29 §1).
+NESTED = [DIFF, {"k": [TEXT, {"d": DIFF}], "u": "日本 ✓", "n": 2**70}, [IMAGE, None]]
+RAW = [{"path": "/a", "n": [1, 2]}, "text", 0, False, [None], *NESTED]
 UPDATES = [c("update_agent_message_text", "hi"), c("start_read_tool_call", "t1", "Read", "/a")]
 
 # builder -> parameter -> values tried (`None` where the SDK's parameter defaults to None).
@@ -130,7 +135,7 @@ POOLS: dict[str, dict[str, list[Any]]] = {
         "tool_call_id": ["t2"],
         "title": ["Edit"],
         "path": ["/a.py"],
-        "content": ["new text", {"k": [1]}, None],
+        "content": ["new text", {"k": [1]}, None, *NESTED],
         "extra_options": [*TOOL_CONTENT, None],
     },
     "update_tool_call": {
@@ -197,7 +202,10 @@ def test_builders_give_the_sdk_json_on_the_same_call(role: str) -> None:
         theirs = build(call, sdk, acp.schema)
         ours = build(call, package.helpers, package.types)
         assert ours.to_dict() == wire(theirs), call
-        assert type(ours).from_dict(ours.to_dict()) == ours, call
+        decoded = type(ours).from_dict(ours.to_dict())
+        assert decoded.to_dict() == ours.to_dict(), call
+        if not any(n in call.args or n in dict(call.kwargs).values() for n in NESTED):
+            assert decoded == ours, call  # else an open value decodes as JSON, not objects
 
 
 def test_builders_beyond_the_sdk() -> None:

@@ -130,6 +130,18 @@ def line_decode(line: bytes) -> Any:
     return jsonline._DECODER.decode(line.decode("utf-8"))
 
 
+ORJSON = serde._orjson  # None when orjson is not installed: both codecs are then the stdlib
+
+
+@pytest.fixture(params=["orjson", "stdlib"], autouse=True)
+def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with orjson importable (if installed) and without it."""
+    if request.param == "stdlib" or ORJSON is None:
+        monkeypatch.setattr(serde, "_orjson", None)
+        monkeypatch.setattr(jsonline, "_orjson", None)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
 def test_loads_is_json_loads(text: str) -> None:
     assert outcome(types.loads, text) == outcome(stdlib_loads, text)
@@ -203,4 +215,61 @@ def json_texts(draw: st.DrawFn) -> str:
 def test_loads_matches_the_stdlib_on_random_text(text: str) -> None:
     assert outcome(types.loads, text) == outcome(stdlib_loads, text)
     line = text.encode("utf-8", "surrogatepass")
+    assert outcome(jsonline.loads, line) == outcome(line_decode, line)
+
+
+# Numbers orjson would read otherwise (an integer beyond 64 bits) at every offset the sampled
+# check can meet, and the longest runs it reads itself.
+NUMBERS = [
+    pad + number
+    for pad in ("", " ", "  ", "   ", "    ", "     ", "      ", "       ", "        ")
+    for number in (
+        "1" * 19,
+        "-" + "9" * 19,
+        "18446744073709551616",
+        "-9223372036854775809",
+        "1" * 18,
+        "-" + "9" * 18,
+        "9" * 18 + ".5",
+        "0." + "1" * 18,
+        "1" * 40 + ".0",
+    )
+]
+
+
+@pytest.mark.parametrize("number", NUMBERS, ids=range(len(NUMBERS)))
+def test_long_numbers_are_the_stdlib_reading(number: str) -> None:
+    for text in (f"[{number}]", f'{{"id":{number},"method":"m","params":{{"n":[{number}]}}}}'):
+        assert outcome(jsonline.loads, text.encode()) == outcome(line_decode, text.encode())
+        assert outcome(types.loads, text) == outcome(stdlib_loads, text)
+        assert outcome(types.loads, text.encode()) == outcome(stdlib_loads, text.encode())
+
+
+def test_the_long_digits_check() -> None:
+    for k in range(40):
+        assert serde.long_digits(b"x" * k + b"1" * 19 + b"x" * k)
+        assert not serde.long_digits(b"x" * k + b"1" * 18 + b"x" * k)
+        assert not serde.long_digits(b"x" * k + b"1" * 18 + b"." + b"1" * 18)
+
+
+def float_line(floats: list[str]) -> bytes:
+    return ('{"jsonrpc":"2.0","method":"_f","params":{"rawOutput":[' + ",".join(floats) + "]}}").encode()
+
+
+LONG_FLOATS = [
+    float_line([repr(i * 0.123456789) for i in range(2000)]),
+    float_line(["1.5"] * 2000 + ["1e400"]),  # out of range: refused, on every path
+    float_line(["1.5"] * 2000 + ["-1E+0400"]),
+    float_line(["1.5"] * 2000 + ["1" * 320 + ".0"]),
+    float_line(["1.5"] * 2000 + ["1" * 199 + ".0e99"]),
+    float_line(["1.5"] * 2000 + ["1e-400", "2.5e-308", "1.7976931348623157e308"]),
+    float_line(["1.5"] * 2000 + ["NaN"]),
+    float_line(["1.5"] * 2000 + ['"' + "\\ud800" + '"']),
+    b" " + float_line(["0.5"] * 2000),
+]
+
+
+@pytest.mark.parametrize("line", LONG_FLOATS, ids=range(len(LONG_FLOATS)))
+def test_long_lines_of_floats_are_read_as_before(line: bytes) -> None:
+    """Long float-heavy lines skip the parse_float hook where no number can reach infinity."""
     assert outcome(jsonline.loads, line) == outcome(line_decode, line)

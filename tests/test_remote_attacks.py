@@ -10,15 +10,30 @@ requests, each bounded by TIMEOUT, on 127.0.0.1 only:
   connection id), can neither load, prompt nor change the mode of A's session, nor use A's
   connection; A's session is untouched and A still uses it.
 
+- slowloris: half-sent request heads, even trickled byte by byte, are closed within
+  `--head-timeout` on both servers;
+- large deflated frames: permessage-deflate is not negotiated, a deflated frame (15 MiB that
+  shrink to 15 KB) is refused, and so is a frame over the message limit; the server's RSS stays;
+- a connection flood of bare `initialize` POSTs (more than the per-client cap) locks nobody out;
+- an SSE stream flood (429 past the cap), a session flood and a pending-handler flood (-32000 past
+  the cap, under each request's id): each connection goes on serving;
+- a Streamable HTTP client that vanished while the agent waited on its permission answer is reaped;
+- half-open connections: a WebSocket that stops answering pings is closed; every accepted socket
+  of both servers has TCP keepalive on (a peer that vanished without a FIN is found by the kernel).
+
 The loopback-only default without a token (a non-loopback client address) is in
-test_remote_auth.py, in-process, since this test can only connect from loopback.
+test_remote_auth.py, in-process, since this test can only connect from loopback; the ConnectionClosed
+that a reaped client's pending request raises in the agent is in test_remote_limits.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +42,8 @@ from asgi_serving import listening_echo_agent
 TIMEOUT = 10.0
 A, B = "token-of-alice-1", "token-of-bob-2"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+CID = "acp-connection-id"
+HEAD_TIMEOUT, PING, HTTP_IDLE = 1.0, 2.0, 3.0  # the server's, short so the attacks end soon
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +52,8 @@ pytestmark = pytest.mark.slow
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     tokens = tmp_path_factory.mktemp("attacks") / "tokens"
     tokens.write_text(f"alice {A}\nbob {B}\n")
-    with listening_echo_agent("--token-file", str(tokens)) as urls:
+    timeouts = ("--head-timeout", str(HEAD_TIMEOUT), "--ping", str(PING), "--http-idle-timeout", str(HTTP_IDLE))
+    with listening_echo_agent("--token-file", str(tokens), *timeouts) as urls:
         yield urls
 
 
@@ -248,3 +266,349 @@ async def session_id_from(stream: Any) -> str:
 
 def text(value: str) -> dict[str, str]:
     return {"type": "text", "text": value}
+
+
+# -- resource attacks --------------------------------------------------------------------------
+def rss_kib(pid: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def ws_frame(opcode: int, payload: bytes, rsv1: bool = False) -> bytes:
+    """A client frame, masked with the all-zero key (valid: the server must only unmask)."""
+    head = bytes([0x80 | (0x40 if rsv1 else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+    return head + b"\0\0\0\0" + payload
+
+
+async def raw_websocket(
+    url: str, extra: dict[str, str] | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
+    """An upgraded raw socket (with alice's token): reader, writer, the response head."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port_of(url)), TIMEOUT)
+    lines = [
+        "GET /acp HTTP/1.1",
+        f"Host: {local_host(url)}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+        f"Authorization: Bearer {A}",
+        *(f"{k}: {v}" for k, v in (extra or {}).items()),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)).decode("latin-1")
+    assert head.startswith("HTTP/1.1 101"), head
+    return reader, writer, head
+
+
+async def frames_until_eof(reader: asyncio.StreamReader, limit: float) -> list[int]:
+    """The opcodes of the server's frames until it closes the socket (within `limit` seconds)."""
+    opcodes: list[int] = []
+
+    async def read() -> None:
+        while True:
+            first = await reader.read(2)
+            if len(first) < 2:
+                return
+            n = first[1] & 0x7F
+            if n == 126:
+                n = int.from_bytes(await reader.readexactly(2), "big")
+            elif n == 127:
+                n = int.from_bytes(await reader.readexactly(8), "big")
+            await reader.readexactly(n)
+            opcodes.append(first[0] & 0x0F)
+
+    await asyncio.wait_for(read(), limit)
+    return opcodes
+
+
+def test_slowloris_heads_are_closed_within_the_head_timeout(server: dict[str, str]) -> None:
+    """20 half-sent heads per server, each trickling a byte every 0.2 s: all closed at the head
+    timeout (the bound allows for a loaded machine), and a good client is served meanwhile."""
+    import httpx
+
+    async def loris(url: str) -> bool:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port_of(url)), TIMEOUT)
+        writer.write(f"POST /acp HTTP/1.1\r\nHost: {local_host(url)}\r\nX-Slow: ".encode())
+        try:
+            for _ in range(int(TIMEOUT / 0.2)):
+                writer.write(b"a")
+                await writer.drain()
+                try:
+                    if await asyncio.wait_for(reader.read(1024), 0.2) == b"":
+                        return True
+                except asyncio.TimeoutError:
+                    continue
+            return False
+        except ConnectionError:
+            return True  # closed under the writer
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        lorises = [loris(url) for url in (server["ws"], server["http"]) for _ in range(20)]
+        waiting = asyncio.gather(*lorises)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            ok = await client.post(server["http"], json=INIT, headers=bearer(A))
+            assert ok.status_code == 200
+            await client.delete(
+                server["http"], headers={**bearer(A), "acp-connection-id": ok.headers["acp-connection-id"]}
+            )
+        assert all(await waiting)
+
+    asyncio.run(main())
+
+
+def test_deflated_and_oversize_frames_are_refused_and_the_server_stays_small(server: dict[str, str]) -> None:
+    import websockets
+
+    bomb = zlib.compressobj(wbits=-15)
+    deflated = bomb.compress(b" " * (15 * 1024 * 1024)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    deflated = deflated[:-4]  # permessage-deflate drops the sync flush's 00 00 ff ff
+    assert len(deflated) < 32 * 1024
+
+    async def main() -> None:
+        before = rss_kib(server["pid"])
+        # the client offers deflate (websockets does by default): the server does not take it
+        async with websockets.connect(server["ws"], additional_headers=bearer(A), open_timeout=TIMEOUT) as ws:
+            assert ws.response is not None and "sec-websocket-extensions" not in ws.response.headers
+        for _ in range(5):  # a compressed frame anyway: a protocol error, never inflated
+            offer = {"Sec-WebSocket-Extensions": "permessage-deflate; client_max_window_bits"}
+            reader, writer, head = await raw_websocket(server["ws"], offer)
+            assert "sec-websocket-extensions" not in head.lower()
+            writer.write(ws_frame(0x1, deflated, rsv1=True))
+            assert 0x8 in await frames_until_eof(reader, TIMEOUT)  # a close frame, then EOF
+            writer.close()
+        for _ in range(3):  # over the 8 MiB message limit: refused (close 1009) as it comes
+            async with websockets.connect(
+                server["ws"], additional_headers=bearer(A), open_timeout=TIMEOUT, max_size=None
+            ) as ws:
+                with pytest.raises(websockets.ConnectionClosed) as closed:
+                    await ws.send("x" * (9 * 1024 * 1024))
+                    await asyncio.wait_for(ws.recv(), TIMEOUT)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        grown = rss_kib(server["pid"]) - before
+        assert grown < 64 * 1024, f"the server grew by {grown} KiB"
+
+    asyncio.run(main())
+
+
+async def http_turn(client: Any, url: str, token: str) -> str:
+    """A well-behaved Streamable HTTP client's whole turn: initialize, the connection's stream,
+    session/new, a prompt; its stop reason."""
+    first = await client.post(url, json=INIT, headers=bearer(token))
+    assert first.status_code == 200, first.text
+    a = {**bearer(token), "acp-connection-id": first.headers["acp-connection-id"]}
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+    try:
+        async with client.stream("GET", url, headers={**a, "accept": "text/event-stream"}) as stream:
+            assert (await client.post(url, json=new, headers=a)).status_code == 202
+            lines = stream.aiter_lines()
+            session = str((await answer_from(lines, 1))["result"]["sessionId"])
+            prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt"}
+            prompt["params"] = {"sessionId": session, "prompt": [text("hello")]}
+            assert (await client.post(url, json=prompt, headers={**a, "acp-session-id": session})).status_code == 202
+            return str((await answer_from(lines, 2))["result"]["stopReason"])
+    finally:
+        await client.delete(url, headers=a)
+
+
+async def answer_from(lines: Any, msg_id: int) -> dict[str, Any]:
+    async def first() -> dict[str, Any]:
+        async for line in lines:
+            if line.startswith("data: "):
+                message: dict[str, Any] = json.loads(line[6:])
+                if message.get("id") == msg_id and "method" not in message:
+                    return message
+        raise AssertionError("the stream ended")
+
+    return await asyncio.wait_for(first(), TIMEOUT)
+
+
+def test_a_flood_of_bare_initialize_posts_locks_nobody_out(server: dict[str, str]) -> None:
+    """264 bare `initialize` POSTs from one address, past its 256-connection cap: each evicts the
+    oldest never-used one, and a new client then does a whole turn."""
+    import httpx
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            for _ in range(264):
+                assert (await client.post(server["http"], json=INIT, headers=bearer(B))).status_code == 200
+            assert await http_turn(client, server["http"], A) == "end_turn"
+
+    asyncio.run(main())
+
+
+def test_an_sse_stream_flood_gets_429_past_the_cap_and_the_connection_goes_on(server: dict[str, str]) -> None:
+    """70 session streams on one HTTP/2 connection: the first 64 open, the rest get 429."""
+    import httpx
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=TIMEOUT, http1=False, http2=True) as client:
+            url = server["http"]
+            first = await client.post(url, json=INIT, headers=bearer(A))
+            a = {**bearer(A), "acp-connection-id": first.headers["acp-connection-id"], "accept": "text/event-stream"}
+            streams = []
+            try:
+                for i in range(70):
+                    request = client.build_request("GET", url, headers={**a, "acp-session-id": f"s{i}"})
+                    streams.append(await client.send(request, stream=True))
+                assert [r.status_code for r in streams] == [200] * 64 + [429] * 6
+                assert all(r.http_version == "HTTP/2" for r in streams)
+                new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+                assert (await client.post(url, json=new, headers=a)).status_code == 202
+            finally:
+                for response in streams:
+                    await response.aclose()
+                await client.delete(url, headers=a)
+
+    asyncio.run(main())
+
+
+def test_session_and_pending_handler_floods_are_capped_under_their_ids(server: dict[str, str]) -> None:
+    """Over one WebSocket, 1,030 session/new in pipelined batches of 200 (6 past the 1,024 cap), and
+    on a second one 300 permission prompts in 300 sessions, all pipelined (44 past the 256 pending
+    handlers); every refusal is a -32000 under its own id, and each connection goes on serving."""
+    import websockets
+
+    async def answers(ws: Any, ids: set[int]) -> dict[int, dict[str, Any]]:
+        got: dict[int, dict[str, Any]] = {}
+        while not ids <= set(got):
+            message = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            if "method" not in message:
+                got[message["id"]] = message
+        return got
+
+    def request(msg_id: int, method: str, params: dict[str, Any]) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+    new = {"cwd": "/tmp", "mcpServers": []}
+
+    async def main() -> None:
+        connect = websockets.connect(server["ws"], additional_headers=bearer(A), open_timeout=TIMEOUT)
+        async with connect as ws:
+            await ws.send(request(0, "initialize", INIT["params"]))
+            got = await answers(ws, {0})
+            for start in range(1, 1031, 200):  # in batches under the pending-handler cap
+                batch = set(range(start, min(start + 200, 1031)))
+                for i in sorted(batch):
+                    await ws.send(request(i, "session/new", new))
+                got |= await answers(ws, batch)
+            refused = [i for i, m in got.items() if "error" in m]
+            assert len(refused) == 6 and all(got[i]["error"]["code"] == -32000 for i in refused), got[refused[0]]
+            assert "max_sessions" in got[refused[0]]["error"]["data"]["details"]
+            session = got[1]["result"]["sessionId"]
+            await ws.send(request(2000, "session/prompt", {"sessionId": session, "prompt": [text("hi")]}))
+            assert (await answers(ws, {2000}))[2000]["result"]["stopReason"] == "end_turn"
+        async with websockets.connect(server["ws"], additional_headers=bearer(A), open_timeout=TIMEOUT) as ws:
+            await ws.send(request(0, "initialize", INIT["params"]))
+            for i in range(1, 301):
+                await ws.send(request(i, "session/new", new))
+            sessions = [m["result"]["sessionId"] for _, m in sorted((await answers(ws, set(range(301)))).items())[1:]]
+            for i, session in enumerate(sessions):
+                await ws.send(
+                    request(1000 + i, "session/prompt", {"sessionId": session, "prompt": [text("permission")]})
+                )
+            asks: list[dict[str, Any]] = []
+            refused: list[dict[str, Any]] = []
+            while len(asks) + len(refused) < 300:
+                message = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                if message.get("method") == "session/request_permission":
+                    asks.append(message)
+                elif "error" in message:
+                    refused.append(message)
+            assert len(asks) == 256 and len(refused) == 44
+            assert all(m["error"]["code"] == -32000 and m["id"] >= 1000 for m in refused)
+            for ask in asks:
+                outcome = {"outcome": {"outcome": "selected", "optionId": "allow-once"}}
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": ask["id"], "result": outcome}))
+            done = await answers(ws, {1000 + i for i in range(300)} - {m["id"] for m in refused})
+            assert {m["result"]["stopReason"] for m in done.values()} == {"end_turn"}
+
+    asyncio.run(main())
+
+
+def test_a_vanished_http_client_waiting_on_permission_is_reaped(server: dict[str, str]) -> None:
+    """The agent asks for permission on the stream; the client drops the stream and never comes
+    back (no DELETE): the connection is gone after `--http-idle-timeout` (its id answers 404)."""
+    import httpx
+
+    async def main() -> None:
+        url = server["http"]
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            first = await client.post(url, json=INIT, headers=bearer(A))
+            a = {**bearer(A), "acp-connection-id": first.headers["acp-connection-id"]}
+            new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+            async with client.stream("GET", url, headers={**a, "accept": "text/event-stream"}) as stream:
+                assert (await client.post(url, json=new, headers=a)).status_code == 202
+                lines = stream.aiter_lines()
+                session = str((await answer_from(lines, 1))["result"]["sessionId"])
+                prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt"}
+                prompt["params"] = {"sessionId": session, "prompt": [text("permission")]}
+                assert (
+                    await client.post(url, json=prompt, headers={**a, "acp-session-id": session})
+                ).status_code == 202
+
+                async def asked() -> None:
+                    async for line in lines:
+                        if line.startswith("data: ") and '"session/request_permission"' in line:
+                            return
+
+                await asyncio.wait_for(asked(), TIMEOUT)
+            # gone: the stream is dropped, nothing more is sent. The reaper looks every HTTP_IDLE / 4.
+            await asyncio.sleep(HTTP_IDLE * 1.5 + 0.5)
+            gone = await client.delete(url, headers=a)  # a probe that would itself count as activity
+            assert gone.status_code == 404, gone.text
+
+    asyncio.run(main())
+
+
+def test_a_websocket_that_stops_answering_pings_is_closed(server: dict[str, str]) -> None:
+    """Half-open as the server sees it: initialized, then silent, no pong. Closed after a ping
+    and its deadline (2 x PING here), with a close frame before the EOF."""
+
+    async def main() -> None:
+        reader, writer, _ = await raw_websocket(server["ws"])
+        writer.write(ws_frame(0x1, json.dumps(INIT).encode()))
+        opcodes = await frames_until_eof(reader, PING * 2 + TIMEOUT)
+        assert opcodes[0] == 0x1 and 0x9 in opcodes and opcodes[-1] == 0x8, opcodes  # answer, ping, close
+        writer.close()
+
+    asyncio.run(main())
+
+
+def test_every_accepted_socket_has_tcp_keepalive(server: dict[str, str]) -> None:
+    """A peer that vanished without a FIN (no FIN, no RST: the truly half-open, which loopback
+    cannot make) is found by the kernel's keepalive probes, on both servers: `ss` shows the
+    keepalive timer on the server's side of a fresh connection to each port."""
+    import shutil
+
+    if shutil.which("ss") is None:
+        pytest.skip("needs ss (iproute2)")
+
+    async def main() -> None:
+        held = [await asyncio.open_connection("127.0.0.1", port_of(server[kind])) for kind in ("ws", "http")]
+        try:
+            for kind in ("ws", "http"):
+                port = port_of(server[kind])
+                shown = subprocess.run(
+                    ["ss", "-tno", "state", "established", f"( sport = :{port} )"],
+                    capture_output=True,
+                    text=True,
+                    timeout=TIMEOUT,
+                ).stdout
+                assert "keepalive" in shown, (kind, shown)
+        finally:
+            for _, writer in held:
+                writer.close()
+
+    asyncio.run(main())

@@ -274,7 +274,13 @@ def test_the_agents_requests_to_the_client_get_a_deadline() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("max_pending", 0), ("max_streams", -1), ("http_idle_timeout", 0.0), ("max_authenticating", 0)]
+    ("field", "value"), [
+        ("max_pending", 0),
+        ("max_streams", -1),
+        ("http_idle_timeout", 0.0),
+        ("max_authenticating", 0),
+        ("body_timeout", -1.0),
+    ]
 )
 def test_limits_refuse_nonsense_clearly(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=f"Limits.{field} must be (a )?positive"):
@@ -286,3 +292,25 @@ def test_the_defaults_bound_everything_and_reap_within_a_minute() -> None:
     assert limits.http_idle_timeout is not None and limits.http_idle_timeout <= 60
     assert None not in (limits.max_pending, limits.max_sessions, limits.max_streams, limits.max_per_client)
     assert limits.initialize_timeout is not None and limits.initialize_timeout <= 30
+    assert limits.body_timeout is not None and limits.body_timeout <= 60
+
+
+def test_a_slow_body_gets_408_at_the_body_deadline_and_the_connection_goes_on() -> None:
+    """A POST that sends its head and part of its body, then nothing (slowloris on the body,
+    which neither server times out): 408 with a JSON-RPC error after `body_timeout`, and the
+    connection it named still serves the next POST."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty, limits=Limits(body_timeout=0.2))
+        cid = await initialized(app)
+        call = Call(app, http("POST", {**JSON, CID: cid}))
+        call.incoming.put_nowait({"type": "http.request", "body": b'{"jsonrpc": "2.0", ', "more_body": True})
+        status, headers, body = await call.response()
+        assert status == 408 and error_of(body) == (None, -32600) and headers["connection"] == "close"
+        await asyncio.wait_for(call.task, TIMEOUT)
+        new = rpc(1, "session/new", {"cwd": "/", "mcpServers": []})
+        assert (await request(app, "POST", new, {**JSON, CID: cid}))[0] == 202
+        assert app.connections == 1
+        await app.aclose()
+
+    run(main)

@@ -15,8 +15,10 @@ is refused with 503. So a flood of bare `initialize` requests evicts itself, not
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
 `http_idle_timeout` is reaped (its turns cancelled, the agent's pending requests to that
-client fail with `ConnectionClosed`); every request the agent sends the client is given up
-after `request_timeout` unless the caller passed its own `timeout=`.
+client fail with `ConnectionClosed`); a POST whose body has not all arrived `body_timeout`
+after its head gets 408 (the ASGI servers time out heads, not bodies: hypercorn's only read
+timeout would also close silent SSE streams); every request the agent sends the client is
+given up after `request_timeout` unless the caller passed its own `timeout=`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Limits:
     max_authenticating: int = 256  # requests inside the `authenticate` hook at once
     initialize_timeout: float | None = 10.0  # a new WebSocket's first message
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
+    body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
 
     def __post_init__(self) -> None:
@@ -62,6 +65,7 @@ class Limits:
         deadlines = (
             ("initialize_timeout", self.initialize_timeout),
             ("http_idle_timeout", self.http_idle_timeout),
+            ("body_timeout", self.body_timeout),
             ("request_timeout", self.request_timeout),
         )
         for name, seconds in deadlines:

@@ -47,6 +47,7 @@ from .serde import map_of as _map_of
 from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
+from .serde import open_json as _open_json
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -759,7 +760,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -839,7 +840,7 @@ class WriteTextFileRequest(Wire, decoder=_d_WriteTextFileRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "path": self.path, "content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -951,7 +952,7 @@ class ReadTextFileRequest(Wire, decoder=_d_ReadTextFileRequest):
         if (v2 := self.limit) is not UNSET:
             d["limit"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1044,7 +1045,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1277,11 +1278,11 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v6 := self.locations) is not UNSET:
             d["locations"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.raw_input) is not UNSET:
-            d["rawInput"] = v7
+            d["rawInput"] = _open_json(v7, "rawInput")
         if (v8 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v8
+            d["rawOutput"] = _open_json(v8, "rawOutput")
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1411,7 +1412,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v3 := self.priority) is not UNSET:
             d["priority"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1491,7 +1492,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1597,7 +1598,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v2 := self.uri) is not UNSET:
             d["uri"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1688,7 +1689,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1842,7 +1843,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v5 := self.title) is not UNSET:
             d["title"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1929,7 +1930,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2016,7 +2017,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2094,7 +2095,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2157,7 +2158,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "content", "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2249,7 +2250,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v1 := self.old_text) is not UNSET:
             d["oldText"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2312,7 +2313,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "terminal", "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2399,7 +2400,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v1 := self.line) is not UNSET:
             d["line"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2475,7 +2476,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"optionId": self.option_id, "name": self.name, "kind": self.kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2645,7 +2646,7 @@ class CreateTerminalRequest(Wire, decoder=_d_CreateTerminalRequest):
         if (v4 := self.output_byte_limit) is not UNSET:
             d["outputByteLimit"] = None if v4 is None else v4
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2712,7 +2713,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2779,7 +2780,7 @@ class TerminalOutputRequest(Wire, decoder=_d_TerminalOutputRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2846,7 +2847,7 @@ class ReleaseTerminalRequest(Wire, decoder=_d_ReleaseTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2917,7 +2918,7 @@ class WaitForTerminalExitRequest(Wire, decoder=_d_WaitForTerminalExitRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2984,7 +2985,7 @@ class KillTerminalRequest(Wire, decoder=_d_KillTerminalRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3093,7 +3094,7 @@ class CreateElicitationRequestForm(
             "requestedSchema": self.requested_schema.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3220,7 +3221,7 @@ class CreateElicitationRequestUrl(
             "url": self.url,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3477,7 +3478,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v5 := self.description) is not UNSET:
             d["description"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3568,7 +3569,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3807,7 +3808,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v9 := self.one_of) is not UNSET:
             d["oneOf"] = None if v9 is None else [x.to_dict() for x in v9]
         if (v10 := self.meta) is not UNSET:
-            d["_meta"] = None if v10 is None else v10
+            d["_meta"] = None if v10 is None else _open_json(v10, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3954,7 +3955,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4101,7 +4102,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4211,7 +4212,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v3 := self.default) is not UNSET:
             d["default"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4278,7 +4279,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "string", "enum": self.enum}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4344,7 +4345,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"anyOf": [x.to_dict() for x in self.any_of]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4518,7 +4519,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4747,7 +4748,7 @@ class ConnectMcpRequest(Wire, decoder=_d_ConnectMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"serverId": self.server_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4842,9 +4843,9 @@ class MessageMcpRequest(Wire, decoder=_d_MessageMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id, "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4908,7 +4909,7 @@ class DisconnectMcpRequest(Wire, decoder=_d_DisconnectMcpRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4948,7 +4949,10 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5109,7 +5113,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if self.embedded_context is not False or "embeddedContext" not in self.__acp_absent__:
             d["embeddedContext"] = self.embedded_context
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5217,7 +5221,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if self.acp is not False or "acp" not in self.__acp_absent__:
             d["acp"] = self.acp
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5409,7 +5413,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v6 := self.close) is not UNSET:
             d["close"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5482,7 +5486,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
         if (v1 := self.logout) is not UNSET:
             d["logout"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5737,7 +5741,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v8 := self.position_encoding) is not UNSET:
             d["positionEncoding"] = None if v8 is None else v8
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5937,7 +5941,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v3 := self.agent_info) is not UNSET:
             d["agentInfo"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5990,7 +5994,7 @@ class SessionListCapabilities(Wire, decoder=_d_SessionListCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6043,7 +6047,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6103,7 +6107,7 @@ class SessionAdditionalDirectoriesCapabilities(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6162,7 +6166,7 @@ class SessionForkCapabilities(Wire, decoder=_d_SessionForkCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6215,7 +6219,7 @@ class SessionResumeCapabilities(Wire, decoder=_d_SessionResumeCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6268,7 +6272,7 @@ class SessionCloseCapabilities(Wire, decoder=_d_SessionCloseCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6319,7 +6323,7 @@ class LogoutCapabilities(Wire, decoder=_d_LogoutCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6376,7 +6380,7 @@ class ProvidersCapabilities(Wire, decoder=_d_ProvidersCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6464,7 +6468,7 @@ class NesCapabilities(Wire, decoder=_d_NesCapabilities):
         if (v2 := self.context) is not UNSET:
             d["context"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6536,7 +6540,7 @@ class NesEventCapabilities(Wire, decoder=_d_NesEventCapabilities):
         if (v1 := self.document) is not UNSET:
             d["document"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6676,7 +6680,7 @@ class NesDocumentEventCapabilities(Wire, decoder=_d_NesDocumentEventCapabilities
         if (v5 := self.did_focus) is not UNSET:
             d["didFocus"] = None if v5 is None else v5.to_dict()
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6729,7 +6733,7 @@ class NesDocumentDidOpenCapabilities(Wire, decoder=_d_NesDocumentDidOpenCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6793,7 +6797,7 @@ class NesDocumentDidChangeCapabilities(Wire, decoder=_d_NesDocumentDidChangeCapa
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"syncKind": self.sync_kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6846,7 +6850,7 @@ class NesDocumentDidCloseCapabilities(Wire, decoder=_d_NesDocumentDidCloseCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6899,7 +6903,7 @@ class NesDocumentDidSaveCapabilities(Wire, decoder=_d_NesDocumentDidSaveCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6952,7 +6956,7 @@ class NesDocumentDidFocusCapabilities(Wire, decoder=_d_NesDocumentDidFocusCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7116,7 +7120,7 @@ class NesContextCapabilities(Wire, decoder=_d_NesContextCapabilities):
         if (v6 := self.diagnostics) is not UNSET:
             d["diagnostics"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7192,7 +7196,7 @@ class NesRecentFilesCapabilities(Wire, decoder=_d_NesRecentFilesCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7245,7 +7249,7 @@ class NesRelatedSnippetsCapabilities(Wire, decoder=_d_NesRelatedSnippetsCapabili
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7321,7 +7325,7 @@ class NesEditHistoryCapabilities(Wire, decoder=_d_NesEditHistoryCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7397,7 +7401,7 @@ class NesUserActionsCapabilities(Wire, decoder=_d_NesUserActionsCapabilities):
         if (v1 := self.max_count) is not UNSET:
             d["maxCount"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7450,7 +7454,7 @@ class NesOpenFilesCapabilities(Wire, decoder=_d_NesOpenFilesCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7503,7 +7507,7 @@ class NesDiagnosticsCapabilities(Wire, decoder=_d_NesDiagnosticsCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7642,7 +7646,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v3 := self.env) is not UNSET:
             d["env"] = v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7731,7 +7735,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7825,7 +7829,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v1 := self.title) is not UNSET:
             d["title"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7874,7 +7878,7 @@ class AuthenticateResponse(Wire, decoder=_d_AuthenticateResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7944,7 +7948,7 @@ class ListProvidersResponse(Wire, decoder=_d_ListProvidersResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"providers": [x.to_dict() for x in self.providers]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8072,7 +8076,7 @@ class ProviderInfo(Wire, decoder=_d_ProviderInfo):
         if (v1 := self.current) is not UNSET:
             d["current"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8145,7 +8149,7 @@ class ProviderCurrentConfig(Wire, decoder=_d_ProviderCurrentConfig):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"apiType": self.api_type, "baseUrl": self.base_url}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8200,7 +8204,7 @@ class SetProviderResponse(Wire, decoder=_d_SetProviderResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8257,7 +8261,7 @@ class DisableProviderResponse(Wire, decoder=_d_DisableProviderResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8306,7 +8310,7 @@ class LogoutResponse(Wire, decoder=_d_LogoutResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8433,7 +8437,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8518,7 +8522,7 @@ class SessionModeState(Wire, decoder=_d_SessionModeState):
             "availableModes": [x.to_dict() for x in self.available_modes],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8607,7 +8611,7 @@ class SessionMode(Wire, decoder=_d_SessionMode):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8736,7 +8740,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8859,7 +8863,7 @@ class SessionConfigOptionBoolean(
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8950,7 +8954,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9049,7 +9053,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9240,7 +9244,7 @@ class LoadSessionResponse(Wire, decoder=_d_LoadSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9334,7 +9338,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v1 := self.next_cursor) is not UNSET:
             d["nextCursor"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9476,7 +9480,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v3 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9525,7 +9529,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9653,7 +9657,7 @@ class ForkSessionResponse(Wire, decoder=_d_ForkSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9764,7 +9768,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9813,7 +9817,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9862,7 +9866,7 @@ class SetSessionModeResponse(Wire, decoder=_d_SetSessionModeResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9946,7 +9950,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"configOptions": [x.to_dict() for x in self.config_options]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10032,7 +10036,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
         if (v1 := self.usage) is not UNSET:
             d["usage"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10187,7 +10191,7 @@ class Usage(Wire, decoder=_d_Usage):
         if (v3 := self.cached_write_tokens) is not UNSET:
             d["cachedWriteTokens"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10247,7 +10251,7 @@ class StartNesResponse(Wire, decoder=_d_StartNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10320,7 +10324,7 @@ class SuggestNesResponse(Wire, decoder=_d_SuggestNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"suggestions": [x.to_dict() for x in self.suggestions]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10387,7 +10391,7 @@ class NesTextEdit(Wire, decoder=_d_NesTextEdit):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"range": self.range.to_dict(), "newText": self.new_text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10452,7 +10456,7 @@ class Range(Wire, decoder=_d_Range):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"start": self.start.to_dict(), "end": self.end.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10523,7 +10527,7 @@ class Position(Wire, decoder=_d_Position):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"line": self.line, "character": self.character}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10636,7 +10640,7 @@ class NesEditSuggestion(Wire, decoder=_d_NesEditSuggestion, tag=("kind", "edit")
         if (v1 := self.cursor_position) is not UNSET:
             d["cursorPosition"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10718,7 +10722,7 @@ class NesJumpSuggestion(Wire, decoder=_d_NesJumpSuggestion, tag=("kind", "jump")
             "position": self.position.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10812,7 +10816,7 @@ class NesRenameSuggestion(Wire, decoder=_d_NesRenameSuggestion, tag=("kind", "re
             "newName": self.new_name,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10932,7 +10936,7 @@ class NesSearchAndReplaceSuggestion(
         if (v1 := self.is_regex) is not UNSET:
             d["isRegex"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10983,7 +10987,7 @@ class CloseNesResponse(Wire, decoder=_d_CloseNesResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11051,7 +11055,7 @@ class Error(Wire, decoder=_d_Error):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"code": self.code, "message": self.message}
         if (v1 := self.data) is not UNSET:
-            d["data"] = v1
+            d["data"] = _open_json(v1, "data")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11103,7 +11107,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11179,7 +11183,7 @@ class SessionNotification(Wire, decoder=_d_SessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "update": self.update.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11271,7 +11275,7 @@ class SessionUpdateUserMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11363,7 +11367,7 @@ class SessionUpdateAgentMessageChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11455,7 +11459,7 @@ class SessionUpdateAgentThoughtChunk(
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11689,11 +11693,11 @@ class SessionUpdateToolCallUpdate(
         if (v6 := self.locations) is not UNSET:
             d["locations"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.raw_input) is not UNSET:
-            d["rawInput"] = v7
+            d["rawInput"] = _open_json(v7, "rawInput")
         if (v8 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v8
+            d["rawOutput"] = _open_json(v8, "rawOutput")
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11778,7 +11782,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
         if (v1 := self.message_id) is not UNSET:
             d["messageId"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12005,11 +12009,11 @@ class ToolCall(Wire, decoder=_d_ToolCall, tag=("sessionUpdate", "tool_call")):
         if (v5 := self.locations) is not UNSET:
             d["locations"] = [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12091,7 +12095,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content, "priority": self.priority, "status": self.status}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12174,7 +12178,7 @@ class Plan(Wire, decoder=_d_Plan, tag=("sessionUpdate", "plan")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan", "entries": [x.to_dict() for x in self.entries]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12270,7 +12274,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
             "entries": [x.to_dict() for x in self.entries],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12344,7 +12348,7 @@ class PlanFile(Wire, decoder=_d_PlanFile, tag=("type", "file")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "file", "planId": self.plan_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12418,7 +12422,7 @@ class PlanMarkdown(Wire, decoder=_d_PlanMarkdown, tag=("type", "markdown")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "markdown", "planId": self.plan_id, "content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12487,7 +12491,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_update", "plan": self.plan.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12552,7 +12556,7 @@ class PlanRemoved(Wire, decoder=_d_PlanRemoved, tag=("sessionUpdate", "plan_remo
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_removed", "planId": self.plan_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12640,7 +12644,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v1 := self.input) is not UNSET:
             d["input"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12700,7 +12704,7 @@ class UnstructuredCommandInput(Wire, decoder=_d_UnstructuredCommandInput):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"hint": self.hint}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12785,7 +12789,7 @@ class AvailableCommandsUpdate(
             "availableCommands": [x.to_dict() for x in self.available_commands],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12851,7 +12855,7 @@ class CurrentModeUpdate(
             "currentModeId": self.current_mode_id,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12941,7 +12945,7 @@ class ConfigOptionUpdate(
             "configOptions": [x.to_dict() for x in self.config_options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13033,7 +13037,7 @@ class SessionInfoUpdate(
         if (v2 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13100,7 +13104,7 @@ class Cost(Wire, decoder=_d_Cost):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"amount": self.amount, "currency": self.currency}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13191,7 +13195,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v1 := self.cost) is not UNSET:
             d["cost"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13334,7 +13338,7 @@ class CompactionUpdate(
         if (v2 := self.error) is not UNSET:
             d["error"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13419,7 +13423,7 @@ class CompactionSummaryChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13481,7 +13485,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"elicitationId": self.elicitation_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13579,9 +13583,9 @@ class MessageMcpNotification(Wire, decoder=_d_MessageMcpNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id, "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13640,7 +13644,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13735,7 +13739,7 @@ class FileSystemCapabilities(Wire, decoder=_d_FileSystemCapabilities):
         if self.write_text_file is not False or "writeTextFile" not in self.__acp_absent__:
             d["writeTextFile"] = self.write_text_file
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13819,7 +13823,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if self.terminal is not False or "terminal" not in self.__acp_absent__:
             d["terminal"] = self.terminal
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14086,7 +14090,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v8 := self.position_encodings) is not UNSET:
             d["positionEncodings"] = v8
         if (v9 := self.meta) is not UNSET:
-            d["_meta"] = None if v9 is None else v9
+            d["_meta"] = None if v9 is None else _open_json(v9, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14227,7 +14231,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if (v2 := self.client_info) is not UNSET:
             d["clientInfo"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14327,7 +14331,7 @@ class ClientSessionCapabilities(Wire, decoder=_d_ClientSessionCapabilities):
         if (v2 := self.config_options) is not UNSET:
             d["configOptions"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14438,7 +14442,7 @@ class SessionConfigOptionsCapabilities(Wire, decoder=_d_SessionConfigOptionsCapa
         if (v1 := self.boolean) is not UNSET:
             d["boolean"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14491,7 +14495,7 @@ class BooleanConfigOptionCapabilities(Wire, decoder=_d_BooleanConfigOptionCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14546,7 +14550,7 @@ class PlanCapabilities(Wire, decoder=_d_PlanCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14642,7 +14646,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v2 := self.url) is not UNSET:
             d["url"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14697,7 +14701,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14752,7 +14756,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14860,7 +14864,7 @@ class ClientNesCapabilities(Wire, decoder=_d_ClientNesCapabilities):
         if (v3 := self.search_and_replace) is not UNSET:
             d["searchAndReplace"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14911,7 +14915,7 @@ class NesJumpCapabilities(Wire, decoder=_d_NesJumpCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -14962,7 +14966,7 @@ class NesRenameCapabilities(Wire, decoder=_d_NesRenameCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15015,7 +15019,7 @@ class NesSearchAndReplaceCapabilities(Wire, decoder=_d_NesSearchAndReplaceCapabi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15076,7 +15080,7 @@ class AuthenticateRequest(Wire, decoder=_d_AuthenticateRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"methodId": self.method_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15131,7 +15135,7 @@ class ListProvidersRequest(Wire, decoder=_d_ListProvidersRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15238,7 +15242,7 @@ class SetProviderRequest(Wire, decoder=_d_SetProviderRequest):
         if (v1 := self.headers) is not UNSET:
             d["headers"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15302,7 +15306,7 @@ class DisableProviderRequest(Wire, decoder=_d_DisableProviderRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"providerId": self.provider_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15353,7 +15357,7 @@ class LogoutRequest(Wire, decoder=_d_LogoutRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15490,7 +15494,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15557,7 +15561,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15645,7 +15649,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15733,7 +15737,7 @@ class McpServerSse(Wire, decoder=_d_McpServerSse, tag=("type", "sse")):
             "headers": [x.to_dict() for x in self.headers],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15813,7 +15817,7 @@ class McpServerAcp(Wire, decoder=_d_McpServerAcp, tag=("type", "acp")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "acp", "name": self.name, "serverId": self.server_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -15915,7 +15919,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio):
             "env": [x.to_dict() for x in self.env],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16068,7 +16072,7 @@ class LoadSessionRequest(Wire, decoder=_d_LoadSessionRequest):
         if (v1 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16154,7 +16158,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v2 := self.cursor) is not UNSET:
             d["cursor"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16214,7 +16218,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16372,7 +16376,7 @@ class ForkSessionRequest(Wire, decoder=_d_ForkSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16525,7 +16529,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16589,7 +16593,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16656,7 +16660,7 @@ class SetSessionModeRequest(Wire, decoder=_d_SetSessionModeRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "modeId": self.mode_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16746,7 +16750,7 @@ class SetSessionConfigOptionRequestBoolean(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16836,7 +16840,7 @@ class SetSessionConfigOptionRequestValueId(Wire, decoder=_d_SetSessionConfigOpti
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -16933,7 +16937,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "prompt": [x.to_dict() for x in self.prompt]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17043,7 +17047,7 @@ class StartNesRequest(Wire, decoder=_d_StartNesRequest):
         if (v3 := self.repository) is not UNSET:
             d["repository"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17112,7 +17116,7 @@ class WorkspaceFolder(Wire, decoder=_d_WorkspaceFolder):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "name": self.name}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17190,7 +17194,7 @@ class NesRepository(Wire, decoder=_d_NesRepository):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "owner": self.owner, "remoteUrl": self.remote_url}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17323,7 +17327,7 @@ class SuggestNesRequest(Wire, decoder=_d_SuggestNesRequest):
         if (v2 := self.context) is not UNSET:
             d["context"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17515,7 +17519,7 @@ class NesSuggestContext(Wire, decoder=_d_NesSuggestContext):
         if (v6 := self.diagnostics) is not UNSET:
             d["diagnostics"] = None if v6 is None else [x.to_dict() for x in v6]
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17593,7 +17597,7 @@ class NesRecentFile(Wire, decoder=_d_NesRecentFile):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "languageId": self.language_id, "text": self.text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17668,7 +17672,7 @@ class NesRelatedSnippet(Wire, decoder=_d_NesRelatedSnippet):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "excerpts": [x.to_dict() for x in self.excerpts]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17746,7 +17750,7 @@ class NesExcerpt(Wire, decoder=_d_NesExcerpt):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"startLine": self.start_line, "endLine": self.end_line, "text": self.text}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17815,7 +17819,7 @@ class NesEditHistoryEntry(Wire, decoder=_d_NesEditHistoryEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"uri": self.uri, "diff": self.diff}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -17907,7 +17911,7 @@ class NesUserAction(Wire, decoder=_d_NesUserAction):
             "timestampMs": self.timestamp_ms,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18017,7 +18021,7 @@ class NesOpenFile(Wire, decoder=_d_NesOpenFile):
         if (v2 := self.last_focused_ms) is not UNSET:
             d["lastFocusedMs"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18109,7 +18113,7 @@ class NesDiagnostic(Wire, decoder=_d_NesDiagnostic):
             "message": self.message,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18172,7 +18176,7 @@ class CloseNesRequest(Wire, decoder=_d_CloseNesRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18212,7 +18216,10 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18301,7 +18308,7 @@ class WriteTextFileResponse(Wire, decoder=_d_WriteTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18359,7 +18366,7 @@ class ReadTextFileResponse(Wire, decoder=_d_ReadTextFileResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18423,7 +18430,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": self.outcome.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18528,7 +18535,7 @@ class SelectedPermissionOutcome(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "selected", "optionId": self.option_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18586,7 +18593,7 @@ class CreateTerminalResponse(Wire, decoder=_d_CreateTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18676,7 +18683,7 @@ class TerminalOutputResponse(Wire, decoder=_d_TerminalOutputResponse):
         if (v1 := self.exit_status) is not UNSET:
             d["exitStatus"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18763,7 +18770,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18814,7 +18821,7 @@ class ReleaseTerminalResponse(Wire, decoder=_d_ReleaseTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18903,7 +18910,7 @@ class WaitForTerminalExitResponse(Wire, decoder=_d_WaitForTerminalExitResponse):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -18952,7 +18959,7 @@ class KillTerminalResponse(Wire, decoder=_d_KillTerminalResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19026,7 +19033,7 @@ class CreateElicitationResponseAccept(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "accept"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.content) is not UNSET:
             d["content"] = (
                 None
@@ -19090,7 +19097,7 @@ class CreateElicitationResponseDecline(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "decline"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19146,7 +19153,7 @@ class CreateElicitationResponseCancel(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "cancel"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19259,7 +19266,7 @@ class ConnectMcpResponse(Wire, decoder=_d_ConnectMcpResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"connectionId": self.connection_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19314,7 +19321,7 @@ class DisconnectMcpResponse(Wire, decoder=_d_DisconnectMcpResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19366,7 +19373,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19427,7 +19434,7 @@ class CancelNotification(Wire, decoder=_d_CancelNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19533,7 +19540,7 @@ class DidOpenDocumentNotification(Wire, decoder=_d_DidOpenDocumentNotification):
             "text": self.text,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19646,7 +19653,7 @@ class DidChangeDocumentNotification(Wire, decoder=_d_DidChangeDocumentNotificati
             "contentChanges": [x.to_dict() for x in self.content_changes],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19729,7 +19736,7 @@ class TextDocumentContentChangeEvent(Wire, decoder=_d_TextDocumentContentChangeE
         if (v1 := self.range) is not UNSET:
             d["range"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19800,7 +19807,7 @@ class DidCloseDocumentNotification(Wire, decoder=_d_DidCloseDocumentNotification
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19871,7 +19878,7 @@ class DidSaveDocumentNotification(Wire, decoder=_d_DidSaveDocumentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "uri": self.uri}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -19973,7 +19980,7 @@ class DidFocusDocumentNotification(Wire, decoder=_d_DidFocusDocumentNotification
             "visibleRange": self.visible_range.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20042,7 +20049,7 @@ class AcceptNesNotification(Wire, decoder=_d_AcceptNesNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "id": self.id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20131,7 +20138,7 @@ class RejectNesNotification(Wire, decoder=_d_RejectNesNotification):
         if (v1 := self.reason) is not UNSET:
             d["reason"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20191,7 +20198,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -20760,7 +20767,7 @@ def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
     """Encode a `ExtRequest` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
@@ -21085,7 +21092,7 @@ def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtRespons
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
     """Encode a `ExtResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
@@ -21349,7 +21356,7 @@ def decode_MessageMcpResponse(obj: Any, ctx: DecodeContext | None = None) -> Mes
 
 def encode_MessageMcpResponse(value: MessageMcpResponse) -> Any:
     """Encode a `MessageMcpResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_ExtNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ExtNotification:
@@ -21363,7 +21370,7 @@ def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNot
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
     """Encode a `ExtNotification` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:

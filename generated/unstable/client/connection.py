@@ -38,7 +38,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
@@ -584,7 +584,7 @@ class Connection:
             await self._reply_error(msg_id, RequestError.internal_error())
             return
         except RequestError as exc:
-            await self._reply_error(msg_id, exc)
+            await self._reply_error(msg_id, exc, method)
             return
         except ConnectionClosed as exc:  # the peer went away mid-handler: nobody to answer
             _log.debug("handler for %s stopped: %s", brief(method), exc)
@@ -604,11 +604,13 @@ class Connection:
             _log.error("result of %s is not JSON: %s", brief(method), brief(exc))
             await self._reply_error(msg_id, RequestError.internal_error())
 
-    async def _reply_error(self, msg_id: Any, error: RequestError) -> None:
+    async def _reply_error(self, msg_id: Any, error: RequestError, method: str = "") -> None:
         try:
             try:
                 await self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
-            except (TypeError, ValueError):  # error data (or code, message) that is not JSON
+            except (TypeError, ValueError) as exc:  # error data (or code, message) not JSON
+                # Reported, never dropped silently: the peer still gets a well-formed error.
+                _log.error("error of %s sent without its data: %s", brief(method), str(exc)[:300])
                 # A subclass may have put anything there: checked, whatever the annotations say.
                 raw_code: Any = error.code
                 raw_message: Any = error.message
@@ -636,6 +638,13 @@ class Connection:
     async def _notification_worker(self) -> None:
         _notifying.set(self)
         dispatcher = self.dispatcher
+        # The handler's call straight from the dispatcher (one coroutine less per message),
+        # unless a subclass routes notifications its own way.
+        notification_call: Callable[[str, Any], Awaitable[None] | None] = (
+            dispatcher.notification_call
+            if type(dispatcher).notification is Dispatcher.notification
+            else dispatcher.notification
+        )
         worker = asyncio.current_task()
         queue = self._notifications
         loop = asyncio.get_running_loop()
@@ -652,7 +661,9 @@ class Connection:
                 continue
             seq, method, params = queue.popleft()
             try:
-                await dispatcher.notification(method, params)
+                call = notification_call(method, params)
+                if call is not None:
+                    await call
             except asyncio.CancelledError:
                 if _cancelled(worker):
                     raise

@@ -13,16 +13,20 @@ This module is the same for every schema; `types` re-exports what users need (`U
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import enum
 import importlib
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
+
+# Re-exported (`as` names): types.py imports them from here, users from types.
+from .jsonvalue import UNSET as UNSET
+from .jsonvalue import Unset as Unset
+from .jsonvalue import json_default as json_default
+from .jsonvalue import locate, merge_open
+from .jsonvalue import open_json as open_json
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -44,19 +48,6 @@ Decodes: TypeAlias = "Callable[[Any, PathT, DecodeContext], _T]"
 """A decoder of a `_T` (the variant decoders of a union's tag table)."""
 
 
-class Unset(enum.Enum):
-    """The type of `UNSET`: a field absent from the wire (JSON `null` is `None`)."""
-
-    UNSET = "UNSET"
-
-    def __bool__(self) -> Literal[False]:
-        return False
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = Unset.UNSET
 MISSING: Final[Any] = object()
 """What `dict.get` returns for an absent key in the decoders (never seen by users)."""
 new: Final = object.__new__
@@ -331,9 +322,7 @@ def extra_field() -> JsonObject:
     return dataclasses.field(default_factory=cast("Callable[[], JsonObject]", dict))
 
 
-def merge_extra(d: JsonObject, extra: JsonObject) -> None:
-    for k, x in extra.items():
-        d.setdefault(k, x)
+merge_extra: Final = merge_open  # unknown fields back into to_dict(), each as plain JSON
 
 
 def check_tag(obj: Any, wire: str, value: str) -> None:
@@ -391,39 +380,43 @@ def parser(decoder: json.JSONDecoder, fallback: Callable[[str], Any]) -> Callabl
 
 _parse: Final = parser(json.JSONDecoder(), json.loads)
 
+# orjson reads an integer beyond 64 bits as a float (losing digits): such a number is a run of
+# 19 digits or more, found by C loops over the bytes (far cheaper than a second parse).
+# `translate` maps every digit to "0" and every other byte to " "; a run of 19 leaves at least two
+# digits in a row among every 9th byte, so that sample is searched first, the whole text only if
+# the sample has two (most lines have not: a tenth of the work).
+DIGIT_RUNS: Final = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+LONG_DIGITS: Final = b"0" * 19
+SAMPLE_STEP: Final = 9
+SAMPLE_DIGITS: Final = b"00"
+
+
+def long_digits(data: bytes) -> bool:
+    """Whether `data` holds a run of 19 digits or more (which orjson may read otherwise)."""
+    return (
+        data[::SAMPLE_STEP].translate(DIGIT_RUNS).find(SAMPLE_DIGITS) >= 0
+        and data.translate(DIGIT_RUNS).find(LONG_DIGITS) >= 0
+    )
+
 
 def loads(data: str | bytes) -> Any:
     """Parse JSON text (exactly as `json.loads`); a syntax error is a `DecodeError` at the root.
 
-    Always the standard library: orjson reads integers beyond 64 bits as floats (losing digits),
-    and spotting those first costs more than it saves.
+    With orjson, its value where it equals json.loads' (UTF-8 text without a run of 19 digits
+    or more); whatever orjson refuses (NaN, 1e400, lone surrogates, a BOM, UTF-16, deep
+    nesting, not JSON) goes to json.loads, which decides, errors included.
     """
+    if _orjson is not None:
+        try:
+            raw = data.encode() if isinstance(data, str) else data
+            if not long_digits(raw):
+                return _orjson.loads(raw)
+        except ValueError:  # UnicodeEncodeError (a lone surrogate), orjson.JSONDecodeError
+            pass
     try:
         return _parse(data) if isinstance(data, str) else json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(None, f"invalid JSON: {exc}") from None
-
-
-def json_default(value: object) -> Any:
-    """The one conversion of a non-JSON value in an open field (`rawInput`, `_meta`, `extra`,
-    extension params), the same with orjson and without it: a generated object becomes its
-    `to_dict()` (its wire form, never its attributes), an Enum its value, a UUID its string,
-    a datetime/date/time its `isoformat()`; anything else is a TypeError naming its type."""
-    to_dict: Callable[[], Any] | None = getattr(value, "to_dict", None)
-    if to_dict is not None and not isinstance(value, type):
-        return to_dict()
-    if isinstance(value, enum.Enum):
-        if isinstance(value, Unset):
-            raise TypeError("UNSET is not JSON: leave the key out instead")
-        return value.value
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    raise TypeError(
-        f"a {type(value).__name__} is not JSON: convert it to a dict, list, str, int, float,"
-        " bool or None first"
-    )
 
 
 # orjson would write dataclasses by their attributes (snake_case, "UNSET") and datetimes in its
@@ -439,7 +432,10 @@ _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False, defau
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII)."""
+    """Compact JSON text (orjson writes UTF-8 as is; the stdlib path escapes non-ASCII).
+
+    A value that is not JSON raises TypeError or ValueError naming where it sits
+    (`params.rawInput.when: a set is not JSON ...`), the same with orjson and without it."""
     if _orjson is not None:
         try:
             text: str = _orjson.dumps(value, default=json_default, option=ORJSON_OPTIONS).decode()
@@ -448,7 +444,12 @@ def dumps(value: Any) -> str:
         else:
             if not has_nonfinite(text):
                 return text
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise locate(value, exc) from None  # the slow walk, only now: where is it?
+    except RecursionError:
+        raise ValueError("nested too deeply to encode") from None
 
 
 def has_nonfinite(text: str) -> bool:

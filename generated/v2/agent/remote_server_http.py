@@ -43,7 +43,9 @@ from .jsonline import Skim, loads
 from .principal import Principal
 from .remote_link import Channel, Link
 from .remote_wire import (
+    CLOSE,
     JSON_CONTENT,
+    Deadline,
     Limits,
     Receive,
     Scope,
@@ -249,28 +251,38 @@ class HttpTransport:
             state.link.touch()
 
     async def _body(self, receive: Receive, send: Send) -> bytes | None:
-        """The request body, or None once refused (413) or if the client went away."""
+        """The request body, or None once refused (413, 408) or if the client went away."""
         limit = self.limits.max_message_size
         chunks: list[bytes] = []
         size = 0
         skim: Skim | None = None
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk: bytes = message.get("body", b"")
-            if skim is not None:
-                skim.feed(chunk, 0, len(chunk))
-            else:
-                size += len(chunk)
-                chunks.append(chunk)
-                if size > limit:  # keep only the top level, to answer under the message's id
-                    skim = Skim()
-                    for part in chunks:
-                        skim.feed(part, 0, len(part))
-                    chunks.clear()
-            if not message.get("more_body", False):
-                break
+        deadline = Deadline(self.limits.caps.body_timeout)
+        try:
+            while True:
+                message = await receive()  # the only await: where the deadline's cancel lands
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk: bytes = message.get("body", b"")
+                if skim is not None:
+                    skim.feed(chunk, 0, len(chunk))
+                else:
+                    size += len(chunk)
+                    chunks.append(chunk)
+                    if size > limit:  # keep only the top level, to answer under the message's id
+                        skim = Skim()
+                        for part in chunks:
+                            skim.feed(part, 0, len(part))
+                        chunks.clear()
+                if not message.get("more_body", False):
+                    break
+        except asyncio.CancelledError:
+            if not deadline.expired():
+                raise
+            detail = f"the request body did not arrive within {self.limits.caps.body_timeout:g} s"
+            await send_error(send, 408, None, INVALID_REQUEST, detail, headers=CLOSE)
+            return None
+        finally:
+            deadline.cancel()
         if skim is None:
             return b"".join(chunks)
         head = skim.head()

@@ -2,11 +2,12 @@
 # schema sha256 e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e
 # do not edit; regenerate with: acp-codegen generate
 """The remote transport's small pieces (part of `remote`): the ASGI callables' types, the
-limits, framing a received message as a line, JSON-RPC error answers, and reading headers
-and messages without trusting them."""
+limits, framing a received message as a line, JSON-RPC error answers, a body read's deadline,
+and reading headers and messages without trusting them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -26,6 +27,7 @@ AnyReceive = Callable[[], Awaitable[Any]]
 AnySend = Callable[[Any], Awaitable[None]]
 
 JSON_CONTENT: Final = (b"content-type", b"application/json")
+CLOSE: Final = ((b"connection", b"close"),)
 
 
 @dataclass(frozen=True)
@@ -122,3 +124,38 @@ def error_body(msg_id: Any, code: int, message: str, detail: str) -> dict[str, A
         "id": msg_id,
         "error": {"code": code, "message": message, "data": {"details": detail}},
     }
+
+
+class Deadline:
+    """Cancels the running task `seconds` from now unless cancelled first (None: never). The
+    task must only wait inside the guarded code: then the cancel lands there, and `expired`
+    tells it from any other. One timer, no task per await: the body read stays as cheap."""
+
+    __slots__ = ("_task", "_timer", "_expired")
+
+    def __init__(self, seconds: float | None) -> None:
+        self._expired = False
+        self._task = asyncio.current_task()
+        self._timer = (
+            None
+            if seconds is None or self._task is None
+            else asyncio.get_running_loop().call_later(seconds, self._expire)
+        )
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def expired(self) -> bool:
+        """Whether the deadline cancelled the task (then the cancel is consumed)."""
+        if self._expired and self._task is not None:
+            uncancel = getattr(self._task, "uncancel", None)  # Python >= 3.11
+            if uncancel is not None:
+                uncancel()
+        return self._expired
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

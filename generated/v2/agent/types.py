@@ -47,6 +47,7 @@ from .serde import map_of as _map_of
 from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
+from .serde import open_json as _open_json
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -606,7 +607,7 @@ class AgentRequest(Wire, decoder=_d_AgentRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -750,7 +751,7 @@ class RequestPermissionRequest(Wire, decoder=_d_RequestPermissionRequest):
         if (v2 := self.subject) is not UNSET:
             d["subject"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -969,11 +970,11 @@ class ToolCallUpdate(Wire, decoder=_d_ToolCallUpdate):
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1097,7 +1098,7 @@ class Annotations(Wire, decoder=_d_Annotations):
         if (v3 := self.priority) is not UNSET:
             d["priority"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1177,7 +1178,7 @@ class TextContent(Wire, decoder=_d_TextContent, tag=("type", "text")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1283,7 +1284,7 @@ class ImageContent(Wire, decoder=_d_ImageContent, tag=("type", "image")):
         if (v2 := self.annotations) is not UNSET:
             d["annotations"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1374,7 +1375,7 @@ class AudioContent(Wire, decoder=_d_AudioContent, tag=("type", "audio")):
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1677,7 +1678,7 @@ class ResourceLink(Wire, decoder=_d_ResourceLink, tag=("type", "resource_link"))
         if (v6 := self.annotations) is not UNSET:
             d["annotations"] = None if v6 is None else v6.to_dict()
         if (v7 := self.meta) is not UNSET:
-            d["_meta"] = None if v7 is None else v7
+            d["_meta"] = None if v7 is None else _open_json(v7, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1764,7 +1765,7 @@ class TextResourceContents(Wire, decoder=_d_TextResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1851,7 +1852,7 @@ class BlobResourceContents(Wire, decoder=_d_BlobResourceContents):
         if (v1 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1929,7 +1930,7 @@ class EmbeddedResource(Wire, decoder=_d_EmbeddedResource, tag=("type", "resource
         if (v1 := self.annotations) is not UNSET:
             d["annotations"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -1992,7 +1993,7 @@ class Content(Wire, decoder=_d_Content, tag=("type", "content")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "content", "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2092,7 +2093,7 @@ class DiffChangeAdd(Wire, decoder=_d_DiffChangeAdd, tag=("operation", "add")):
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2192,7 +2193,7 @@ class DiffChangeDelete(Wire, decoder=_d_DiffChangeDelete, tag=("operation", "del
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2292,7 +2293,7 @@ class DiffChangeModify(Wire, decoder=_d_DiffChangeModify, tag=("operation", "mod
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2401,7 +2402,7 @@ class DiffChangeMove(Wire, decoder=_d_DiffChangeMove, tag=("operation", "move"))
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2510,7 +2511,7 @@ class DiffChangeCopy(Wire, decoder=_d_DiffChangeCopy, tag=("operation", "copy"))
         if (v2 := self.mime_type) is not UNSET:
             d["mimeType"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2741,7 +2742,7 @@ class Diff(Wire, decoder=_d_Diff, tag=("type", "diff")):
         if (v1 := self.patch) is not UNSET:
             d["patch"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2804,7 +2805,7 @@ class Terminal(Wire, decoder=_d_Terminal, tag=("type", "terminal")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "terminal", "terminalId": self.terminal_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -2891,7 +2892,7 @@ class ToolCallLocation(Wire, decoder=_d_ToolCallLocation):
         if (v1 := self.line) is not UNSET:
             d["line"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3040,7 +3041,7 @@ class CommandPermissionSubject(Wire, decoder=_d_CommandPermissionSubject, tag=("
         if (v2 := self.terminal_id) is not UNSET:
             d["terminalId"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3116,7 +3117,7 @@ class PermissionOption(Wire, decoder=_d_PermissionOption):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"optionId": self.option_id, "name": self.name, "kind": self.kind}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3225,7 +3226,7 @@ class CreateElicitationRequestForm(
             "requestedSchema": self.requested_schema.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3352,7 +3353,7 @@ class CreateElicitationRequestUrl(
             "url": self.url,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.session_id) is not UNSET:
             d["sessionId"] = v2
         if (v3 := self.tool_call_id) is not UNSET:
@@ -3609,7 +3610,7 @@ class ElicitationSchema(Wire, decoder=_d_ElicitationSchema):
         if (v5 := self.description) is not UNSET:
             d["description"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3700,7 +3701,7 @@ class EnumOption(Wire, decoder=_d_EnumOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -3941,7 +3942,7 @@ class StringPropertySchema(Wire, decoder=_d_StringPropertySchema, tag=("type", "
         if (v9 := self.one_of) is not UNSET:
             d["oneOf"] = None if v9 is None else [x.to_dict() for x in v9]
         if (v10 := self.meta) is not UNSET:
-            d["_meta"] = None if v10 is None else v10
+            d["_meta"] = None if v10 is None else _open_json(v10, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4088,7 +4089,7 @@ class NumberPropertySchema(Wire, decoder=_d_NumberPropertySchema, tag=("type", "
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4235,7 +4236,7 @@ class IntegerPropertySchema(Wire, decoder=_d_IntegerPropertySchema, tag=("type",
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4345,7 +4346,7 @@ class BooleanPropertySchema(Wire, decoder=_d_BooleanPropertySchema, tag=("type",
         if (v3 := self.default) is not UNSET:
             d["default"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4412,7 +4413,7 @@ class StringMultiSelectItems(Wire, decoder=_d_StringMultiSelectItems, tag=("type
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "string", "enum": self.enum}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4478,7 +4479,7 @@ class TitledMultiSelectItems(Wire, decoder=_d_TitledMultiSelectItems):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"anyOf": [x.to_dict() for x in self.any_of]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4652,7 +4653,7 @@ class MultiSelectPropertySchema(Wire, decoder=_d_MultiSelectPropertySchema, tag=
         if (v5 := self.default) is not UNSET:
             d["default"] = None if v5 is None else v5
         if (v6 := self.meta) is not UNSET:
-            d["_meta"] = None if v6 is None else v6
+            d["_meta"] = None if v6 is None else _open_json(v6, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4857,7 +4858,10 @@ class AgentResponseResult(Wire, decoder=_d_AgentResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -4999,7 +5003,7 @@ class AgentCapabilities(Wire, decoder=_d_AgentCapabilities):
         if (v2 := self.auth) is not UNSET:
             d["auth"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5141,7 +5145,7 @@ class InitializeResponse(Wire, decoder=_d_InitializeResponse):
         if (v2 := self.auth_methods) is not UNSET:
             d["authMethods"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5235,7 +5239,7 @@ class Implementation(Wire, decoder=_d_Implementation):
         if (v1 := self.title) is not UNSET:
             d["title"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5387,7 +5391,7 @@ class SessionCapabilities(Wire, decoder=_d_SessionCapabilities):
         if (v4 := self.additional_directories) is not UNSET:
             d["additionalDirectories"] = None if v4 is None else v4.to_dict()
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5517,7 +5521,7 @@ class PromptCapabilities(Wire, decoder=_d_PromptCapabilities):
         if (v3 := self.embedded_context) is not UNSET:
             d["embeddedContext"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5570,7 +5574,7 @@ class PromptImageCapabilities(Wire, decoder=_d_PromptImageCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5623,7 +5627,7 @@ class PromptAudioCapabilities(Wire, decoder=_d_PromptAudioCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5678,7 +5682,7 @@ class PromptEmbeddedContextCapabilities(Wire, decoder=_d_PromptEmbeddedContextCa
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5770,7 +5774,7 @@ class McpCapabilities(Wire, decoder=_d_McpCapabilities):
         if (v2 := self.http) is not UNSET:
             d["http"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5821,7 +5825,7 @@ class McpStdioCapabilities(Wire, decoder=_d_McpStdioCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5872,7 +5876,7 @@ class McpHttpCapabilities(Wire, decoder=_d_McpHttpCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5925,7 +5929,7 @@ class SessionDeleteCapabilities(Wire, decoder=_d_SessionDeleteCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -5985,7 +5989,7 @@ class SessionAdditionalDirectoriesCapabilities(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6038,7 +6042,7 @@ class AgentAuthCapabilities(Wire, decoder=_d_AgentAuthCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6105,7 +6109,7 @@ class EnvVariable(Wire, decoder=_d_EnvVariable):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6259,7 +6263,7 @@ class AuthMethodTerminal(Wire, decoder=_d_AuthMethodTerminal, tag=("type", "term
         if (v3 := self.env) is not UNSET:
             d["env"] = [x.to_dict() for x in v3]
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6351,7 +6355,7 @@ class AuthMethodAgent(Wire, decoder=_d_AuthMethodAgent, tag=("type", "agent")):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6400,7 +6404,7 @@ class LoginAuthResponse(Wire, decoder=_d_LoginAuthResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6449,7 +6453,7 @@ class LogoutAuthResponse(Wire, decoder=_d_LogoutAuthResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6554,7 +6558,7 @@ class NewSessionResponse(Wire, decoder=_d_NewSessionResponse):
         if (v1 := self.config_options) is not UNSET:
             d["configOptions"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6683,7 +6687,7 @@ class SessionConfigOptionSelect(Wire, decoder=_d_SessionConfigOptionSelect, tag=
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6806,7 +6810,7 @@ class SessionConfigOptionBoolean(
         if (v2 := self.category) is not UNSET:
             d["category"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6897,7 +6901,7 @@ class SessionConfigSelectOption(Wire, decoder=_d_SessionConfigSelectOption):
         if (v1 := self.description) is not UNSET:
             d["description"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -6996,7 +7000,7 @@ class SessionConfigSelectGroup(Wire, decoder=_d_SessionConfigSelectGroup):
             "options": [x.to_dict() for x in self.options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7170,7 +7174,7 @@ class ListSessionsResponse(Wire, decoder=_d_ListSessionsResponse):
         if (v1 := self.next_cursor) is not UNSET:
             d["nextCursor"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7312,7 +7316,7 @@ class SessionInfo(Wire, decoder=_d_SessionInfo):
         if (v3 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v3 is None else v3
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7361,7 +7365,7 @@ class DeleteSessionResponse(Wire, decoder=_d_DeleteSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7452,7 +7456,7 @@ class ResumeSessionResponse(Wire, decoder=_d_ResumeSessionResponse):
         if (v1 := self.config_options) is not UNSET:
             d["configOptions"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7501,7 +7505,7 @@ class CloseSessionResponse(Wire, decoder=_d_CloseSessionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7585,7 +7589,7 @@ class SetSessionConfigOptionResponse(Wire, decoder=_d_SetSessionConfigOptionResp
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"configOptions": [x.to_dict() for x in self.config_options]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7640,7 +7644,7 @@ class PromptResponse(Wire, decoder=_d_PromptResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7708,7 +7712,7 @@ class Error(Wire, decoder=_d_Error):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"code": self.code, "message": self.message}
         if (v1 := self.data) is not UNSET:
-            d["data"] = v1
+            d["data"] = _open_json(v1, "data")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7760,7 +7764,7 @@ class AgentNotification(Wire, decoder=_d_AgentNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7838,7 +7842,7 @@ class UpdateSessionNotification(Wire, decoder=_d_UpdateSessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "update": self.update.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -7923,7 +7927,7 @@ class SessionUpdateUserMessageChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8008,7 +8012,7 @@ class SessionUpdateAgentMessageChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8093,7 +8097,7 @@ class SessionUpdateAgentThoughtChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8341,11 +8345,11 @@ class SessionUpdateToolCallUpdate(
         if (v5 := self.locations) is not UNSET:
             d["locations"] = None if v5 is None else [x.to_dict() for x in v5]
         if (v6 := self.raw_input) is not UNSET:
-            d["rawInput"] = v6
+            d["rawInput"] = _open_json(v6, "rawInput")
         if (v7 := self.raw_output) is not UNSET:
-            d["rawOutput"] = v7
+            d["rawOutput"] = _open_json(v7, "rawOutput")
         if (v8 := self.meta) is not UNSET:
-            d["_meta"] = None if v8 is None else v8
+            d["_meta"] = None if v8 is None else _open_json(v8, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8419,7 +8423,7 @@ class ContentChunk(Wire, decoder=_d_ContentChunk):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"messageId": self.message_id, "content": self.content.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8534,7 +8538,7 @@ class UserMessage(Wire, decoder=_d_UserMessage, tag=("sessionUpdate", "user_mess
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8649,7 +8653,7 @@ class AgentMessage(Wire, decoder=_d_AgentMessage, tag=("sessionUpdate", "agent_m
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8764,7 +8768,7 @@ class AgentThought(Wire, decoder=_d_AgentThought, tag=("sessionUpdate", "agent_t
         if (v1 := self.content) is not UNSET:
             d["content"] = None if v1 is None else [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8814,7 +8818,7 @@ class RunningStateUpdate(Wire, decoder=_d_RunningStateUpdate, tag=("state", "run
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"state": "running"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8887,7 +8891,7 @@ class IdleStateUpdate(Wire, decoder=_d_IdleStateUpdate, tag=("state", "idle")):
         if (v1 := self.stop_reason) is not UNSET:
             d["stopReason"] = None if v1 is None else v1
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -8941,7 +8945,7 @@ class RequiresActionStateUpdate(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"state": "requires_action"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9026,7 +9030,7 @@ class ToolCallContentChunk(
             "content": self.content.to_dict(),
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9085,7 +9089,7 @@ class TerminalOutput(Wire, decoder=_d_TerminalOutput):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"data": self.data}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9180,7 +9184,7 @@ class TerminalExitStatus(Wire, decoder=_d_TerminalExitStatus):
         if (v2 := self.signal) is not UNSET:
             d["signal"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9313,7 +9317,7 @@ class TerminalUpdate(Wire, decoder=_d_TerminalUpdate, tag=("sessionUpdate", "ter
         if (v4 := self.exit_status) is not UNSET:
             d["exitStatus"] = None if v4 is None else v4.to_dict()
         if (v5 := self.meta) is not UNSET:
-            d["_meta"] = None if v5 is None else v5
+            d["_meta"] = None if v5 is None else _open_json(v5, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9390,7 +9394,7 @@ class TerminalOutputChunk(
             "data": self.data,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9472,7 +9476,7 @@ class PlanEntry(Wire, decoder=_d_PlanEntry):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"content": self.content, "priority": self.priority, "status": self.status}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9562,7 +9566,7 @@ class PlanItems(Wire, decoder=_d_PlanItems, tag=("type", "items")):
             "entries": [x.to_dict() for x in self.entries],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9625,7 +9629,7 @@ class PlanUpdate(Wire, decoder=_d_PlanUpdate, tag=("sessionUpdate", "plan_update
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionUpdate": "plan_update", "plan": self.plan.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9713,7 +9717,7 @@ class AvailableCommand(Wire, decoder=_d_AvailableCommand):
         if (v1 := self.input) is not UNSET:
             d["input"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9772,7 +9776,7 @@ class TextCommandInput(Wire, decoder=_d_TextCommandInput, tag=("type", "text")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "text", "hint": self.hint}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9857,7 +9861,7 @@ class AvailableCommandsUpdate(
             "availableCommands": [x.to_dict() for x in self.available_commands],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -9947,7 +9951,7 @@ class ConfigOptionUpdate(
             "configOptions": [x.to_dict() for x in self.config_options],
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10042,7 +10046,7 @@ class SessionInfoUpdate(
         if (v2 := self.updated_at) is not UNSET:
             d["updatedAt"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10109,7 +10113,7 @@ class Cost(Wire, decoder=_d_Cost):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"amount": self.amount, "currency": self.currency}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10200,7 +10204,7 @@ class UsageUpdate(Wire, decoder=_d_UsageUpdate, tag=("sessionUpdate", "usage_upd
         if (v1 := self.cost) is not UNSET:
             d["cost"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10262,7 +10266,7 @@ class CompleteElicitationNotification(Wire, decoder=_d_CompleteElicitationNotifi
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"elicitationId": self.elicitation_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10321,7 +10325,7 @@ class ClientRequest(Wire, decoder=_d_ClientRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"id": encode_RequestId(self.id), "method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10422,7 +10426,7 @@ class ClientCapabilities(Wire, decoder=_d_ClientCapabilities):
         if (v2 := self.elicitation) is not UNSET:
             d["elicitation"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10522,7 +10526,7 @@ class InitializeRequest(Wire, decoder=_d_InitializeRequest):
         if self.capabilities != ClientCapabilities() or "capabilities" not in self.__acp_absent__:
             d["capabilities"] = self.capabilities.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10601,7 +10605,7 @@ class AuthCapabilities(Wire, decoder=_d_AuthCapabilities):
         if (v1 := self.terminal) is not UNSET:
             d["terminal"] = None if v1 is None else v1.to_dict()
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10656,7 +10660,7 @@ class TerminalAuthCapabilities(Wire, decoder=_d_TerminalAuthCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10752,7 +10756,7 @@ class ElicitationCapabilities(Wire, decoder=_d_ElicitationCapabilities):
         if (v2 := self.url) is not UNSET:
             d["url"] = None if v2 is None else v2.to_dict()
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10807,7 +10811,7 @@ class ElicitationFormCapabilities(Wire, decoder=_d_ElicitationFormCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10862,7 +10866,7 @@ class ElicitationUrlCapabilities(Wire, decoder=_d_ElicitationUrlCapabilities):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10927,7 +10931,7 @@ class LoginAuthRequest(Wire, decoder=_d_LoginAuthRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"methodId": self.method_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -10982,7 +10986,7 @@ class LogoutAuthRequest(Wire, decoder=_d_LogoutAuthRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11123,7 +11127,7 @@ class NewSessionRequest(Wire, decoder=_d_NewSessionRequest):
         if (v2 := self.mcp_servers) is not UNSET:
             d["mcpServers"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11190,7 +11194,7 @@ class HttpHeader(Wire, decoder=_d_HttpHeader):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"name": self.name, "value": self.value}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11282,7 +11286,7 @@ class McpServerHttp(Wire, decoder=_d_McpServerHttp, tag=("type", "http")):
         if (v1 := self.headers) is not UNSET:
             d["headers"] = [x.to_dict() for x in v1]
         if (v2 := self.meta) is not UNSET:
-            d["_meta"] = None if v2 is None else v2
+            d["_meta"] = None if v2 is None else _open_json(v2, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11395,7 +11399,7 @@ class McpServerStdio(Wire, decoder=_d_McpServerStdio, tag=("type", "stdio")):
         if (v2 := self.env) is not UNSET:
             d["env"] = [x.to_dict() for x in v2]
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11479,7 +11483,7 @@ class ListSessionsRequest(Wire, decoder=_d_ListSessionsRequest):
         if (v2 := self.cursor) is not UNSET:
             d["cursor"] = None if v2 is None else v2
         if (v3 := self.meta) is not UNSET:
-            d["_meta"] = None if v3 is None else v3
+            d["_meta"] = None if v3 is None else _open_json(v3, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11539,7 +11543,7 @@ class DeleteSessionRequest(Wire, decoder=_d_DeleteSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11712,7 +11716,7 @@ class ResumeSessionRequest(Wire, decoder=_d_ResumeSessionRequest):
         if (v3 := self.replay_from) is not UNSET:
             d["replayFrom"] = None if v3 is None else v3.to_dict()
         if (v4 := self.meta) is not UNSET:
-            d["_meta"] = None if v4 is None else v4
+            d["_meta"] = None if v4 is None else _open_json(v4, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11762,7 +11766,7 @@ class ReplayFromStart(Wire, decoder=_d_ReplayFromStart, tag=("type", "start")):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"type": "start"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11824,7 +11828,7 @@ class CloseSessionRequest(Wire, decoder=_d_CloseSessionRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -11912,7 +11916,7 @@ class SetSessionConfigOptionRequestId(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12002,7 +12006,7 @@ class SetSessionConfigOptionRequestBoolean(
             "value": self.value,
         }
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12099,7 +12103,7 @@ class PromptRequest(Wire, decoder=_d_PromptRequest):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id, "prompt": [x.to_dict() for x in self.prompt]}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12139,7 +12143,10 @@ class ClientResponseResult(Wire, decoder=_d_ClientResponseResult):
     """Wire fields this schema does not know; re-encoded unchanged."""
 
     def to_dict(self) -> JsonObject:
-        d: JsonObject = {"id": encode_RequestId(self.id), "result": self.result}
+        d: JsonObject = {
+            "id": encode_RequestId(self.id),
+            "result": _open_json(self.result, "result"),
+        }
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12243,7 +12250,7 @@ class RequestPermissionResponse(Wire, decoder=_d_RequestPermissionResponse):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": self.outcome.to_dict()}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12348,7 +12355,7 @@ class SelectedPermissionOutcome(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"outcome": "selected", "optionId": self.option_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12422,7 +12429,7 @@ class CreateElicitationResponseAccept(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "accept"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if (v2 := self.content) is not UNSET:
             d["content"] = (
                 None
@@ -12486,7 +12493,7 @@ class CreateElicitationResponseDecline(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "decline"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12542,7 +12549,7 @@ class CreateElicitationResponseCancel(
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"action": "cancel"}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12643,7 +12650,7 @@ class ClientNotification(Wire, decoder=_d_ClientNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"method": self.method}
         if (v1 := self.params) is not UNSET:
-            d["params"] = None if v1 is None else v1
+            d["params"] = None if v1 is None else _open_json(v1, "params")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12706,7 +12713,7 @@ class CancelSessionNotification(Wire, decoder=_d_CancelSessionNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"sessionId": self.session_id}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -12820,7 +12827,7 @@ class CancelRequestNotification(Wire, decoder=_d_CancelRequestNotification):
     def to_dict(self) -> JsonObject:
         d: JsonObject = {"requestId": encode_RequestId(self.request_id)}
         if (v1 := self.meta) is not UNSET:
-            d["_meta"] = None if v1 is None else v1
+            d["_meta"] = None if v1 is None else _open_json(v1, "_meta")
         if self.extra:
             _merge_extra(d, self.extra)
         return d
@@ -13436,7 +13443,7 @@ def decode_ExtRequest(obj: Any, ctx: DecodeContext | None = None) -> ExtRequest:
 
 def encode_ExtRequest(value: ExtRequest) -> Any:
     """Encode a `ExtRequest` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_RequestId(obj: Any, path: PathT, ctx: DecodeContext) -> RequestId:
@@ -13830,7 +13837,7 @@ def decode_ExtResponse(obj: Any, ctx: DecodeContext | None = None) -> ExtRespons
 
 def encode_ExtResponse(value: ExtResponse) -> Any:
     """Encode a `ExtResponse` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_AgentResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponse:
@@ -14034,7 +14041,7 @@ def decode_ExtNotification(obj: Any, ctx: DecodeContext | None = None) -> ExtNot
 
 def encode_ExtNotification(value: ExtNotification) -> Any:
     """Encode a `ExtNotification` to its JSON value."""
-    return value
+    return _open_json(value, "")
 
 
 def _d_SessionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionUpdate:

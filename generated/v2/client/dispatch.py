@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import reprlib
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeAlias, cast
 
 from . import types
@@ -157,6 +158,8 @@ class Dispatcher:
         self.handler = handler
         self.handles = handles
         self.ctx = ctx
+        # Each notification method's route, found on its first arrival (METHODS is fixed).
+        self._routes: dict[str, tuple[Callable[..., Any], str] | None] = {}
 
     def _spec(self, method: str) -> MethodSpec | None:
         spec = METHODS.get(method)
@@ -189,21 +192,24 @@ class Dispatcher:
 
     async def notification(self, method: str, params: Any) -> None:
         """Handle a notification; unknown ones are ignored, as JSON-RPC asks."""
-        spec = self._spec(method)
-        if spec is not None and spec.kind == "notification":
-            decode, handler = spec.decode_params, spec.handler
-        elif (
-            spec is not None
-            and spec.decode_notification_params is not None
-            and spec.notification_handler
-        ):
-            decode, handler = spec.decode_notification_params, spec.notification_handler
-        else:
+        call = self.notification_call(method, params)
+        if call is not None:
+            await call
+
+    def notification_call(self, method: str, params: Any) -> Awaitable[None] | None:
+        """The handler's call for a notification (to await), its params decoded; None if it
+        is dropped (invalid params: logged) or ignored (unknown). A plain function: the
+        connection's worker awaits the handler itself, one coroutine less per notification."""
+        route = self._routes.get(method, _UNROUTED)
+        if route is _UNROUTED:
+            route = self._routes[method] = self._route(method)
+        if route is None:
             if method.startswith("_"):
-                await self.handler.ext_notification(method, params)
-            else:
-                _log.debug("ignoring unknown notification %s", brief(method))
-            return
+                ext: Awaitable[None] = self.handler.ext_notification(method, params)
+                return ext
+            _log.debug("ignoring unknown notification %s", brief(method))
+            return None
+        decode, handler = route
         try:
             decoded = decode({} if params is None else params, self.ctx)
         except types.DecodeError as exc:
@@ -213,8 +219,25 @@ class Dispatcher:
                 _params_path(exc),
                 brief(exc.message),
             )
-            return
+            return None
         except RecursionError:
             _log.warning("dropping notification %r: params %s", method, _TOO_DEEP)
-            return
-        await getattr(self.handler, handler)(decoded)
+            return None
+        call: Awaitable[None] = getattr(self.handler, handler)(decoded)  # typed: no cast() call
+        return call
+
+    def _route(self, method: str) -> tuple[Callable[..., Any], str] | None:
+        """A notification's decoder and handler name; None if this side does not handle it."""
+        spec = self._spec(method)
+        if spec is None:
+            return None
+        if spec.kind == "notification":
+            decode, handler = spec.decode_params, spec.handler
+        elif spec.decode_notification_params is not None and spec.notification_handler:
+            decode, handler = spec.decode_notification_params, spec.notification_handler
+        else:
+            return None
+        return decode, handler
+
+
+_UNROUTED: Final[Any] = object()
