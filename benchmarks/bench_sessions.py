@@ -12,8 +12,12 @@ client on the same host would add it):
   sending the same updates live. CPU of this process (SQLite reads in its worker thread are
   counted), best of `--repeat`: wall time on a shared machine measures the neighbours. Goal: <= 2x.
 - **memory**: the layer's Python heap (tracemalloc) while it serves list pages, loads and new
-  sessions over a SQLite store holding 1,000 sessions, then 100,000: flat means no in-process
-  copy of the sessions. Goal: the peak at 100,000 within 1.10x of the peak at 1,000.
+  sessions over a store holding 1,000 sessions, then 100,000 (SQLite, and PostgreSQL on the
+  benchmark's own cluster): flat means no in-process copy of the sessions. Goal: the peak at
+  100,000 within 1.10x of the peak at 1,000.
+- **list**: `session/list` through the layer and the connection over those 100,000 sessions,
+  `--pages` pages of 50 walked by cursor, wall time of each (what a client waits). Goal: <= 20 ms
+  a page, on SQLite and PostgreSQL.
 
     python benchmarks/bench_sessions.py [--chunks 1000] [--updates 10000] [--sessions 100000] [--no-pg]
 """
@@ -24,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -158,7 +163,7 @@ async def replay_cost(store: SessionStore, updates: int, repeat: int) -> tuple[f
     return live, float(await serve(Layered(store), body))
 
 
-async def memory_peak(store: SqliteStore) -> float:
+async def memory_peak(store: SessionStore) -> float:
     """The heap peak (KiB) of serving 20 list pages, 20 loads and 20 new sessions."""
 
     async def body(client: ScriptedClient) -> float:
@@ -183,14 +188,22 @@ async def memory_peak(store: SqliteStore) -> float:
     return float(await serve(Layered(store), body))
 
 
-def fill(store: SqliteStore, n: int) -> None:
-    """The same bulk fill as the store benchmark (setup, not measured), for the local user:
-    the owner of the sessions a stdio or in-process connection sees."""
-    import bench_store
-    from agent.principal import LOCAL_PRINCIPAL
+async def list_latency(store: SessionStore, pages: int) -> list[float]:
+    """Wall ms of each `session/list` page (50 sessions) through the layer and the connection,
+    walked by cursor from the newest: the latency a client sees (the store's work included)."""
 
-    bench_store.OWNER = LOCAL_PRINCIPAL.id
-    bench_store.fill_sqlite(store, n)
+    async def body(client: ScriptedClient) -> list[float]:
+        times, cursor = [], None
+        for _ in range(pages):
+            params = {} if cursor is None else {"cursor": cursor}
+            began = time.perf_counter()
+            reply = await client.call("session/list", params, 30)
+            times.append((time.perf_counter() - began) * 1000)
+            assert reply.ok and len(reply.get("sessions")) == 50, reply.describe()
+            cursor = reply.get("nextCursor")
+        return times
+
+    return list(await serve(Layered(store), body))
 
 
 def line(name: str, value: float, base: float, goal: float) -> None:
@@ -232,14 +245,36 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"{args.updates} updates: live {live * 1000:.1f} ms CPU, replayed by session/load {replay * 1000:.1f} ms")
         line("replay / live (CPU)", replay, live, 2.0)
         sqlite._close()
-        peaks = []
-        for n in (1000, args.sessions):
-            store = SqliteStore(tmp / f"mem-{n}.db")
-            fill(store, n)
-            peaks.append(await memory_peak(store))
-            store._close()
-        print(f"layer heap peak: {peaks[0]:.0f} KiB with 1,000 sessions, {peaks[1]:.0f} KiB with {args.sessions:,}")
-        line(f"memory, {args.sessions:,} / 1,000 sessions", peaks[1], peaks[0], 1.10)
+        import bench_store
+        from agent.principal import LOCAL_PRINCIPAL
+
+        bench_store.OWNER = LOCAL_PRINCIPAL.id  # the owner an in-process connection is
+        # PostgreSQL: a fresh database per size, so only on the benchmark's own cluster
+        kinds = ["sqlite"] if cluster is None else ["sqlite", "postgresql"]
+        for kind in kinds:
+            peaks, stores = [], []
+            for n in (1000, args.sessions):
+                if kind == "sqlite":
+                    store: SessionStore = SqliteStore(tmp / f"mem-{n}.db")
+                    bench_store.fill_sqlite(store, n)  # type: ignore[arg-type]
+                else:
+                    from agent.session_postgres import PostgresStore
+
+                    assert cluster is not None
+                    db = cluster.new_database()
+                    store = await PostgresStore.open(db)
+                    await bench_store.fill_postgres(db, n)
+                peaks.append(await memory_peak(store))
+                stores.append(store)
+            pages = await list_latency(stores[1], args.pages)
+            for store in stores:
+                await store.aclose()
+            print(f"{kind}: layer heap peak {peaks[0]:.0f} KiB at 1,000 sessions, {peaks[1]:.0f} at {args.sessions:,}")
+            line(f"memory on {kind}, {args.sessions:,} / 1,000 sessions", peaks[1], peaks[0], 1.10)
+            print(
+                f"{kind}: session/list over {args.sessions:,} sessions, {args.pages} pages of 50 by cursor:"
+                f" median {statistics.median(pages):.2f} ms, max {max(pages):.2f} ms (goal <= 20 ms a page)"
+            )
     finally:
         if cluster is not None:
             cluster.remove()
@@ -252,6 +287,7 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=10000)
     parser.add_argument("--sessions", type=int, default=100000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--pages", type=int, default=200, help="session/list pages walked by cursor")
     parser.add_argument("--pg-url")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--only-record", action="store_true", help="the record case only")

@@ -5,20 +5,23 @@ and `Recorder` (group commit of a turn's conversation entries), over any `Host` 
 Recording: entries are buffered and written in batches (one `store.save` per batch of up to
 `batch` entries or `delay` seconds); the layer flushes the buffer before every answer, so a
 kill -9 loses at most the entries of the turn in flight. On a store failure the entries stay
-buffered, in order, and the next flush retries them.
+buffered, in order, and the next flush retries them. Each entry is encoded once: the bytes
+sent to the client are the ones recorded (`RecordedEntry.json`), and a replay sends them again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .dispatch import RequestError
-from .session_store import SessionRecord, StoreError
+from .jsonline import dumps
+from .session_store import RecordedEntry, SessionRecord, StoreError
 
 __all__ = [
     "Features",
@@ -27,6 +30,8 @@ __all__ = [
     "LiveSession",
     "Recorder",
     "Send",
+    "SendEncoded",
+    "encode",
     "not_found",
     "now",
     "store_failed",
@@ -37,6 +42,14 @@ log = logging.getLogger(__name__)
 Json = dict[str, Any]
 Send = Callable[[str, Json], Awaitable[None]]
 """Sends one `session/update` (the session id and the update's wire JSON) to the client."""
+SendEncoded = Callable[[bytes], Awaitable[None]]
+"""Sends one `session/update` whose params are already encoded (`LiveSession.params`)."""
+
+
+def encode(update: Mapping[str, Any]) -> bytes:
+    """An update's compact JSON, as the connection encodes a message (TypeError or ValueError
+    when it is not JSON)."""
+    return dumps(dict(update))[:-1]  # less the line's newline
 
 
 def now() -> str:
@@ -77,6 +90,7 @@ class Host(Protocol):
     batch: int
     delay: float
     send: Send
+    send_encoded: SendEncoded
 
     async def save(self, session: LiveSession, entries: Sequence[Json]) -> None: ...
 
@@ -94,7 +108,11 @@ class Recorder:
         self.task: asyncio.Task[None] | None = None
         self.error: StoreError | None = None
 
-    def add(self, entry: Json) -> None:
+    def add(self, entry: Json, data: bytes | None = None) -> None:
+        """Buffer `entry` (wire JSON); `data` its encoding when it was sent (recorded as is)."""
+        if data is not None:
+            entry = RecordedEntry(entry)
+            entry.json = data
         self.buffer.append(entry)
         if len(self.buffer) >= self.core.batch:
             self._kick()
@@ -151,6 +169,12 @@ class LiveSession:
         self.data: dict[str, Any] = dict(state.get("data") or {})
         self.cancelled = False
         self.recorder: Recorder | None = None
+        # the params of this session's `session/update` up to the update itself
+        self.head = b'{"sessionId":' + json.dumps(self.id).encode() + b',"update":'
+
+    def params(self, update: bytes) -> bytes:
+        """The encoded params of a `session/update` of this session carrying `update` (JSON)."""
+        return self.head + update + b"}"
 
     def state(self) -> Json:
         return {
@@ -164,9 +188,10 @@ class LiveSession:
         """Record `update` (a conversation entry, wire JSON) and send it; nothing after a cancel."""
         if self.cancelled:
             return
+        data = encode(update)
         if self.recorder is not None:
-            self.recorder.add(update)
-        await self.core.send(self.id, update)
+            self.recorder.add(update, data)
+        await self.core.send_encoded(self.params(data))
 
     async def set_title(self, title: str) -> None:
         """Name the session: kept, listed, and told to the client (`session_info_update`)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from budget import FULL
+from session_scenario import check_session_layer
 from typecheck import PyrightRun, mypy_strict, packages, pyright_strict
 
 from codegen.config import load_targets
@@ -228,6 +229,19 @@ def test_methods_match_the_schema(
         # A null result is a real result: the proxy returns None and the dispatcher answers null.
         assert (spec.decode_result is not None) == (spec.kind == "request"), wire
         assert hasattr(module.types, spec.params_type), wire
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES if c[3] == "agent"])
+def test_session_layer_serves_the_lifecycle(generated: Path, case_id: str) -> None:
+    """The release's session layer, run in-process with its own kit: new, a prompt turn, load's
+    replay, list, an unknown session (tests/session_scenario.py), as much as the schema has."""
+    if not (generated / _package(case_id) / "sessions.py").is_file():
+        pytest.skip("no session layer: the schema lacks session/new, session/prompt or session/cancel")
+    sys.path.insert(0, str(generated))
+    try:
+        check_session_layer(_package(case_id))
+    finally:
+        sys.path.remove(str(generated))
 
 
 # -- mypy --strict on every package, two runs sharing one cache -----------------------------

@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 from agent.session_postgres import PostgresStore
 from agent.session_sqlite import SqliteStore
-from agent.session_store import MemoryStore, SessionRecord, StoreError, StoreUnavailable, StoreVersionError, holder_id
+from agent.session_store import (
+    MemoryStore,
+    RecordedEntry,
+    SessionRecord,
+    StoreError,
+    StoreUnavailable,
+    StoreVersionError,
+    holder_id,
+)
 from agent.session_stores import open_store
 from agent.testing.store_checks import check_store
 from pg_cluster import PgCluster, pg_cluster, pg_cluster_or_skip  # noqa: F401  (pg_cluster: a fixture)
@@ -40,6 +48,33 @@ def run(coro: object) -> object:
 
 
 # --- the protocol's checks, on every bundled store ---------------------------------------------
+
+
+def test_sqlite_writes_a_recorded_entrys_own_bytes_a_batch_to_a_row(tmp_path: Path) -> None:
+    """The bytes sent are the bytes kept (spacing and all); a batch is one row; a newline in an
+    entry's bytes (whitespace in JSON) does not split it; a damaged row is a clear StoreError."""
+    path = tmp_path / "s.db"
+
+    async def main() -> None:
+        store = SqliteStore(path)
+        await store.create(rec("s"))
+        sent = RecordedEntry({"a": [1, 2]})
+        sent.json = b'{"a": [1,\n 2]}'
+        await store.save("local:me", "s", updated_at=STAMP, title=None, state={}, entries=[sent, {"b": "\u00e9"}])
+        await store.save("local:me", "s", updated_at=STAMP, title=None, state={}, entries=[{"c": 3}])
+        got = [e async for e in store.replay("local:me", "s")]
+        assert got == [{"a": [1, 2]}, {"b": "\u00e9"}, {"c": 3}]
+        kept = [e.json for e in got if isinstance(e, RecordedEntry)]
+        assert kept == [b'{"a": [1,  2]}', '{"b":"\u00e9"}'.encode(), b'{"c":3}']
+        rows = store._conn.execute("SELECT seq, body FROM acp_entries ORDER BY seq").fetchall()
+        assert [seq for seq, _ in rows] == [0, 2]
+        store._conn.execute("UPDATE acp_entries SET body = 'NaN' WHERE seq = 2")
+        with pytest.raises(StoreError, match="not JSON.*damaged"):
+            _ = [e async for e in store.replay("local:me", "s")]
+        await store.aclose()
+
+    run(main())
+
 
 
 def test_memory_store_passes_check_store() -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_CLAIM_TTL",
     "MemoryStore",
     "Page",
+    "RecordedEntry",
     "SessionBusy",
     "SessionExists",
     "SessionRecord",
@@ -66,6 +67,15 @@ class SessionExists(StoreError):
 
 class SessionBusy(StoreError):
     """Another turn (in this process or another) holds the session's claim."""
+
+
+class RecordedEntry(dict[str, Any]):
+    """A conversation entry as the layer recorded it: the update's wire JSON (this dict), and in
+    `json` the exact bytes sent for it (compact UTF-8 JSON). A store that keeps text may write
+    those bytes instead of encoding the entry again; to any other store it is a plain dict."""
+
+    __slots__ = ("json",)
+    json: bytes
 
 
 @dataclass(frozen=True)
@@ -309,8 +319,36 @@ Fetch = Callable[[str, list[Any]], Awaitable[Sequence[Sequence[Any]]]]
 RECORD_COLUMNS: Final = "owner, session_id, cwd, created_at, updated_at, title, state, entries"
 """The columns of `acp_sessions` that `record_from_row` reads, in this order."""
 
-REPLAY_BATCH: Final = 500
-"""Entries per replay read: bounded memory for any conversation length."""
+REPLAY_ROWS: Final = 32
+"""Rows of `acp_entries` per replay read (a row holds one save's entries): bounded memory for
+any conversation length."""
+
+_encode_entry = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# NaN and Infinity are refused: a replayed entry's text goes to the wire as it is stored
+_decode_entry = json.JSONDecoder(parse_constant=_not_json).decode
+
+
+def dumps(value: object) -> str:
+    """Compact JSON text (one encoder for every call: `json.dumps` with options makes a new one)."""
+    return _encode_entry(value)
+
+
+def entries_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """One save's entries as the text of one `acp_entries` row: their JSON, one line each. A
+    `RecordedEntry` gives its own bytes (the ones sent); any other entry is encoded here."""
+    lines: list[bytes] = []
+    for entry in entries:
+        data = entry.json if isinstance(entry, RecordedEntry) else dumps(dict(entry)).encode()
+        if b"\n" in data:  # JSON holds a newline only as whitespace (never inside a string)
+            data = data.replace(b"\n", b" ")
+        lines.append(data)
+    return b"\n".join(lines).decode("utf-8")
 
 
 def record_from_row(row: Sequence[Any]) -> SessionRecord:
@@ -352,16 +390,26 @@ async def list_sql(
 
 
 async def replay_sql(fetch: Fetch, mark: str, session_id: str) -> AsyncIterator[Mapping[str, Any]]:
-    """The session's `acp_entries`, oldest first, `REPLAY_BATCH` rows a read."""
+    """The session's entries, oldest first: `acp_entries` rows (one save's entries each, a JSON
+    text a line; `seq` the index of the row's first entry), `REPLAY_ROWS` rows a read."""
     sql = (
         f"SELECT seq, body FROM acp_entries WHERE session_id = {mark} AND seq > {mark}"
         f" ORDER BY seq LIMIT {mark}"
     )
     seq = -1
     while True:
-        rows = await fetch(sql, [session_id, seq, REPLAY_BATCH])
+        rows = await fetch(sql, [session_id, seq, REPLAY_ROWS])
         for row in rows:
-            yield json.loads(row[1])
-        if len(rows) < REPLAY_BATCH:
+            for line in row[1].split("\n"):
+                try:
+                    entry = RecordedEntry(_decode_entry(line))
+                except ValueError as exc:
+                    raise StoreError(
+                        f"session {session_id!r}: a stored entry (row {row[0]}) is not JSON "
+                        f"({exc}): the store is damaged; restore it from a backup"
+                    ) from exc
+                entry.json = line.encode()  # parsed, so proven JSON: replayed as it was sent
+                yield entry
+        if len(rows) < REPLAY_ROWS:
             return
         seq = rows[-1][0]

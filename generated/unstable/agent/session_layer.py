@@ -27,8 +27,19 @@ from typing import Any, Final, cast
 
 from .dispatch import RequestError
 from .session_claims import Turns
-from .session_live import Features, Json, LiveSession, Recorder, Send, not_found, now, store_failed
-from .session_store import SessionExists, SessionRecord, SessionStore, StoreError
+from .session_live import (
+    Features,
+    Json,
+    LiveSession,
+    Recorder,
+    Send,
+    SendEncoded,
+    encode,
+    not_found,
+    now,
+    store_failed,
+)
+from .session_store import RecordedEntry, SessionExists, SessionRecord, SessionStore, StoreError
 
 __all__ = ["Features", "LiveSession", "SessionCore", "now"]
 
@@ -44,6 +55,7 @@ class SessionCore:
         store: SessionStore,
         features: Features,
         send: Send,
+        send_encoded: SendEncoded,
         owner: Callable[[], str],
         *,
         modes: Sequence[Json] = (),
@@ -56,6 +68,7 @@ class SessionCore:
         self.info_after_turn = info_after_turn
         self.factory = factory
         self.store, self.features, self.send, self.owner = store, features, send, owner
+        self.send_encoded = send_encoded
         self.turns = Turns(store, owner)
         self.modes = list(modes)
         self.options = [dict(o) for o in config_options]
@@ -174,7 +187,9 @@ class SessionCore:
             if session.recorder is not None:  # a turn runs here: what it sent is replayed too
                 await session.recorder.flush()
             async for entry in self.store.replay(session.owner, session.id):
-                await self.send(session.id, dict(entry))
+                # sent as recorded: the bytes of the live update when the store kept them
+                data = entry.json if isinstance(entry, RecordedEntry) else encode(entry)
+                await self.send_encoded(session.params(data))
         except StoreError as exc:
             raise store_failed(exc) from exc
         return self.session_state("session/load", session)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import ModuleType
@@ -35,6 +34,8 @@ from .session_store import (
     StoreError,
     StoreUnavailable,
     StoreVersionError,
+    dumps,
+    entries_text,
     holder_is_dead,
     list_sql,
     record_from_row,
@@ -57,7 +58,8 @@ _SCHEMA: Final = (
     ' updated_at TEXT COLLATE "C" NOT NULL, title TEXT,'
     " state TEXT NOT NULL, entries INTEGER NOT NULL DEFAULT 0, claim_holder TEXT,"
     " claim_until TIMESTAMPTZ)",
-    # entries as text, not jsonb: replayed byte for byte as they were recorded
+    # entries as text, not jsonb: replayed byte for byte as they were recorded; a row per
+    # save (its entries' JSON, a line each), seq the index of its first entry
     "CREATE TABLE acp_entries (session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
     " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
     "CREATE INDEX acp_sessions_by_owner ON acp_sessions (owner, updated_at DESC, session_id)",
@@ -88,10 +90,6 @@ def _driver() -> ModuleType:
         return importlib.import_module("psycopg")
     except ImportError as exc:
         raise StoreError(INSTALL_HINT) from exc
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class PostgresStore:
@@ -188,7 +186,7 @@ class PostgresStore:
                         record.created_at,
                         record.updated_at,
                         record.title,
-                        _dumps(dict(record.state)),
+                        dumps(dict(record.state)),
                     ],
                 )
             except self._pg.errors.UniqueViolation as exc:
@@ -218,29 +216,24 @@ class PostgresStore:
         state: Mapping[str, Any],
         entries: Sequence[Mapping[str, Any]] = (),
     ) -> SessionRecord | None:
-        bodies = [_dumps(dict(entry)) for entry in entries]
-        state_text = _dumps(dict(state))
+        body = entries_text(entries) if entries else None
+        state_text = dumps(dict(state))
 
         async def run(conn: _Connection) -> SessionRecord | None:
-            # two statements in one transaction (few round trips: recording is on a turn's path)
-            async with conn.transaction():
-                cur = await conn.execute(
-                    f"UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
-                    f" entries = entries + %s WHERE session_id = %s AND owner = %s"
-                    f" RETURNING {RECORD_COLUMNS}",
-                    [updated_at, title, state_text, len(bodies), session_id, owner],
-                )
-                row = await cur.fetchone()
-                if row is None:
-                    return None
-                if bodies:
-                    start = row[7] - len(bodies)
-                    await conn.execute(
-                        "INSERT INTO acp_entries SELECT %s, s, b"
-                        " FROM unnest(%s::int[], %s::text[]) AS t(s, b)",
-                        [session_id, list(range(start, row[7])), bodies],
-                    )
-                return record_from_row(row)
+            # one statement, so one round trip and atomic without a transaction block: the
+            # session's row updated, and the batch's row inserted (when there is one)
+            cur = await conn.execute(
+                f"WITH s AS (UPDATE acp_sessions SET updated_at = %s, title = %s, state = %s,"
+                f" entries = entries + %s WHERE session_id = %s AND owner = %s"
+                f" RETURNING {RECORD_COLUMNS}),"
+                f" i AS (INSERT INTO acp_entries SELECT session_id, entries - %s, %s::text"
+                f" FROM s WHERE %s)"
+                f" SELECT * FROM s",
+                [updated_at, title, state_text, len(entries), session_id, owner,
+                 len(entries), body, body is not None],
+            )  # fmt: skip
+            row = await cur.fetchone()
+            return None if row is None else record_from_row(row)
 
         return await self._call(run)
 
@@ -281,26 +274,33 @@ class PostgresStore:
     async def claim(
         self, owner: str, session_id: str, holder: str, ttl: float = DEFAULT_CLAIM_TTL
     ) -> bool:
+        take = (
+            "UPDATE acp_sessions SET claim_holder = %s,"
+            " claim_until = clock_timestamp() + %s * interval '1 second'"
+            " WHERE session_id = %s AND owner = %s AND "
+        )
+
         async def run(conn: _Connection) -> bool:
-            async with conn.transaction():
-                cur = await conn.execute(
-                    "SELECT claim_holder, claim_until > clock_timestamp() FROM acp_sessions"
-                    " WHERE session_id = %s AND owner = %s FOR UPDATE",
-                    [session_id, owner],
-                )
-                row = await cur.fetchone()
-                if row is None:
-                    return False
-                current, live = row
-                if current not in (None, holder) and live and not holder_is_dead(current):
-                    return False
-                await conn.execute(
-                    "UPDATE acp_sessions SET claim_holder = %s,"
-                    " claim_until = clock_timestamp() + %s * interval '1 second'"
-                    " WHERE session_id = %s",
-                    [holder, ttl, session_id],
-                )
+            # one round trip when the claim is free, expired or ours (each statement atomic)
+            cur = await conn.execute(
+                take + "(claim_holder IS NULL OR claim_holder = %s"
+                " OR claim_until <= clock_timestamp()) RETURNING 1",
+                [holder, ttl, session_id, owner, holder],
+            )
+            if await cur.fetchone() is not None:
                 return True
+            cur = await conn.execute(
+                "SELECT claim_holder FROM acp_sessions WHERE session_id = %s AND owner = %s",
+                [session_id, owner],
+            )
+            row = await cur.fetchone()
+            if row is None or row[0] is None or not holder_is_dead(row[0]):
+                return False  # absent, or another live holder's (a free claim was taken above)
+            # a dead process's on this host: taken over, unless someone else was quicker
+            cur = await conn.execute(
+                take + "claim_holder = %s RETURNING 1", [holder, ttl, session_id, owner, row[0]]
+            )
+            return await cur.fetchone() is not None
 
         return await self._call(run)
 

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import threading
@@ -33,6 +32,8 @@ from .session_store import (
     SessionRecord,
     StoreUnavailable,
     StoreVersionError,
+    dumps,
+    entries_text,
     holder_is_dead,
     list_sql,
     record_from_row,
@@ -51,16 +52,13 @@ _SCHEMA: Final = (
     " cwd TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, title TEXT,"
     " state TEXT NOT NULL,"
     " entries INTEGER NOT NULL DEFAULT 0, claim_holder TEXT, claim_until REAL)",
+    # a row per save: its entries' JSON, a line each; seq: the index of its first entry
     "CREATE TABLE acp_entries (session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,"
     " PRIMARY KEY (session_id, seq)) WITHOUT ROWID",
     # list pages: newest first within an owner (and within an owner's cwd), keyset paged
     "CREATE INDEX acp_sessions_by_owner ON acp_sessions (owner, updated_at DESC, session_id)",
     "CREATE INDEX acp_sessions_by_cwd ON acp_sessions (owner, cwd, updated_at DESC, session_id)",
 )
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class SqliteStore:
@@ -181,7 +179,7 @@ class SqliteStore:
                         record.created_at,
                         record.updated_at,
                         record.title,
-                        _dumps(dict(record.state)),
+                        dumps(dict(record.state)),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -202,8 +200,10 @@ class SqliteStore:
         state: Mapping[str, Any],
         entries: Sequence[Mapping[str, Any]] = (),
     ) -> SessionRecord | None:
-        bodies = [_dumps(dict(entry)) for entry in entries]  # encoded before the lock is taken
-        state_text = _dumps(dict(state))
+        # encoded before the lock is taken; one row for the whole batch (a row per entry costs
+        # more than the rest of recording together)
+        body = entries_text(entries) if entries else None
+        count, state_text = len(entries), dumps(dict(state))
 
         def run(conn: sqlite3.Connection) -> SessionRecord | None:
             row = conn.execute(
@@ -213,14 +213,12 @@ class SqliteStore:
             if row is None:
                 return None
             start: int = row[0]
-            conn.executemany(
-                "INSERT INTO acp_entries VALUES (?, ?, ?)",
-                [(session_id, start + i, body) for i, body in enumerate(bodies)],
-            )
+            if body is not None:
+                conn.execute("INSERT INTO acp_entries VALUES (?, ?, ?)", (session_id, start, body))
             conn.execute(
                 "UPDATE acp_sessions SET updated_at = ?, title = ?, state = ?, entries = ?"
                 " WHERE session_id = ?",
-                (updated_at, title, state_text, start + len(bodies), session_id),
+                (updated_at, title, state_text, start + count, session_id),
             )
             return _get(conn, owner, session_id)
 

@@ -108,6 +108,7 @@ class SessionAgent(Agent):
                 self.store,
                 FEATURES,
                 self._notify,
+                self._notify_encoded,
                 lambda: self.principal.id,
                 config_options=[option.to_dict() for option in self.config_options],
                 batch=self.batch,
@@ -121,6 +122,9 @@ class SessionAgent(Agent):
         await self.peer.connection.notify(
             methods.SESSION_UPDATE, {"sessionId": session_id, "update": update}
         )
+
+    async def _notify_encoded(self, params: bytes) -> None:
+        await self.peer.connection.notify_encoded(methods.SESSION_UPDATE, params)
 
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:

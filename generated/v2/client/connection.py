@@ -68,6 +68,7 @@ _log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
+_NOTIFY_HEADS: dict[str, bytes] = {}  # notify_encoded: method -> its line's head
 
 # The connection whose notification is being handled, in the worker and every task a
 # notification handler starts (tasks inherit it): their requests must not wait for the worker.
@@ -215,7 +216,10 @@ class Connection:
 
     # -- sending -----------------------------------------------------------------------
     async def _send(self, message: dict[str, Any]) -> None:
-        data = dumps(message)
+        await self._write(dumps(message))
+
+    async def _write(self, data: bytes) -> None:
+        """Write one encoded message (a line of JSON ending in a newline)."""
         if self._closed:
             raise ConnectionClosed("connection closed")
         if self._taps:  # before write(): taps see the lines in the order they are written
@@ -314,6 +318,16 @@ class Connection:
         if params is not None:
             message["params"] = params
         await self._send(message)
+
+    async def notify_encoded(self, method: str, params: bytes) -> None:
+        """`notify` with `params` already encoded: one JSON object as UTF-8, no newline. For a
+        caller that keeps the bytes it sends (the session layer records each update as sent)."""
+        head = _NOTIFY_HEADS.get(method)
+        if head is None:  # `{"jsonrpc":"2.0","method":"..."` (the line less its `}` and newline)
+            head = dumps({"jsonrpc": "2.0", "method": method})[:-2]
+            if len(_NOTIFY_HEADS) < 64:  # a method name is one of a schema's few
+                _NOTIFY_HEADS[method] = head
+        await self._write(head + b',"params":' + params + b"}\n")
 
     async def cancel_request(self, request_id: Any) -> None:
         """Ask the peer to cancel one of our requests (`$/cancel_request`)."""
