@@ -30,7 +30,7 @@ import secrets
 import shlex
 import socket
 from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from ..agent import Agent
 from ..connection import Connection
@@ -257,6 +257,15 @@ def _bound(host: str, port: int) -> socket.socket:
     return sock
 
 
+ServerModule = Literal["uvicorn", "hypercorn.asyncio", "hypercorn.config"]
+
+
+def _server(name: ServerModule) -> Any:
+    """An ASGI server's module, by one of these constant names: the servers are optional (the
+    `remote` extra), and this package stays stdlib-only until --listen is used."""
+    return importlib.import_module(name)
+
+
 @contextlib.asynccontextmanager
 async def _serving(profile: str, sock: socket.socket, app: Any) -> AsyncIterator[None]:
     """uvicorn for the WebSocket run, hypercorn (h2c and HTTP/1.1) for Streamable HTTP.
@@ -264,7 +273,7 @@ async def _serving(profile: str, sock: socket.socket, app: Any) -> AsyncIterator
     stop = asyncio.Event()
     server: Any = None
     if profile == "ws":
-        uvicorn = importlib.import_module("uvicorn")
+        uvicorn = _server("uvicorn")
         server = uvicorn.Server(
             uvicorn.Config(app, log_level="warning", lifespan="off", ws="websockets-sansio")
         )
@@ -275,8 +284,8 @@ async def _serving(profile: str, sock: socket.socket, app: Any) -> AsyncIterator
         while not server.started and not task.done():
             await asyncio.sleep(0.01)
     else:
-        serve = importlib.import_module("hypercorn.asyncio").serve
-        config = importlib.import_module("hypercorn.config").Config()
+        serve = _server("hypercorn.asyncio").serve
+        config = _server("hypercorn.config").Config()
         config.bind = [f"fd://{os.dup(sock.fileno())}"]  # hypercorn closes the one it is given
         config.loglevel = "WARNING"
         config.graceful_timeout = 0.5
