@@ -280,6 +280,7 @@ def test_the_agents_requests_to_the_client_get_a_deadline() -> None:
         ("http_idle_timeout", 0.0),
         ("max_authenticating", 0),
         ("body_timeout", -1.0),
+        ("max_inflight_bytes", 0),
     ]
 )
 def test_limits_refuse_nonsense_clearly(field: str, value: Any) -> None:
@@ -312,5 +313,67 @@ def test_a_slow_body_gets_408_at_the_body_deadline_and_the_connection_goes_on() 
         assert (await request(app, "POST", new, {**JSON, CID: cid}))[0] == 202
         assert app.connections == 1
         await app.aclose()
+
+    run(main)
+
+
+def test_over_the_apps_inflight_byte_budget_a_message_is_refused_and_the_connection_goes_on() -> None:
+    """With the app's budget of bytes in flight spent (other connections' messages not yet read by
+    their agents, set here directly), a WebSocket message gets -32000 under its own id and a POST
+    503 with the same error; once the budget frees up, both connections serve the next request."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty, limits=Limits(max_inflight_bytes=4096))
+        ws = await opened(app)
+        cid = await initialized(app)
+        assert app.budget.used == 0
+        app.budget.used = 4096  # spent by others
+        ws.incoming.put_nowait(frame(5, "session/new", {"cwd": "/", "mcpServers": []}))
+        refused = await ws_answer(ws)
+        assert refused["id"] == 5 and refused["error"]["code"] == -32000
+        assert refused["error"]["data"]["limit"] == "max_inflight_bytes"
+        new = rpc(6, "session/new", {"cwd": "/", "mcpServers": []})
+        status, headers, body = await request(app, "POST", new, {**JSON, CID: cid})
+        assert status == 503 and headers["retry-after"] == "1" and error_of(body) == (6, -32000), body
+        big = rpc(7, "session/new", {"cwd": "/" + "x" * 8000, "mcpServers": []})  # more than the budget
+        app.budget.used = 0
+        status, _, body = await request(app, "POST", big, {**JSON, CID: cid})
+        assert status == 202, body  # alone in flight, a message is taken whatever its size
+        ws.incoming.put_nowait(frame(8, "session/new", {"cwd": "/", "mcpServers": []}))
+        assert (await ws_answer(ws))["result"] == {"sessionId": "s1"}
+        ws.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(ws.task, TIMEOUT)
+        await app.aclose()
+
+    run(main)
+
+
+def test_the_inflight_byte_budget_is_given_back_on_every_path() -> None:
+    """Messages delivered, refused (parse error, batch, unknown connection, oversize, session
+    mismatch), and connections ended with messages unread: the budget is back at 0 after each."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty, max_message_size=1000)
+        cid = await initialized(app)
+        assert app.budget.used == 0
+        hang = {"sessionId": "s1", "prompt": [{"type": "text", "text": "hang"}]}
+        for body, headers in (
+            (b"not json", {CID: cid}),
+            (b"[1, 2]", {CID: cid}),
+            (rpc(1, "session/new", {"cwd": "/", "mcpServers": []}), {CID: "nope"}),
+            (rpc(2, "session/new", {"cwd": "/" + "x" * 2000, "mcpServers": []}), {CID: cid}),
+            (rpc(3, "session/prompt", hang), {CID: cid, "acp-session-id": "other"}),
+            (rpc(4, "session/prompt", hang), {CID: cid, "acp-session-id": "s1"}),
+        ):
+            await request(app, "POST", body, {**JSON, **headers})
+            await asyncio.sleep(0.01)  # the agent reads what was delivered
+            assert app.budget.used == 0, body
+        ws = await opened(app)
+        ws.incoming.put_nowait(frame(1, "session/new", {"cwd": "/", "mcpServers": []}))
+        await ws_answer(ws)
+        ws.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(ws.task, TIMEOUT)
+        await app.aclose()
+        assert app.budget.used == 0 and app.connections == 0
 
     run(main)

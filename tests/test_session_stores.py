@@ -23,6 +23,7 @@ from agent.session_postgres import PostgresStore
 from agent.session_sqlite import SqliteStore
 from agent.session_store import (
     MemoryStore,
+    RecordedBatch,
     RecordedEntry,
     SessionRecord,
     StoreError,
@@ -61,13 +62,14 @@ def test_sqlite_writes_a_recorded_entrys_own_bytes_a_batch_to_a_row(tmp_path: Pa
         sent = RecordedEntry({"a": [1, 2]})
         sent.json = b'{"a": [1,\n 2]}'
         await store.save("local:me", "s", updated_at=STAMP, title=None, state={}, entries=[sent, {"b": "\u00e9"}])
-        await store.save("local:me", "s", updated_at=STAMP, title=None, state={}, entries=[{"c": 3}])
+        batch = RecordedBatch([{"c": 3}, {"d": None}], [b'{"c": 3}', b'{"d":null}'])
+        await store.save("local:me", "s", updated_at=STAMP, title=None, state={}, entries=batch)
         got = [e async for e in store.replay("local:me", "s")]
-        assert got == [{"a": [1, 2]}, {"b": "\u00e9"}, {"c": 3}]
+        assert got == [{"a": [1, 2]}, {"b": "\u00e9"}, {"c": 3}, {"d": None}]
         kept = [e.json for e in got if isinstance(e, RecordedEntry)]
-        assert kept == [b'{"a": [1,  2]}', '{"b":"\u00e9"}'.encode(), b'{"c":3}']
+        assert kept == [b'{"a": [1,  2]}', '{"b":"\u00e9"}'.encode(), b'{"c": 3}', b'{"d":null}']
         rows = store._conn.execute("SELECT seq, body FROM acp_entries ORDER BY seq").fetchall()
-        assert [seq for seq, _ in rows] == [0, 2]
+        assert rows[1] == (2, '{"c": 3}\n{"d":null}')  # the batch's bytes, a row
         store._conn.execute("UPDATE acp_entries SET body = 'NaN' WHERE seq = 2")
         with pytest.raises(StoreError, match="not JSON.*damaged"):
             _ = [e async for e in store.replay("local:me", "s")]

@@ -5,6 +5,12 @@
 deadlines `asgi_app(limits=...)` enforces against hostile or vanished clients, and
 `Admission`, the per-connection check the JSON-RPC runtime asks before it starts a handler.
 
+Bytes in flight (received from clients, not yet read by their agents: POST bodies being read,
+messages queued for an agent) are bounded per connection by `send_buffer` (a client sending
+faster than its agent reads waits: the transport stops reading its socket) and for the whole
+app by `max_inflight_bytes` (a `Budget`): a message that does not fit is refused, -32000 under
+its own id over WebSocket, 503 with `Retry-After` for a POST, and the connection goes on.
+
 Going over a cap never ends a connection that is in use: a request over `max_pending` or
 `max_sessions` gets a JSON-RPC error under its own id (-32000, the details say which limit),
 an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection over
@@ -28,7 +34,7 @@ from typing import Any, Final, cast
 
 from .dispatch import RequestError
 
-__all__ = ["LIMIT_EXCEEDED", "Admission", "Limits"]
+__all__ = ["LIMIT_EXCEEDED", "Admission", "Budget", "Limits"]
 
 LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
 _OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
@@ -47,6 +53,7 @@ class Limits:
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
     body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
+    max_inflight_bytes: int | None = 64 * 1024 * 1024  # received, not yet read by an agent: the app
 
     def __post_init__(self) -> None:
         caps = (
@@ -54,6 +61,7 @@ class Limits:
             ("max_sessions", self.max_sessions),
             ("max_streams", self.max_streams),
             ("max_per_client", self.max_per_client),
+            ("max_inflight_bytes", self.max_inflight_bytes),
         )
         for name, value in caps:
             if value is not None and value < 1:
@@ -108,3 +116,23 @@ class Admission:
             else:
                 self._loaded.add(session)
         return None
+
+
+class Budget:
+    """Bytes in flight across an app (`limit` None: unbounded). With nothing in flight one
+    message is always taken, however large (`max_message_size` bounds it)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.limit is not None and self.used and self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used -= size

@@ -41,6 +41,7 @@ from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from .jsonline import Skim, loads
 from .principal import Principal
+from .remote_limits import LIMIT_EXCEEDED, Budget
 from .remote_link import Channel, Link
 from .remote_wire import (
     CLOSE,
@@ -55,6 +56,7 @@ from .remote_wire import (
     id_key,
     media_types,
     named_session,
+    over_budget,
     request_headers,
     send_error,
 )
@@ -71,7 +73,7 @@ SESSION_OPENING: Final = frozenset(
 class HttpConnection:
     """One Streamable HTTP connection: its link, its streams and the routing state."""
 
-    def __init__(self, agent: Agent, limits: Limits, client: str) -> None:
+    def __init__(self, agent: Agent, limits: Limits, client: str, budget: Budget) -> None:
         self.principal = agent.principal  # every request of the connection must name it
         self.posting = 0  # POSTs being handled: the client is there
         self.max_streams = limits.caps.max_streams
@@ -88,6 +90,7 @@ class HttpConnection:
             shutdown_grace=limits.shutdown_grace,
             limits=limits.caps,
             client=client,
+            budget=budget,
         )
 
     def watched(self) -> bool:
@@ -135,11 +138,13 @@ class HttpTransport:
         limits: Limits,
         room: Callable[[str], bool],
         gone: Callable[[], None],
+        budget: Budget,
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
         self.room = room  # whether one more connection from that client may start
         self.gone = gone  # a connection ended
+        self.budget = budget  # the app's bytes in flight: bodies being read, messages queued
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
@@ -237,10 +242,14 @@ class HttpTransport:
         del message, fields
         state.posting += 1
         try:
-            if not await state.link.deliver(frame(body)):
+            data = frame(body)
+            if not self.budget.take(len(data)):
+                await self._over_budget(send, msg_id)
+                return
+            if not await state.link.deliver(data):
                 await send_error(send, 404, msg_id, INVALID_REQUEST, "the connection ended")
                 return
-            del body  # no copy outlives the message's delivery
+            del body, data  # no copy outlives the message's delivery
             if waiter is not None:
                 await self._answer(state, waiter, send)
             else:
@@ -257,6 +266,7 @@ class HttpTransport:
         size = 0
         skim: Skim | None = None
         deadline = Deadline(self.limits.caps.body_timeout)
+        budget, taken, spent = self.budget, 0, False  # spent: the app's budget ran out
         try:
             while True:
                 message = await receive()  # the only await: where the deadline's cancel lands
@@ -268,11 +278,15 @@ class HttpTransport:
                 else:
                     size += len(chunk)
                     chunks.append(chunk)
-                    if size > limit:  # keep only the top level, to answer under the message's id
+                    spent = not budget.take(len(chunk))
+                    taken += 0 if spent else len(chunk)
+                    if size > limit or spent:  # keep only the top level, to answer under its id
                         skim = Skim()
                         for part in chunks:
                             skim.feed(part, 0, len(part))
                         chunks.clear()
+                        budget.give(taken)
+                        taken = 0
                 if not message.get("more_body", False):
                     break
         except asyncio.CancelledError:
@@ -283,13 +297,21 @@ class HttpTransport:
             return None
         finally:
             deadline.cancel()
+            budget.give(taken)  # taken again, whole, when the message is delivered
         if skim is None:
             return b"".join(chunks)
         head = skim.head()
         msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
+        if spent and size <= limit:
+            await self._over_budget(send, msg_id)
+            return None
         detail = f"message larger than the maximum of {limit} bytes"
         await send_error(send, 413, msg_id, INVALID_REQUEST, detail)
         return None
+
+    async def _over_budget(self, send: Send, msg_id: Any) -> None:
+        retry = ((b"retry-after", b"1"),)
+        await send_error(send, 503, msg_id, LIMIT_EXCEEDED, over_budget(self.budget), headers=retry)
 
     async def _initialize(
         self, body: bytes, fields: dict[str, Any], send: Send, who: Principal, client: str
@@ -307,20 +329,26 @@ class HttpTransport:
                 send, 503, msg_id, INVALID_REQUEST, "too many connections", headers=retry
             )
             return
+        data = frame(body)
+        if not self.budget.take(len(data)):
+            await self._over_budget(send, msg_id)
+            return
         try:
             agent = self.make_agent()
             agent.principal = who
         except Exception:
+            self.budget.give(len(data))
             _log.exception("the agent factory failed")
             await send_error(send, 500, msg_id, INTERNAL_ERROR, "cannot start an agent")
             return
-        state = HttpConnection(agent, self.limits, client)
+        state = HttpConnection(agent, self.limits, client, self.budget)
         link = state.link
         self.links[link.id] = link
         self.connections[link.id] = state
         link.task.add_done_callback(lambda _: self._drop(link.id))
         waiter = state.waiters[key] = asyncio.get_running_loop().create_future()
-        await link.deliver(frame(body))
+        await link.deliver(data)
+        del body, data
         await self._answer(state, waiter, send)
 
     def _drop(self, link_id: str) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from .dispatch import INTERNAL_ERROR, PARSE_ERROR
-from .jsonline import dumps
+from .jsonline import Skim, dumps
+from .remote_limits import LIMIT_EXCEEDED, Budget
 from .remote_limits import Limits as Caps
 from .types import DecodeContext
 
@@ -65,9 +66,11 @@ async def send_error(
 ) -> None:
     """An HTTP error answer with a JSON-RPC error body (`websocket`: as the refusal of an
     upgrade, through the ASGI `websocket.http.response` extension)."""
-    message = {PARSE_ERROR: "Parse error", INTERNAL_ERROR: "Internal error"}.get(
-        code, "Invalid request"
-    )
+    message = {
+        PARSE_ERROR: "Parse error",
+        INTERNAL_ERROR: "Internal error",
+        LIMIT_EXCEEDED: "Limit exceeded",
+    }.get(code, "Invalid request")
     body = dumps(error_body(msg_id, code, message, detail))
     prefix = "websocket.http.response" if websocket else "http.response"
     await send({"type": f"{prefix}.start", "status": status, "headers": [JSON_CONTENT, *headers]})
@@ -159,3 +162,22 @@ class Deadline:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def over_budget(budget: Budget) -> str:
+    limit = budget.limit
+    return f"the server has its {limit} bytes of messages in flight (max_inflight_bytes): try again"
+
+
+def over_budget_line(data: bytes, budget: Budget) -> bytes | None:
+    """The -32000 answer to a message the app's budget cannot take (None for a notification,
+    which has nothing to answer)."""
+    skim = Skim()
+    skim.feed(data, 0, len(data))
+    head = skim.head()
+    if head is not None and "id" not in head:
+        return None
+    msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
+    answer = error_body(msg_id, LIMIT_EXCEEDED, "Limit exceeded", over_budget(budget))
+    answer["error"]["data"]["limit"] = "max_inflight_bytes"
+    return dumps(answer) + b"\n"

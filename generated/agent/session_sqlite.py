@@ -207,12 +207,13 @@ class SqliteStore:
 
         def run(conn: sqlite3.Connection) -> SessionRecord | None:
             row = conn.execute(
-                "SELECT entries FROM acp_sessions WHERE session_id = ? AND owner = ?",
+                "SELECT cwd, created_at, entries FROM acp_sessions"
+                " WHERE session_id = ? AND owner = ?",
                 (session_id, owner),
             ).fetchone()
             if row is None:
                 return None
-            start: int = row[0]
+            cwd, created_at, start = row
             if body is not None:
                 conn.execute("INSERT INTO acp_entries VALUES (?, ?, ?)", (session_id, start, body))
             conn.execute(
@@ -220,7 +221,9 @@ class SqliteStore:
                 " WHERE session_id = ?",
                 (updated_at, title, state_text, start + count, session_id),
             )
-            return _get(conn, owner, session_id)
+            return SessionRecord(
+                owner, session_id, cwd, created_at, updated_at, title, dict(state), start + count
+            )
 
         return await self._call(lambda conn: self._write(conn, run))
 

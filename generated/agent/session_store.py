@@ -23,14 +23,15 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, overload, runtime_checkable
 
 __all__ = [
     "DEFAULT_CLAIM_TTL",
     "MemoryStore",
     "Page",
+    "RecordedBatch",
     "RecordedEntry",
     "SessionBusy",
     "SessionExists",
@@ -76,6 +77,37 @@ class RecordedEntry(dict[str, Any]):
 
     __slots__ = ("json",)
     json: bytes
+
+
+class RecordedBatch(Sequence[Mapping[str, Any]]):
+    """The entries of one `save` as the layer recorded them: a sequence of the updates' wire
+    JSON (dicts), and `text()`, the exact bytes sent for them as JSON lines. A store that keeps
+    text may write `text()` rather than encode each entry again; to any other store it is a
+    plain sequence of dicts."""
+
+    __slots__ = ("_data", "_entries")
+
+    def __init__(self, entries: list[dict[str, Any]], data: list[bytes]) -> None:
+        if len(entries) != len(data):
+            raise ValueError(f"{len(entries)} entries but {len(data)} encodings")
+        self._entries, self._data = entries, data
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Mapping[str, Any] | Sequence[Mapping[str, Any]]:
+        return self._entries[index]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return iter(self._entries)
+
+    def text(self) -> str:
+        """The entries' JSON (compact: no newline inside), a line each."""
+        return b"\n".join(self._data).decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -341,7 +373,10 @@ def dumps(value: object) -> str:
 
 def entries_text(entries: Sequence[Mapping[str, Any]]) -> str:
     """One save's entries as the text of one `acp_entries` row: their JSON, one line each. A
-    `RecordedEntry` gives its own bytes (the ones sent); any other entry is encoded here."""
+    `RecordedBatch` or `RecordedEntry` gives its own bytes (the ones sent); any other entry is
+    encoded here."""
+    if isinstance(entries, RecordedBatch):
+        return entries.text()
     lines: list[bytes] = []
     for entry in entries:
         data = entry.json if isinstance(entry, RecordedEntry) else dumps(dict(entry)).encode()

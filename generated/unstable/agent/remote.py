@@ -43,6 +43,7 @@ from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
 from .principal import Principal
 from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
+from .remote_limits import Budget
 from .remote_limits import Limits as Caps
 from .remote_link import Channel, Link
 from .remote_server_http import HttpTransport
@@ -55,6 +56,7 @@ from .remote_wire import (
     Send,
     client_address,
     frame,
+    over_budget_line,
     request_headers,
     send_error,
 )
@@ -83,7 +85,8 @@ class AsgiApp:
         self.limits = limits
         self.gate = gate
         self.websockets: dict[str, Link] = {}
-        self.http = HttpTransport(make_agent, limits, self._room, self._gone)
+        self.budget = Budget(limits.caps.max_inflight_bytes)  # bytes in flight, every connection
+        self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget)
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
         self._authenticating = 0  # requests inside the authentication hook
@@ -247,7 +250,7 @@ class AsgiApp:
             headers = [(b"acp-connection-id", link.id.encode())]
             await send({"type": "websocket.accept", "headers": headers})
             pump = asyncio.ensure_future(self._pump(link, channel, send))
-            reader = asyncio.ensure_future(self._read(link, receive))
+            reader = asyncio.ensure_future(self._read(link, receive, self.budget))
             undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
             try:
                 await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
@@ -287,6 +290,7 @@ class AsgiApp:
             shutdown_grace=limits.shutdown_grace,
             limits=limits.caps,
             client=client,
+            budget=self.budget,
         )
 
     async def _refuse_websocket(self, scope: Scope, send: Send, refusal: Refusal) -> None:
@@ -308,9 +312,9 @@ class AsgiApp:
             await send({"type": "websocket.close", "code": _WS_POLICY, "reason": refusal.detail})
 
     @staticmethod
-    async def _read(link: Link, receive: Receive) -> bool:
+    async def _read(link: Link, receive: Receive, budget: Budget) -> bool:
         """Client frames into the agent's inbox: True once the client disconnected, False
-        if the connection ended first."""
+        if the connection ended first. A frame over the app's budget is answered -32000."""
         while True:
             message = await receive()
             kind = message["type"]
@@ -321,6 +325,12 @@ class AsgiApp:
             if text is not None:  # binary frames are ignored (the RFD)
                 data = frame(text.encode("utf-8", "surrogatepass"))
                 del text
+                if not budget.take(len(data)):
+                    answer = over_budget_line(data, budget)
+                    del data
+                    if answer is not None and not link.outbox.closed:
+                        link.outbox.write(answer)
+                    continue
                 ok = await link.deliver(data)
                 del data
                 if not ok:

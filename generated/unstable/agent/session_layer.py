@@ -60,7 +60,7 @@ class SessionCore:
         *,
         modes: Sequence[Json] = (),
         config_options: Sequence[Json] = (),
-        batch: int = 256,
+        batch: int = 1024,
         delay: float = 0.05,
         factory: type[LiveSession] = LiveSession,
         info_after_turn: bool = True,
@@ -111,7 +111,7 @@ class SessionCore:
             out["configOptions"] = self.config_options(session)
         return out
 
-    async def save(self, session: LiveSession, entries: Sequence[Json]) -> None:
+    async def save(self, session: LiveSession, entries: Sequence[Mapping[str, Any]]) -> None:
         record = await self.store.save(
             session.owner, session.id, updated_at=now(), title=session.title,
             state=session.state(), entries=entries,

@@ -112,7 +112,7 @@ class SessionAgent(Agent):
     """Sent as `agentInfo` in the initialize answer."""
     agent_capabilities: ClassVar[types.AgentCapabilities | None] = None
     """The author's capabilities; the layer adds those of the methods it serves."""
-    batch: ClassVar[int] = 256
+    batch: ClassVar[int] = 1024
     """Entries per store write at most (group commit); also flushed every `batch_delay` seconds."""
     batch_delay: ClassVar[float] = 0.05
     info_after_turn: ClassVar[bool] = True

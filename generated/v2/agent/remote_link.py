@@ -23,7 +23,7 @@ from .agent import Agent, ClientProxy
 from .connection import Connection
 from .dispatch import Dispatcher
 from .methods import AGENT_HANDLES
-from .remote_limits import Admission, Limits
+from .remote_limits import Admission, Budget, Limits
 from .types import DecodeContext
 
 _log = logging.getLogger(__name__)
@@ -41,9 +41,10 @@ class Inbox:
     returns all that is queued. `put` waits while more than `limit` bytes are unread (but
     always takes one message)."""
 
-    __slots__ = ("_items", "_size", "_limit", "_eof", "_reader", "_room")
+    __slots__ = ("_items", "_size", "_limit", "_eof", "_reader", "_room", "_budget")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, budget: Budget | None = None) -> None:
+        self._budget = budget  # the app's: what is queued here was taken from it by the transport
         self._items: list[bytes] = []
         self._size = 0
         self._limit = limit
@@ -52,13 +53,16 @@ class Inbox:
         self._room: asyncio.Event | None = None  # made when a put first has to wait
 
     async def put(self, data: bytes) -> bool:
-        """Queue one message; False if the connection is over (the message is dropped)."""
+        """Queue one message (taken from the budget by the caller); False if the connection is
+        over (the message is dropped and given back)."""
         while self._size and self._size + len(data) > self._limit and not self._eof:
             if self._room is None:
                 self._room = asyncio.Event()
             self._room.clear()
             await self._room.wait()
         if self._eof:
+            if self._budget is not None:
+                self._budget.give(len(data))
             return False
         self._items.append(data)
         self._size += len(data)
@@ -81,10 +85,18 @@ class Inbox:
                 await self._reader
             finally:
                 self._reader = None
-        items, self._items, self._size = self._items, [], 0
+        items, self._items, size, self._size = self._items, [], self._size, 0
+        if self._budget is not None:
+            self._budget.give(size)
         if self._room is not None:
             self._room.set()
         return items[0] if len(items) == 1 else b"".join(items)
+
+    def release(self) -> None:
+        """Drop what the agent will never read (its connection ended), and give it back."""
+        if self._budget is not None:
+            self._budget.give(self._size)
+        self._items, self._size = [], 0
 
 
 class Channel:
@@ -188,12 +200,13 @@ class Link:
         shutdown_grace: float,
         limits: Limits | None = None,
         client: str = "",
+        budget: Budget | None = None,
     ) -> None:
         self.id = os.urandom(16).hex()  # 128 random bits: not guessable
         self.client = client  # the client's address, for the per-client cap
         self.messages = 0  # received: a connection with at most one and no stream is fresh
         self.streamed = False  # an SSE stream was opened
-        self.inbox = Inbox(max(send_buffer, 1))
+        self.inbox = Inbox(max(send_buffer, 1), budget)
         self.outbox = Outbox(route, send_buffer)
         self.connection = Connection(
             Dispatcher(agent, AGENT_HANDLES, ctx),
@@ -217,6 +230,7 @@ class Link:
             _log.error("remote connection %s failed", self.id, exc_info=task.exception())
         self.outbox.close()
         self._close()
+        self.inbox.release()
 
     def on_close(self, hook: Callable[[], None]) -> Callable[[], None]:
         """Run `hook` when the link ends (now if it has); returns the undo."""

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .dispatch import RequestError
 from .jsonline import dumps
-from .session_store import RecordedEntry, SessionRecord, StoreError
+from .session_store import RecordedBatch, SessionRecord, StoreError
 
 __all__ = [
     "Features",
@@ -52,7 +52,8 @@ SendEncoded = Callable[[bytes], Awaitable[None]]
 def encode(update: Mapping[str, Any]) -> bytes:
     """An update's compact JSON, as the connection encodes a message (TypeError or ValueError
     when it is not JSON)."""
-    return dumps(dict(update))[:-1]  # less the line's newline
+    # less the line's newline (compact JSON has no other)
+    return dumps(update if isinstance(update, dict) else dict(update))[:-1]
 
 
 def now() -> str:
@@ -95,7 +96,7 @@ class Host(Protocol):
     send: Send
     send_encoded: SendEncoded
 
-    async def save(self, session: LiveSession, entries: Sequence[Json]) -> None: ...
+    async def save(self, session: LiveSession, entries: Sequence[Mapping[str, Any]]) -> None: ...
 
     async def info_update(self, session: LiveSession) -> None: ...
 
@@ -106,6 +107,7 @@ class Recorder:
     def __init__(self, core: Host, session: LiveSession) -> None:
         self.core, self.session = core, session
         self.buffer: list[Json] = []
+        self.data: list[bytes] = []  # the encoding of each buffered entry
         self.lock = asyncio.Lock()
         self.timer: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
@@ -113,10 +115,8 @@ class Recorder:
 
     def add(self, entry: Json, data: bytes | None = None) -> None:
         """Buffer `entry` (wire JSON); `data` its encoding when it was sent (recorded as is)."""
-        if data is not None:
-            entry = RecordedEntry(entry)
-            entry.json = data
         self.buffer.append(entry)
+        self.data.append(encode(entry) if data is None else data)
         if len(self.buffer) >= self.core.batch:
             self._kick()
         elif self.timer is None:
@@ -140,11 +140,12 @@ class Recorder:
         """Write the buffer (and the session's state) in one `save`; on failure the entries stay
         buffered, in order, and the `StoreError` is raised."""
         async with self.lock:
-            batch, self.buffer = self.buffer, []
+            batch, data = self.buffer, self.data
+            self.buffer, self.data = [], []
             try:
-                await self.core.save(self.session, batch)
+                await self.core.save(self.session, RecordedBatch(batch, data) if batch else ())
             except BaseException:
-                self.buffer[:0] = batch
+                self.buffer[:0], self.data[:0] = batch, data
                 raise
             self.error = None
 

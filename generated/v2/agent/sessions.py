@@ -89,7 +89,7 @@ class SessionAgent(Agent):
 
     config_options: ClassVar[Sequence[types.SessionConfigOption]] = ()
     """The config options offered, `current_value` being a new session's value."""
-    batch: ClassVar[int] = 256
+    batch: ClassVar[int] = 1024
     """Entries per store write at most (group commit); also flushed every `batch_delay` seconds."""
     batch_delay: ClassVar[float] = 0.05
     info_after_turn: ClassVar[bool] = True
