@@ -26,17 +26,16 @@ import os
 import secrets
 import shlex
 import socket
-from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Literal, cast
 
 from ..agent import Agent
-from ..connection import Connection
 from ..remote import asgi_app
 from .client_checks import REMOTE_CHECKS, ClientOptions
 from .client_conformance import Probe, run_client
 from .conformance_output import Matcher
 from .conformance_report import CheckResult, Report
-from .probe import Findings, ProbeSession, _Handler
+from .probe import Findings, ProbeSession
 from .probe_scenario import run_turn
 from .scripted import as_object
 
@@ -89,17 +88,6 @@ _current: contextvars.ContextVar[_Conn | None] = contextvars.ContextVar(
 )
 
 
-class _Served(_Handler):
-    """The probe's agent methods, as `asgi_app`'s connection calls them."""
-
-    def __init__(self, session: ProbeSession) -> None:
-        super().__init__(session)
-        self.session = session
-
-    def on_connect(self, peer: Any) -> None:
-        self.session.attach(cast(Connection, peer.connection))
-
-
 class _Recorder:
     """The middleware: records each connection's messages for its probe session, sets the
     affinity cookie, and judges the RFD's client rules."""
@@ -118,7 +106,7 @@ class _Recorder:
         for direction, raw in conn.early:
             conn.record(direction, raw)
         conn.early.clear()
-        return cast(Agent, _Served(session))
+        return cast(Agent, session.handler())
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -264,7 +252,7 @@ def _server(name: ServerModule) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _serving(profile: str, sock: socket.socket, app: Any) -> AsyncIterator[None]:
+async def _serving(profile: str, sock: socket.socket, app: Any) -> AsyncGenerator[None, None]:
     """uvicorn for the WebSocket run, hypercorn (h2c and HTTP/1.1) for Streamable HTTP.
     (Imported by name: the servers are optional, and this package stays stdlib-only.)"""
     stop = asyncio.Event()

@@ -187,6 +187,18 @@ class _Handler:
         return None
 
 
+class Served(_Handler):
+    """The probe's agent methods as a transport's connection calls them (`client_remote`):
+    connected, it gives the session that connection (`on_connect`, as an `Agent` gets it)."""
+
+    def __init__(self, session: ProbeSession) -> None:
+        super().__init__(session)
+        self.session = session
+
+    def on_connect(self, peer: Any) -> None:
+        self.session.attach(peer.connection)
+
+
 class ProbeSession:
     """One connection to the client under test: the probe agent's side of it."""
 
@@ -237,9 +249,9 @@ class ProbeSession:
                 tap=self._record,
             )
 
-    def handler(self) -> _Handler:
-        """The object a transport's dispatcher calls for the agent methods."""
-        return _Handler(self)
+    def handler(self) -> Served:
+        """What a transport's dispatcher calls for the agent methods (`attach`ed on connect)."""
+        return Served(self)
 
     def attach(self, connection: Connection) -> None:
         self.connection = connection
